@@ -1,0 +1,111 @@
+/* json.h - strict, path-aware reading of JSON input files.
+ *
+ * A thin layer over cJSON that every loader uses, so that every error names
+ * the file and the JSON path ("scenarios/a.json: $.sharding.bucket_cap_mb")
+ * and says what was expected and what was found. Nothing outside sim/io/ sees
+ * cJSON.
+ *
+ * Strictness: js_keys_check rejects unknown keys (listing the allowed ones);
+ * typed getters reject wrong types and out-of-range values; nothing is
+ * clamped. Integers must be exact (no fraction, |v| <= 2^53).
+ *
+ * Ownership: a js_doc owns its parsed tree (js_doc_fini frees it); js_node
+ * values are cheap copies that point into a doc and carry their path; they are
+ * valid until the doc is finished. Getters that fail leave *out untouched.
+ * Getters for an optional key return SS_OK with *out = default when the key
+ * is absent.
+ */
+#ifndef JS_JSON_H
+#define JS_JSON_H
+
+#include <stdbool.h>
+
+#include "../core/err.h"
+
+#define JS_PATH_MAX 384
+#define JS_FILE_MAX 1024
+#define JS_MAX_FILE_BYTES (64u * 1024u * 1024u) /* larger input is refused */
+
+struct cJSON;
+
+typedef struct js_doc {
+    struct cJSON *root;
+    char file[JS_FILE_MAX]; /* as given by the caller, for messages */
+} js_doc;
+
+typedef struct js_node {
+    const struct cJSON *j;
+    const char *file;       /* points into the js_doc */
+    char path[JS_PATH_MAX]; /* "$", "$.a", "$.a[3].b" */
+} js_node;
+
+/* Read and parse a file. Errors: missing/unreadable file (SS_E_IO), empty
+ * file, file over JS_MAX_FILE_BYTES, NUL bytes, malformed JSON with line and
+ * column of the first bad character (SS_E_INPUT). */
+int js_doc_load(js_doc *d, const char *file, ss_err *err);
+/* Parse text (len bytes) under the display name `file`. */
+int js_doc_parse(js_doc *d, const char *file, const char *text, size_t len,
+                 ss_err *err);
+void js_doc_fini(js_doc *d); /* NULL root is fine */
+
+/* Apply one command-line override "a.b[2].c=value" to the tree. value is
+ * parsed as JSON when it is valid JSON (number, true, false, null, "string",
+ * object, array), else taken as a plain string. Missing object keys on the
+ * path are created (so the strict loader later rejects unknown ones); array
+ * indexes must exist. Errors name the override text. */
+int js_doc_set(js_doc *d, const char *assignment, ss_err *err);
+
+js_node js_root(const js_doc *d);
+
+/* Types. */
+bool js_is_obj(js_node n);
+bool js_is_str(js_node n);
+/* Fail unless n is an object / array. */
+int js_want_obj(js_node n, ss_err *err);
+
+/* Fail on the first key of object n that is not in allowed[0..nallowed). */
+int js_keys_check(js_node n, const char *const *allowed, size_t nallowed,
+                  ss_err *err);
+
+/* Child lookup: returns true and fills *child when key is present. */
+bool js_get(js_node n, const char *key, js_node *child);
+/* Like js_get, but a missing key is an error ("missing required key"). */
+int js_need(js_node n, const char *key, js_node *child, ss_err *err);
+
+/* Arrays: js_arr fails unless n[key] is an array (required) or absent
+ * (optional: *len = 0). js_at gives element i. */
+int js_arr(js_node n, const char *key, bool required, js_node *arr,
+           size_t *len, ss_err *err);
+js_node js_at(js_node arr, size_t i);
+
+/* Scalars at n[key]. min/max are inclusive bounds. */
+int js_u64(js_node n, const char *key, bool required, uint64_t def,
+           uint64_t min, uint64_t max, uint64_t *out, ss_err *err);
+int js_num(js_node n, const char *key, bool required, double def, double min,
+           double max, double *out, ss_err *err);
+int js_bool(js_node n, const char *key, bool required, bool def, bool *out,
+            ss_err *err);
+/* *out points into the doc. */
+int js_str(js_node n, const char *key, bool required, const char *def,
+           const char **out, ss_err *err);
+/* A string that must be one of names[0..nnames); *out = its index. def is an
+ * index used when the key is absent and not required. The error lists the
+ * accepted names. */
+int js_enum(js_node n, const char *key, bool required, int def,
+            const char *const *names, size_t nnames, int *out, ss_err *err);
+
+/* The node's own value (for array elements): same rules as above. */
+int js_u64_val(js_node n, uint64_t min, uint64_t max, uint64_t *out,
+               ss_err *err);
+int js_str_val(js_node n, const char **out, ss_err *err);
+
+/* Fail with "file: path" as where and a formatted message. */
+int js_failf(js_node n, ss_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Resolve `rel` against the directory of `base_file` into out (absolute
+ * paths are kept). Fails with SS_E_INPUT if it does not fit. */
+int js_path_resolve(const char *base_file, const char *rel, char *out,
+                    size_t outlen, ss_err *err);
+
+#endif

@@ -1,0 +1,381 @@
+#include "scenario.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+
+#define KEYS(...) (const char *const[]){__VA_ARGS__}, \
+    sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)
+
+/* A sub-document: either the object inline, or a file named relative to the
+ * file that refers to it. `doc` is finished by the caller. */
+static int load_ref(js_node parent, const char *key, js_doc *doc, js_node *out,
+                    ss_err *err)
+{
+    js_node n;
+    int rc = js_need(parent, key, &n, err);
+    if (rc) return rc;
+    if (js_is_obj(n)) {
+        *out = n;
+        return SS_OK;
+    }
+    if (!js_is_str(n))
+        return js_failf(n, err, "expected a file path (string) or an inline object");
+    const char *rel;
+    char path[JS_FILE_MAX];
+    if ((rc = js_str_val(n, &rel, err)) ||
+        (rc = js_path_resolve(parent.file, rel, path, sizeof path, err)))
+        return rc;
+    if ((rc = js_doc_load(doc, path, err))) {
+        if (err && !strstr(err->msg, "referenced"))
+            snprintf(err->msg + strlen(err->msg), sizeof err->msg - strlen(err->msg),
+                     " (referenced from %s: %s)", parent.file, n.path);
+        return rc;
+    }
+    *out = js_root(doc);
+    return js_want_obj(*out, err);
+}
+
+static int copy_name(js_node n, const char *key, bool required, char *dst, ss_err *err)
+{
+    const char *s;
+    int rc = js_str(n, key, required, "", &s, err);
+    if (rc) return rc;
+    snprintf(dst, SPEC_NAME_MAX, "%s", s);
+    return SS_OK;
+}
+
+/* ---- device ---- */
+
+static int load_peaks(js_node dev, spec_device *d, ss_err *err)
+{
+    js_node pk;
+    int rc = js_need(dev, "peak_tflops", &pk, err);
+    if (rc || (rc = js_want_obj(pk, err)) ||
+        (rc = js_keys_check(pk, spec_dtype_names, SPEC_NDT, err)))
+        return rc;
+    for (int i = 0; i < SPEC_NDT; i++) {
+        double v;
+        if ((rc = js_num(pk, spec_dtype_names[i], false, 0.0, 0.0, 1e6, &v, err))) return rc;
+        d->peak_flops[i] = v * 1e12;
+    }
+    return SS_OK;
+}
+
+static int load_device(js_node n, spec_device *d, ss_err *err)
+{
+    int rc = js_keys_check(n, KEYS("name", "source", "hbm_bytes", "hbm_bw_GBps",
+                                   "peak_tflops", "gemm_efficiency", "mem_efficiency",
+                                   "launch_us", "kernel_min_us"), err);
+    double bw, launch, kmin;
+    if (rc || (rc = copy_name(n, "name", true, d->name, err)) ||
+        (rc = js_u64(n, "hbm_bytes", true, 0, 1, UINT64_MAX, &d->hbm_bytes, err)) ||
+        (rc = js_num(n, "hbm_bw_GBps", true, 0, 1e-3, 1e7, &bw, err)) ||
+        (rc = load_peaks(n, d, err)) ||
+        (rc = js_num(n, "gemm_efficiency", true, 0, 1e-3, 1.0, &d->gemm_efficiency, err)) ||
+        (rc = js_num(n, "mem_efficiency", true, 0, 1e-3, 1.0, &d->mem_efficiency, err)) ||
+        (rc = js_num(n, "launch_us", true, 0, 0.0, 1e6, &launch, err)) ||
+        (rc = js_num(n, "kernel_min_us", false, 0, 0.0, 1e6, &kmin, err)))
+        return rc;
+    d->hbm_bw_Bps = bw * 1e9;
+    d->launch_ns = ss_ns_from_s(launch * 1e-6);
+    d->kernel_min_ns = ss_ns_from_s(kmin * 1e-6);
+    return SS_OK;
+}
+
+/* ---- topology ---- */
+
+static int load_level(js_node n, const char *key, bool required, spec_link_level *l,
+                      ss_err *err)
+{
+    js_node c;
+    if (!js_get(n, key, &c)) {
+        if (required) return js_need(n, key, &c, err);
+        *l = (spec_link_level){1e9, 0};
+        return SS_OK;
+    }
+    double bw, lat;
+    int rc = js_want_obj(c, err);
+    if (rc || (rc = js_keys_check(c, KEYS("bus_bw_GBps", "latency_us", "source"), err)) ||
+        (rc = js_num(c, "bus_bw_GBps", true, 0, 1e-6, 1e7, &bw, err)) ||
+        (rc = js_num(c, "latency_us", true, 0, 0.0, 1e6, &lat, err)))
+        return rc;
+    l->bus_bw_Bps = bw * 1e9;
+    l->latency_ns = ss_ns_from_s(lat * 1e-6);
+    return SS_OK;
+}
+
+static int load_topology(js_node n, spec_topology *t, ss_err *err)
+{
+    uint64_t nodes, gpn;
+    int rc = js_keys_check(n, KEYS("name", "source", "nodes", "gpus_per_node",
+                                   "intra_node", "inter_node", "device"), err);
+    if (rc || (rc = copy_name(n, "name", true, t->name, err)) ||
+        (rc = js_u64(n, "nodes", true, 0, 1, 1u << 20, &nodes, err)) ||
+        (rc = js_u64(n, "gpus_per_node", true, 0, 1, 1024, &gpn, err)) ||
+        (rc = load_level(n, "intra_node", true, &t->intra, err)) ||
+        (rc = load_level(n, "inter_node", nodes > 1, &t->inter, err)))
+        return rc;
+    t->nodes = (uint32_t)nodes;
+    t->gpus_per_node = (uint32_t)gpn;
+    js_doc ddoc = {0};
+    js_node dev;
+    rc = load_ref(n, "device", &ddoc, &dev, err);
+    if (!rc) rc = load_device(dev, &t->device, err);
+    js_doc_fini(&ddoc);
+    return rc;
+}
+
+/* ---- model ---- */
+
+static int count_blocks(js_node arr, size_t len, uint64_t *total, ss_err *err)
+{
+    *total = 0;
+    for (size_t i = 0; i < len; i++) {
+        js_node b = js_at(arr, i);
+        uint64_t rep;
+        int rc = js_want_obj(b, err);
+        if (rc || (rc = js_u64(b, "repeat", false, 1, 1, 1u << 20, &rep, err))) return rc;
+        *total += rep;
+        if (*total > (1u << 22))
+            return js_failf(b, err, "the model has more than %u blocks", 1u << 22);
+    }
+    return SS_OK;
+}
+
+static int load_block(js_node b, spec_block *out, ss_err *err)
+{
+    int type;
+    spec_block x = {0};
+    int rc = js_keys_check(b, KEYS("name", "type", "in", "out", "bias", "repeat"), err);
+    if (rc || (rc = copy_name(b, "name", true, x.name, err)) ||
+        (rc = js_enum(b, "type", true, 0, spec_block_names, SPEC_NBLK, &type, err)) ||
+        (rc = js_u64(b, "in", true, 0, 1, 1ull << 32, &x.in, err)) ||
+        (rc = js_u64(b, "out", true, 0, 1, 1ull << 32, &x.out, err)) ||
+        (rc = js_bool(b, "bias", false, false, &x.bias, err)))
+        return rc;
+    x.type = (spec_block_type)type;
+    *out = x;
+    return SS_OK;
+}
+
+static int load_model(js_node n, spec_model *m, ss_err *err)
+{
+    js_node arr;
+    size_t len;
+    uint64_t total;
+    int rc = js_keys_check(n, KEYS("name", "source", "blocks"), err);
+    if (rc || (rc = copy_name(n, "name", true, m->name, err)) ||
+        (rc = js_arr(n, "blocks", true, &arr, &len, err)) ||
+        (rc = count_blocks(arr, len, &total, err)))
+        return rc;
+    if (len == 0) return js_failf(arr, err, "expected at least one block");
+    m->blocks = calloc(total, sizeof *m->blocks);
+    if (!m->blocks) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    for (size_t i = 0; i < len && !rc; i++) {
+        js_node b = js_at(arr, i);
+        spec_block proto;
+        uint64_t rep;
+        if ((rc = load_block(b, &proto, err)) ||
+            (rc = js_u64(b, "repeat", false, 1, 1, 1u << 20, &rep, err)))
+            break;
+        for (uint64_t k = 0; k < rep; k++) {
+            spec_block *dst = &m->blocks[m->nblocks++];
+            *dst = proto;
+            if (rep > 1) snprintf(dst->name, sizeof dst->name, "%.100s.%llu", proto.name,
+                                  (unsigned long long)k);
+        }
+    }
+    return rc;
+}
+
+/* ---- scenario sections ---- */
+
+static int load_precision(js_node root, spec_precision *p, ss_err *err)
+{
+    js_node n;
+    *p = (spec_precision){SPEC_DT_FP32, SPEC_DT_FP32, SPEC_DT_FP32, SPEC_DT_FP32,
+                          SPEC_DT_NONE, SPEC_DT_FP32};
+    if (!js_get(root, "precision", &n)) return SS_OK;
+    static const char *const master_names[] = {"fp32", "fp16", "bf16", "fp8", "none"};
+    int v[6];
+    int rc = js_want_obj(n, err);
+    if (rc || (rc = js_keys_check(n, KEYS("param", "compute", "grad", "reduce",
+                                          "master", "optimizer"), err)) ||
+        (rc = js_enum(n, "param", false, SPEC_DT_FP32, spec_dtype_names, SPEC_NDT, &v[0], err)) ||
+        (rc = js_enum(n, "compute", false, v[0], spec_dtype_names, SPEC_NDT, &v[1], err)) ||
+        (rc = js_enum(n, "grad", false, v[0], spec_dtype_names, SPEC_NDT, &v[2], err)) ||
+        (rc = js_enum(n, "reduce", false, v[2], spec_dtype_names, SPEC_NDT, &v[3], err)) ||
+        (rc = js_enum(n, "master", false, SPEC_DT_NONE, master_names, 5, &v[4], err)) ||
+        (rc = js_enum(n, "optimizer", false, SPEC_DT_FP32, spec_dtype_names, SPEC_NDT, &v[5], err)))
+        return rc;
+    *p = (spec_precision){v[0], v[1], v[2], v[3], v[4], v[5]};
+    return SS_OK;
+}
+
+static int load_optimizer(js_node root, spec_optimizer_cfg *o, ss_err *err)
+{
+    js_node n;
+    int type, impl;
+    int rc = js_need(root, "optimizer", &n, err);
+    if (rc || (rc = js_want_obj(n, err)) ||
+        (rc = js_keys_check(n, KEYS("type", "impl", "momentum"), err)) ||
+        (rc = js_enum(n, "type", true, 0, spec_opt_names, SPEC_NOPT, &type, err)) ||
+        (rc = js_enum(n, "impl", false, SPEC_IMPL_FOREACH, spec_impl_names, SPEC_NIMPL, &impl, err)) ||
+        (rc = js_bool(n, "momentum", false, true, &o->momentum, err)))
+        return rc;
+    o->type = (spec_optimizer)type;
+    o->impl = (spec_opt_impl)impl;
+    return SS_OK;
+}
+
+static int load_wrap(js_node sh, spec_sharding *s, ss_err *err)
+{
+    js_node w, arr;
+    size_t len = 0;
+    int policy;
+    s->wrap = SPEC_WRAP_PER_BLOCK;
+    if (!js_get(sh, "wrap", &w)) return SS_OK;
+    int rc = js_want_obj(w, err);
+    if (rc || (rc = js_keys_check(w, KEYS("policy", "modules", "min_num_params"), err)) ||
+        (rc = js_enum(w, "policy", true, 0, spec_wrap_names, SPEC_NWRAP, &policy, err)) ||
+        (rc = js_arr(w, "modules", policy == SPEC_WRAP_MODULES, &arr, &len, err)) ||
+        (rc = js_u64(w, "min_num_params", policy == SPEC_WRAP_SIZE, 0, 1, UINT64_MAX,
+                     &s->wrap_min_params, err)))
+        return rc;
+    s->wrap = (spec_wrap)policy;
+    if (policy == SPEC_WRAP_MODULES && len == 0)
+        return js_failf(arr, err, "expected at least one module name");
+    s->wrap_modules = calloc(len ? len : 1, sizeof *s->wrap_modules);
+    if (!s->wrap_modules) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    for (size_t i = 0; i < len; i++) {
+        const char *m;
+        if ((rc = js_str_val(js_at(arr, i), &m, err))) return rc;
+        snprintf(s->wrap_modules[i], SPEC_NAME_MAX, "%s", m);
+        s->nwrap_modules++;
+    }
+    return SS_OK;
+}
+
+static int load_sharding(js_node root, spec_sharding *s, ss_err *err)
+{
+    js_node n, cap;
+    int strat, bwd;
+    double mb = 25.0;
+    int rc = js_need(root, "sharding", &n, err);
+    if (rc || (rc = js_want_obj(n, err)) ||
+        (rc = js_keys_check(n, KEYS("strategy", "bucket_cap_mb", "gradient_as_bucket_view",
+                                    "parameters_as_bucket_view", "backward_prefetch",
+                                    "forward_prefetch", "limit_all_gathers",
+                                    "use_orig_params", "wrap"), err)) ||
+        (rc = js_enum(n, "strategy", true, 0, spec_strategy_names, SPEC_NSTRATEGIES, &strat, err)) ||
+        (rc = js_num(n, "bucket_cap_mb", false, 25.0, 1e-6, 1e7, &mb, err)) ||
+        (rc = js_bool(n, "gradient_as_bucket_view", false, false, &s->gradient_as_bucket_view, err)) ||
+        (rc = js_bool(n, "parameters_as_bucket_view", false, false, &s->parameters_as_bucket_view, err)) ||
+        (rc = js_enum(n, "backward_prefetch", false, SPEC_BWD_PRE, spec_bwd_names, SPEC_NBWD, &bwd, err)) ||
+        (rc = js_bool(n, "forward_prefetch", false, false, &s->forward_prefetch, err)) ||
+        (rc = js_bool(n, "limit_all_gathers", false, true, &s->limit_all_gathers, err)) ||
+        (rc = js_bool(n, "use_orig_params", false, false, &s->use_orig_params, err)) ||
+        (rc = load_wrap(n, s, err)))
+        return rc;
+    s->strategy = (spec_strategy)strat;
+    s->backward_prefetch = (spec_bwd_prefetch)bwd;
+    s->bucket_cap_bytes = (uint64_t)(mb * (double)SS_MIB);
+    /* PyTorch DDP: only the default cap (none given) starts with a 1 MiB
+     * first bucket; an explicit bucket_cap_mb applies to every bucket. */
+    s->first_bucket_bytes = js_get(n, "bucket_cap_mb", &cap) ? s->bucket_cap_bytes : SS_MIB;
+    return SS_OK;
+}
+
+static int load_runtime(js_node root, spec_scenario *s, ss_err *err)
+{
+    js_node n;
+    double hook_us = 0.0;
+    if (!js_get(root, "runtime", &n)) return SS_OK;
+    int rc = js_want_obj(n, err);
+    if (rc || (rc = js_keys_check(n, KEYS("resident_bytes", "hook_us"), err)) ||
+        (rc = js_u64(n, "resident_bytes", false, 0, 0, UINT64_MAX, &s->resident_bytes, err)) ||
+        (rc = js_num(n, "hook_us", false, 0.0, 0.0, 1e6, &hook_us, err)))
+        return rc;
+    s->hook_ns = ss_ns_from_s(hook_us * 1e-6);
+    return SS_OK;
+}
+
+static int load_layout(js_node root, spec_scenario *s, ss_err *err)
+{
+    js_node par, tr;
+    uint64_t dp, mb;
+    int rc = js_need(root, "parallel", &par, err);
+    if (rc || (rc = js_want_obj(par, err)) ||
+        (rc = js_keys_check(par, KEYS("dp"), err)) ||
+        (rc = js_u64(par, "dp", true, 0, 1, 1u << 24, &dp, err)) ||
+        (rc = js_need(root, "training", &tr, err)) || (rc = js_want_obj(tr, err)) ||
+        (rc = js_keys_check(tr, KEYS("micro_batch"), err)) ||
+        (rc = js_u64(tr, "micro_batch", true, 0, 1, 1ull << 32, &mb, err)))
+        return rc;
+    uint64_t gpus = (uint64_t)s->topo.nodes * s->topo.gpus_per_node;
+    if (dp > gpus) {
+        js_node d;
+        js_get(par, "dp", &d);
+        return js_failf(d, err, "dp = %llu ranks do not fit topology %s (%llu GPUs)",
+                        (unsigned long long)dp, s->topo.name, (unsigned long long)gpus);
+    }
+    s->dp = (uint32_t)dp;
+    s->micro_batch = mb;
+    return SS_OK;
+}
+
+static int load_refs(js_node root, spec_scenario *s, ss_err *err)
+{
+    js_doc mdoc = {0}, tdoc = {0};
+    js_node m, t;
+    int rc = load_ref(root, "model", &mdoc, &m, err);
+    if (!rc) rc = load_model(m, &s->model, err);
+    if (!rc) rc = load_ref(root, "topology", &tdoc, &t, err);
+    if (!rc) rc = load_topology(t, &s->topo, err);
+    js_doc_fini(&mdoc);
+    js_doc_fini(&tdoc);
+    return rc;
+}
+
+static int load_root(js_node root, spec_scenario *s, ss_err *err)
+{
+    js_node a;
+    size_t na;
+    int rc = js_want_obj(root, err);
+    if (rc || (rc = js_keys_check(root, KEYS("name", "description", "assumptions", "model",
+                                             "topology", "parallel", "training", "precision",
+                                             "optimizer", "sharding", "runtime"), err)) ||
+        (rc = copy_name(root, "name", true, s->name, err)) ||
+        (rc = js_arr(root, "assumptions", false, &a, &na, err)) ||
+        (rc = load_refs(root, s, err)) || (rc = load_layout(root, s, err)) ||
+        (rc = load_precision(root, &s->prec, err)) ||
+        (rc = load_optimizer(root, &s->opt, err)) ||
+        (rc = load_sharding(root, &s->shard, err)) || (rc = load_runtime(root, s, err)))
+        return rc;
+    for (size_t i = 0; i < na && !rc; i++) {
+        const char *txt;
+        rc = js_str_val(js_at(a, i), &txt, err);
+    }
+    return rc;
+}
+
+int scn_load(const char *file, const char *const *overrides, size_t noverrides,
+             spec_scenario *out, ss_err *err)
+{
+    js_doc doc = {0};
+    spec_scenario s = {0};
+    snprintf(s.file, sizeof s.file, "%s", file);
+    int rc = js_doc_load(&doc, file, err);
+    for (size_t i = 0; i < noverrides && !rc; i++) rc = js_doc_set(&doc, overrides[i], err);
+    if (!rc) rc = load_root(js_root(&doc), &s, err);
+    js_doc_fini(&doc);
+    if (rc) {
+        spec_scenario_fini(&s);
+        return rc;
+    }
+    *out = s;
+    return SS_OK;
+}

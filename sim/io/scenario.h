@@ -1,0 +1,24 @@
+/* scenario.h - load a scenario file (and the model, topology and device
+ * files it names) into a spec_scenario.
+ *
+ * A scenario refers to its model and topology by a path relative to the
+ * scenario file, or inlines them as objects; a topology does the same for
+ * its device. Validation is strict: unknown keys, wrong types, values out of
+ * range, references that do not resolve are SS_E_INPUT errors whose `where`
+ * names the file and JSON path. Overrides ("a.b=value", the CLI's --set) are
+ * applied to the scenario document before validation, so they are checked
+ * like the file itself.
+ *
+ * Ownership: on success *out is filled and owns its arrays (free with
+ * spec_scenario_fini); on failure *out is untouched.
+ */
+#ifndef SCN_SCENARIO_H
+#define SCN_SCENARIO_H
+
+#include "../plan/spec.h"
+#include "../core/err.h"
+
+int scn_load(const char *file, const char *const *overrides, size_t noverrides,
+             spec_scenario *out, ss_err *err);
+
+#endif

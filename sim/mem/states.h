@@ -1,0 +1,79 @@
+/* states.h - per-rank bytes of the model states at the optimizer boundary.
+ *
+ * Parameters, gradients, master weights and optimizer states of one rank,
+ * for the canonical ZeRO stages (DeepSpeed's definition: 1 shards optimizer
+ * states, 2 also gradients, 3 also parameters; one flat buffer padded to
+ * N * ceil(numel / N)), for PyTorch's ZeroRedundancyOptimizer (whole
+ * parameters assigned to owner ranks, largest first, to the least loaded
+ * rank), and for FSDP1 FULL_SHARD / SHARD_GRAD_OP / NO_SHARD (one
+ * FlatParameter per wrap unit, each padded to N * ceil(numel / N)).
+ *
+ * "Logical" counts the model's own elements a rank holds; "physical" adds
+ * the padding it stores. Under FSDP, the optimizer of use_orig_params=True
+ * sees the original parameters' views (logical), otherwise the padded flat
+ * shard (physical). SHARD_GRAD_OP holds sharded parameters at the optimizer
+ * boundary (PyTorch reshards after backward), unlike canonical ZeRO-2.
+ *
+ * Pure arithmetic, overflow-checked: no allocation, no knowledge of time.
+ * Source of the formulas: seeds/002 (state table and FlatParameter padding),
+ * DeepSpeed runtime/zero/config.py stage definitions quoted there.
+ */
+#ifndef ST_STATES_H
+#define ST_STATES_H
+
+#include "../core/err.h"
+#include "../plan/spec.h"
+
+#define ST_KINDS(X)                                                            \
+    X(ZERO0, "zero0")                                                          \
+    X(ZERO1, "zero1")                                                          \
+    X(ZERO2, "zero2")                                                          \
+    X(ZERO3, "zero3")                                                          \
+    X(ZERO1_ZRO, "zero1_zero_redundancy")                                      \
+    X(FSDP_FULL_SHARD, "full_shard")                                           \
+    X(FSDP_SHARD_GRAD_OP, "shard_grad_op")                                     \
+    X(FSDP_NO_SHARD, "no_shard")
+
+#define ST_ENUM_(id, name) ST_##id,
+typedef enum { ST_KINDS(ST_ENUM_) ST_NKINDS } st_kind;
+#undef ST_ENUM_
+
+typedef struct st_input {
+    st_kind kind;
+    uint32_t n;    /* ranks in the sharding group, >= 1 */
+    uint32_t rank; /* which rank to report, < n */
+    /* Element counts: the parameters (canonical ZeRO, ZRO, DDP) or the wrap
+     * units' FlatParameters (FSDP), in model order. */
+    const uint64_t *numels;
+    uint32_t count;
+    spec_precision prec;
+    spec_optimizer_cfg opt;
+    bool use_orig_params; /* FSDP only */
+} st_input;
+
+typedef struct st_amount {
+    ss_bytes logical, physical;
+} st_amount;
+
+typedef struct st_bytes {
+    st_amount param, grad, master, optim;
+    ss_bytes total_physical;
+} st_bytes;
+
+/* Compute the states of in->rank. Errors: n == 0, rank >= n, overflow. */
+int st_compute(const st_input *in, st_bytes *out, ss_err *err);
+
+/* Optimizer-state bytes per element (Adam: two moments; SGD: momentum). */
+uint32_t st_optim_elem_bytes(const spec_optimizer_cfg *opt, spec_dtype optim);
+
+/* ZeroRedundancyOptimizer's owner of each parameter: owner[i] for
+ * numels[i]. Sorted by size descending (stable), each to the rank with the
+ * least assigned elements (lowest rank on ties). */
+void st_zro_owners(const uint64_t *numels, uint32_t count, uint32_t n,
+                   uint32_t *owner);
+
+/* Elements of a flat buffer of `numel` that rank r holds logically when it is
+ * padded to n * ceil(numel / n) and split in n equal shards. */
+uint64_t st_shard_logical(uint64_t numel, uint32_t n, uint32_t r);
+
+#endif

@@ -1,0 +1,283 @@
+#include "summary.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- busy time as unions of intervals ---- */
+
+typedef struct span {
+    ss_ns a, b;
+} span;
+
+static int span_cmp(const void *x, const void *y)
+{
+    const span *p = x, *q = y;
+    if (p->a != q->a) return p->a < q->a ? -1 : 1;
+    return p->b < q->b ? -1 : p->b > q->b;
+}
+
+/* Sort and merge in place; returns the new count. */
+static size_t span_merge(span *s, size_t n)
+{
+    if (n == 0) return 0;
+    qsort(s, n, sizeof *s, span_cmp);
+    size_t k = 0;
+    for (size_t i = 1; i < n; i++) {
+        if (s[i].a <= s[k].b) {
+            if (s[i].b > s[k].b) s[k].b = s[i].b;
+        } else {
+            s[++k] = s[i];
+        }
+    }
+    return k + 1;
+}
+
+static ss_ns span_total(const span *s, size_t n)
+{
+    ss_ns t = 0;
+    for (size_t i = 0; i < n; i++) t += s[i].b - s[i].a;
+    return t;
+}
+
+/* Measure of the intersection of two merged span lists. */
+static ss_ns span_overlap(const span *x, size_t nx, const span *y, size_t ny)
+{
+    ss_ns t = 0;
+    size_t i = 0, j = 0;
+    while (i < nx && j < ny) {
+        ss_ns a = x[i].a > y[j].a ? x[i].a : y[j].a;
+        ss_ns b = x[i].b < y[j].b ? x[i].b : y[j].b;
+        if (a < b) t += b - a;
+        if (x[i].b < y[j].b) i++;
+        else j++;
+    }
+    return t;
+}
+
+typedef enum { KIND_COMPUTE, KIND_COMM, KIND_HOST } busy_kind;
+
+static size_t collect_spans(const trc *t, uint32_t rank, busy_kind k, span *out)
+{
+    const prog_op *ops = prog_ops(t->p, rank);
+    size_t n = 0;
+    for (uint32_t i = 0; i < prog_nops(t->p, rank); i++) {
+        busy_kind ki = ops[i].kind == PROG_OP_COLL ? KIND_COMM
+                       : ops[i].kind == PROG_OP_HOST ? KIND_HOST : KIND_COMPUTE;
+        const trc_op *r = &t->ops[rank][i];
+        if (ki != k || r->end <= r->start) continue;
+        out[n++] = (span){r->start, r->end};
+    }
+    return span_merge(out, n);
+}
+
+static int busy_times(const trc *t, sum_report *r, ss_err *err)
+{
+    uint32_t n = prog_nops(t->p, 0);
+    span *c = malloc((n ? n : 1) * sizeof *c), *m = malloc((n ? n : 1) * sizeof *m);
+    if (!c || !m) {
+        free(c);
+        free(m);
+        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    }
+    size_t nc = collect_spans(t, 0, KIND_COMPUTE, c);
+    size_t nm = collect_spans(t, 0, KIND_COMM, m);
+    r->compute_ns = span_total(c, nc);
+    r->comm_ns = span_total(m, nm);
+    r->overlap_ns = span_overlap(c, nc, m, nm);
+    r->exposed_comm_ns = r->comm_ns - r->overlap_ns;
+    size_t nh = collect_spans(t, 0, KIND_HOST, c);
+    r->host_ns = span_total(c, nh);
+    free(c);
+    free(m);
+    return SS_OK;
+}
+
+static void count_colls(const trc *t, sum_report *r)
+{
+    const prog_op *ops = prog_ops(t->p, 0);
+    for (uint32_t i = 0; i < prog_nops(t->p, 0); i++) {
+        if (ops[i].kind != PROG_OP_COLL) continue;
+        sum_coll *c = &r->coll[ops[i].coll];
+        c->count++;
+        c->bytes += ops[i].bytes;
+        c->phase_count[ops[i].phase]++;
+        c->phase_bytes[ops[i].phase] += ops[i].bytes;
+    }
+}
+
+int sum_build(const spec_scenario *s, const trc *t, const st_bytes *st,
+              sum_report *out, ss_err *err)
+{
+    sum_report r = {.s = s, .step_ns = t->step_ns, .nranks = t->nranks,
+                    .nevents = t->nevents};
+    r.ranks = calloc(t->nranks, sizeof *r.ranks);
+    if (!r.ranks) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    int rc = busy_times(t, &r, err);
+    for (uint32_t k = 0; k < t->nranks && !rc; k++) {
+        r.ranks[k].st = st[k];
+        r.nops += prog_nops(t->p, k);
+        rc = mem_replay(t, k, &r.ranks[k].mem, err);
+        uint32_t po = r.ranks[k].mem.peak_op;
+        snprintf(r.ranks[k].peak_op, sizeof r.ranks[k].peak_op, "%s",
+                 rc || po == UINT32_MAX ? "(step start)"
+                                        : prog_str_get(t->p, prog_ops(t->p, k)[po].name));
+        if (!rc && r.ranks[k].mem.start != r.ranks[k].mem.end)
+            rc = ss_fail(err, SS_E_INTERNAL, NULL,
+                         "rank %u: the step starts with %llu bytes allocated and ends "
+                         "with %llu: the schedule is not a steady state", k,
+                         (unsigned long long)r.ranks[k].mem.start,
+                         (unsigned long long)r.ranks[k].mem.end);
+    }
+    if (rc) {
+        free(r.ranks);
+        return rc;
+    }
+    count_colls(t, &r);
+    *out = r;
+    return SS_OK;
+}
+
+void sum_fini(sum_report *r)
+{
+    if (!r) return;
+    free(r->ranks);
+    r->ranks = NULL;
+}
+
+/* ---- JSON ---- */
+
+static double secs(ss_ns t) { return (double)t * 1e-9; }
+
+static void add_u64(cJSON *o, const char *k, uint64_t v)
+{
+    cJSON_AddNumberToObject(o, k, (double)v);
+}
+
+static cJSON *json_coll(const sum_coll *c, bool split)
+{
+    cJSON *o = cJSON_CreateObject();
+    add_u64(o, "count", c->count);
+    add_u64(o, "bytes", c->bytes);
+    if (!split) return o;
+    static const prog_phase ph[] = {PROG_PH_FORWARD, PROG_PH_BACKWARD};
+    for (size_t i = 0; i < 2; i++) {
+        cJSON *p = cJSON_AddObjectToObject(o, prog_phase_name(ph[i]));
+        add_u64(p, "count", c->phase_count[ph[i]]);
+        add_u64(p, "bytes", c->phase_bytes[ph[i]]);
+    }
+    return o;
+}
+
+static cJSON *json_rank(const sum_report *r, uint32_t k)
+{
+    const sum_rank *sr = &r->ranks[k];
+    cJSON *o = cJSON_CreateObject();
+    add_u64(o, "rank", k);
+    add_u64(o, "param_bytes", sr->st.param.physical);
+    add_u64(o, "param_logical_bytes", sr->st.param.logical);
+    add_u64(o, "grad_bytes", sr->st.grad.physical);
+    add_u64(o, "grad_logical_bytes", sr->st.grad.logical);
+    add_u64(o, "master_bytes", sr->st.master.physical);
+    add_u64(o, "optim_bytes", sr->st.optim.physical);
+    add_u64(o, "optim_logical_bytes", sr->st.optim.logical);
+    add_u64(o, "steady_bytes", sr->mem.end);
+    add_u64(o, "peak_allocated_bytes", sr->mem.peak);
+    cJSON_AddNumberToObject(o, "peak_time_s", secs(sr->mem.peak_t));
+    cJSON_AddStringToObject(o, "peak_op", sr->peak_op);
+    cJSON *b = cJSON_AddObjectToObject(o, "peak_breakdown");
+    for (int c = 0; c < PROG_NMEMCATS; c++)
+        add_u64(b, prog_memcat_name((prog_memcat)c), sr->mem.peak_by_cat[c]);
+    return o;
+}
+
+static ss_bytes max_of(const sum_report *r, bool peak)
+{
+    ss_bytes m = 0;
+    for (uint32_t k = 0; k < r->nranks; k++) {
+        ss_bytes v = peak ? r->ranks[k].mem.peak : r->ranks[k].mem.end;
+        if (v > m) m = v;
+    }
+    return m;
+}
+
+static void json_time(cJSON *root, const sum_report *r)
+{
+    cJSON *t = cJSON_AddObjectToObject(root, "time");
+    cJSON_AddNumberToObject(t, "compute_s", secs(r->compute_ns));
+    cJSON_AddNumberToObject(t, "communication_s", secs(r->comm_ns));
+    cJSON_AddNumberToObject(t, "overlap_s", secs(r->overlap_ns));
+    cJSON_AddNumberToObject(t, "exposed_communication_s", secs(r->exposed_comm_ns));
+    cJSON_AddNumberToObject(t, "host_s", secs(r->host_ns));
+}
+
+char *sum_json(const sum_report *r)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return NULL;
+    cJSON_AddStringToObject(root, "shardsim_version", SHARDSIM_VERSION);
+    cJSON_AddStringToObject(root, "scenario", r->s->name);
+    cJSON_AddStringToObject(root, "strategy", spec_strategy_names[r->s->shard.strategy]);
+    add_u64(root, "ranks", r->nranks);
+    cJSON_AddNumberToObject(root, "step_time_s", secs(r->step_ns));
+    json_time(root, r);
+    cJSON *mem = cJSON_AddObjectToObject(root, "memory");
+    cJSON_AddStringToObject(mem, "allocator", "ideal_512B_rounding");
+    add_u64(mem, "max_steady_bytes", max_of(r, false));
+    add_u64(mem, "max_peak_allocated_bytes", max_of(r, true));
+    cJSON *pr = cJSON_AddArrayToObject(mem, "per_rank");
+    for (uint32_t k = 0; k < r->nranks; k++) cJSON_AddItemToArray(pr, json_rank(r, k));
+    cJSON *co = cJSON_AddObjectToObject(root, "collectives");
+    for (int c = 0; c < PROG_NCOLLS; c++)
+        cJSON_AddItemToObject(co, prog_coll_name((prog_coll)c),
+                              json_coll(&r->coll[c], c == PROG_COLL_ALL_GATHER));
+    cJSON *en = cJSON_AddObjectToObject(root, "engine");
+    add_u64(en, "ops", r->nops);
+    add_u64(en, "events", r->nevents);
+    char *txt = cJSON_Print(root);
+    cJSON_Delete(root);
+    return txt;
+}
+
+/* ---- text ---- */
+
+static double mib(ss_bytes b) { return (double)b / (double)SS_MIB; }
+
+static void text_memory(const sum_report *r, FILE *f)
+{
+    fprintf(f, "\n  %-4s %10s %10s %10s %10s %10s %12s  %s\n", "rank", "param", "grad",
+            "optim", "steady", "peak", "peak at ms", "peak op");
+    for (uint32_t k = 0; k < r->nranks; k++) {
+        const sum_rank *s = &r->ranks[k];
+        fprintf(f, "  %-4u %10.2f %10.2f %10.2f %10.2f %10.2f %12.3f  %s\n", k,
+                mib(s->st.param.physical), mib(s->st.grad.physical),
+                mib(s->st.optim.physical + s->st.master.physical), mib(s->mem.end),
+                mib(s->mem.peak), secs(s->mem.peak_t) * 1e3, s->peak_op);
+    }
+    fprintf(f, "  (MiB; optim includes master weights)\n");
+}
+
+void sum_text(const sum_report *r, FILE *f)
+{
+    fprintf(f, "%s  [%s, %u ranks]\n", r->s->name, spec_strategy_names[r->s->shard.strategy],
+            r->nranks);
+    fprintf(f, "  step time        %10.3f ms\n", secs(r->step_ns) * 1e3);
+    fprintf(f, "  compute busy     %10.3f ms\n", secs(r->compute_ns) * 1e3);
+    fprintf(f, "  comm busy        %10.3f ms  (overlapped %.3f, exposed %.3f)\n",
+            secs(r->comm_ns) * 1e3, secs(r->overlap_ns) * 1e3, secs(r->exposed_comm_ns) * 1e3);
+    fprintf(f, "  host busy        %10.3f ms\n", secs(r->host_ns) * 1e3);
+    fprintf(f, "\n  %-15s %6s %14s\n", "collective", "count", "MiB/rank/step");
+    for (int c = 0; c < PROG_NCOLLS; c++) {
+        const sum_coll *sc = &r->coll[c];
+        if (!sc->count) continue;
+        fprintf(f, "  %-15s %6llu %14.2f", prog_coll_name((prog_coll)c),
+                (unsigned long long)sc->count, mib(sc->bytes));
+        if (c == PROG_COLL_ALL_GATHER)
+            fprintf(f, "   (forward %llu, backward %llu)",
+                    (unsigned long long)sc->phase_count[PROG_PH_FORWARD],
+                    (unsigned long long)sc->phase_count[PROG_PH_BACKWARD]);
+        fputc('\n', f);
+    }
+    text_memory(r, f);
+}

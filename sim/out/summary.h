@@ -1,0 +1,53 @@
+/* summary.h - the step's figures, and the JSON and text renderings of them.
+ *
+ * sum_build reads only the trace (and the program it refers to) plus the
+ * per-rank state bytes the caller computed: step time, busy and exposed
+ * time per kind of work, collectives per rank, memory per rank from the
+ * allocation replay. The JSON keys are a stable interface (scenario checks
+ * and users' CI read them): add keys, never rename or remove.
+ *
+ * Ownership: sum_build fills a caller-owned sum_report that owns one array
+ * (sum_fini frees it). sum_json returns a string the caller frees with
+ * free(). Rendering is deterministic: same report, same bytes.
+ */
+#ifndef SUM_SUMMARY_H
+#define SUM_SUMMARY_H
+
+#include <stdio.h>
+
+#include "../mem/replay.h"
+#include "../mem/states.h"
+#include "../plan/spec.h"
+#include "trace.h"
+
+typedef struct sum_coll {
+    uint64_t count, bytes;
+    uint64_t phase_count[PROG_NPHASES], phase_bytes[PROG_NPHASES];
+} sum_coll;
+
+typedef struct sum_rank {
+    st_bytes st;
+    mem_rank mem;
+    char peak_op[160]; /* name of the op at the peak, or "(step start)" */
+} sum_rank;
+
+typedef struct sum_report {
+    const spec_scenario *s;
+    ss_ns step_ns;
+    ss_ns compute_ns, comm_ns, overlap_ns, exposed_comm_ns, host_ns; /* rank 0 */
+    sum_coll coll[PROG_NCOLLS]; /* rank 0, per step */
+    uint32_t nranks;
+    sum_rank *ranks;
+    uint64_t nops, nevents;
+} sum_report;
+
+/* st[r]: rank r's state bytes. Errors: memory replay inconsistencies
+ * (SS_E_INTERNAL), a step that does not end in the state it started from. */
+int sum_build(const spec_scenario *s, const trc *t, const st_bytes *st,
+              sum_report *out, ss_err *err);
+void sum_fini(sum_report *r);
+
+char *sum_json(const sum_report *r); /* NULL when out of memory */
+void sum_text(const sum_report *r, FILE *f);
+
+#endif

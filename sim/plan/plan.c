@@ -1,0 +1,213 @@
+#include "plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static ss_ns dev_floor(const spec_device *d, ss_ns t)
+{
+    return t > d->kernel_min_ns ? t : d->kernel_min_ns;
+}
+
+ss_ns plan_mem_ns(const plan *p, ss_bytes bytes)
+{
+    const spec_device *d = &p->s->topo.device;
+    return dev_floor(d, ss_ns_from_s((double)bytes / (d->hbm_bw_Bps * d->mem_efficiency)));
+}
+
+/* Elementwise passes over one element's bytes per optimizer step, counted
+ * from torch's foreach AdamW: lerp (3), mul (2), addcmul (3), sqrt (2),
+ * div (2), add (2), weight-decay mul (2), addcdiv (4) = 20 accesses; SGD
+ * with momentum: mul+add on the buffer and add on the param = 6. */
+static uint32_t optim_accesses(const spec_optimizer_cfg *o)
+{
+    if (o->type == SPEC_OPT_SGD) return o->momentum ? 6 : 3;
+    return 20;
+}
+
+ss_ns plan_optim_ns(const plan *p, uint64_t numel)
+{
+    uint32_t elem = spec_dtype_size(p->s->prec.optim);
+    if (elem < p->param_elem) elem = p->param_elem;
+    return plan_mem_ns(p, numel * elem * optim_accesses(&p->s->opt));
+}
+
+/* Roofline of one GEMM m x k x n in the compute dtype. */
+static ss_ns gemm_ns(const plan *p, uint64_t m, uint64_t k, uint64_t n)
+{
+    const spec_device *d = &p->s->topo.device;
+    double flops = 2.0 * (double)m * (double)k * (double)n;
+    double peak = d->peak_flops[p->s->prec.compute] * d->gemm_efficiency;
+    double bytes = (double)(m * k + k * n + m * n) * p->compute_elem;
+    double tc = flops / peak;
+    double tm = bytes / (d->hbm_bw_Bps * d->mem_efficiency);
+    return dev_floor(d, ss_ns_from_s(tc > tm ? tc : tm));
+}
+
+static int add_params(plan *p, ss_err *err)
+{
+    const spec_model *m = &p->s->model;
+    p->blocks = calloc(m->nblocks, sizeof *p->blocks);
+    p->params = calloc(2 * (size_t)m->nblocks, sizeof *p->params);
+    if (!p->blocks || !p->params)
+        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for the plan");
+    uint64_t rows = p->s->micro_batch;
+    for (uint32_t i = 0; i < m->nblocks; i++) {
+        const spec_block *sb = &m->blocks[i];
+        plan_block *b = &p->blocks[i];
+        b->spec = sb;
+        b->param0 = p->nparams;
+        uint64_t w;
+        if (ss_mul_u64(sb->in, sb->out, &w))
+            return ss_fail(err, SS_E_OVERFLOW, p->s->file,
+                           "block %s: parameter count overflows", sb->name);
+        p->params[p->nparams++] = (plan_param){i, w};
+        if (sb->bias) p->params[p->nparams++] = (plan_param){i, sb->out};
+        b->nparam = p->nparams - b->param0;
+        b->numel = w + (sb->bias ? sb->out : 0);
+        if (ss_add_u64(p->total_numel, b->numel, &p->total_numel) ||
+            ss_mul_u64(rows * p->compute_elem, sb->in, &b->in_bytes) ||
+            ss_mul_u64(rows * p->compute_elem, sb->out, &b->out_bytes))
+            return ss_fail(err, SS_E_OVERFLOW, p->s->file,
+                           "block %s: sizes overflow 64 bits", sb->name);
+        /* The first block's input needs no gradient: autograd skips dgrad. */
+        b->dgrad = i > 0;
+        b->fwd_flops = 2 * rows * b->numel;
+        b->bwd_flops = b->fwd_flops * (b->dgrad ? 2 : 1);
+        b->fwd_ns = gemm_ns(p, rows, sb->in, sb->out);
+        b->bwd_ns = b->fwd_ns * (b->dgrad ? 2 : 1);
+    }
+    return SS_OK;
+}
+
+/* "layers" wraps "layers.3"; "layers.3" wraps only itself. */
+static bool name_matches(const char *module, const char *name)
+{
+    size_t n = strlen(module);
+    return strncmp(name, module, n) == 0 && (name[n] == '\0' || name[n] == '.');
+}
+
+static bool wrapped_by_name(const spec_sharding *sh, const char *name)
+{
+    for (uint32_t k = 0; k < sh->nwrap_modules; k++)
+        if (name_matches(sh->wrap_modules[k], name)) return true;
+    return false;
+}
+
+static bool block_wrapped(const plan *p, const plan_block *b)
+{
+    const spec_sharding *sh = &p->s->shard;
+    switch (sh->wrap) {
+    case SPEC_WRAP_PER_BLOCK: return true;
+    case SPEC_WRAP_SIZE: return b->numel >= sh->wrap_min_params;
+    default: return wrapped_by_name(sh, b->spec->name);
+    }
+}
+
+static void unit_close(plan *p, plan_unit *u)
+{
+    u->shard = ss_div_ceil(u->numel, p->n);
+    u->padded = u->shard * p->n;
+    for (uint32_t i = 0; i < u->nblocks; i++)
+        p->blocks[u->block0 + i].unit = (uint32_t)(u - p->units);
+}
+
+/* Unwrapped blocks belong to the root FlatParameter. In FSDP1 the root is
+ * unsharded first in forward and resharded last in backward; we give it
+ * block0 = its first block and keep the blocks' own unit ids for the rest. */
+static int add_units(plan *p, ss_err *err)
+{
+    const spec_sharding *sh = &p->s->shard;
+    for (uint32_t k = 0; k < sh->nwrap_modules; k++) {
+        bool hit = false;
+        for (uint32_t i = 0; i < p->nblocks && !hit; i++)
+            hit = name_matches(sh->wrap_modules[k], p->blocks[i].spec->name);
+        if (!hit)
+            return ss_fail(err, SS_E_INPUT, p->s->file,
+                           "$.sharding.wrap.modules[%u]: \"%s\" names no block "
+                           "of model %s", k, sh->wrap_modules[k], p->s->model.name);
+    }
+    p->units = calloc(p->nblocks + 1, sizeof *p->units);
+    if (!p->units) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    plan_unit *root = &p->units[p->nunits++];
+    root->is_root = true;
+    root->block0 = UINT32_MAX;
+    for (uint32_t i = 0; i < p->nblocks; i++) {
+        plan_block *b = &p->blocks[i];
+        if (block_wrapped(p, b)) {
+            plan_unit *u = &p->units[p->nunits++];
+            *u = (plan_unit){.block0 = i, .nblocks = 1, .numel = b->numel};
+            unit_close(p, u);
+        } else {
+            if (root->block0 == UINT32_MAX) root->block0 = i;
+            root->numel += b->numel;
+            b->unit = 0;
+        }
+    }
+    root->shard = ss_div_ceil(root->numel, p->n);
+    root->padded = root->shard * p->n;
+    if (root->block0 == UINT32_MAX) root->block0 = 0;
+    return SS_OK;
+}
+
+/* DDP's bucket assignment: parameters in reverse registration order; a
+ * bucket closes once it reaches its limit (the first bucket has its own,
+ * smaller limit in PyTorch's default configuration). */
+static int add_buckets(plan *p, ss_err *err)
+{
+    p->buckets = calloc(p->nparams ? p->nparams : 1, sizeof *p->buckets);
+    if (!p->buckets) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    const spec_sharding *sh = &p->s->shard;
+    plan_bucket *cur = NULL;
+    for (uint32_t i = p->nparams; i-- > 0;) {
+        if (!cur) {
+            cur = &p->buckets[p->nbuckets++];
+            *cur = (plan_bucket){.first = i, .last = i};
+        }
+        cur->last = i;
+        cur->numel += p->params[i].numel;
+        uint64_t limit = p->nbuckets == 1 ? sh->first_bucket_bytes : sh->bucket_cap_bytes;
+        if (cur->numel * p->grad_elem >= limit) cur = NULL;
+    }
+    return SS_OK;
+}
+
+static int check_device(const spec_scenario *s, ss_err *err)
+{
+    if (s->topo.device.peak_flops[s->prec.compute] <= 0.0)
+        return ss_fail(err, SS_E_INPUT, s->file,
+                       "$.precision.compute: device %s has no %s peak rate",
+                       s->topo.device.name, spec_dtype_names[s->prec.compute]);
+    return SS_OK;
+}
+
+int plan_new(plan **out, const spec_scenario *s, ss_err *err)
+{
+    int rc = check_device(s, err);
+    if (rc) return rc;
+    plan *p = calloc(1, sizeof *p);
+    if (!p) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for the plan");
+    p->s = s;
+    p->n = s->dp;
+    p->nblocks = s->model.nblocks;
+    p->param_elem = spec_dtype_size(s->prec.param);
+    p->compute_elem = spec_dtype_size(s->prec.compute);
+    p->grad_elem = spec_dtype_size(s->prec.grad);
+    p->reduce_elem = spec_dtype_size(s->prec.reduce);
+    if ((rc = add_params(p, err)) || (rc = add_units(p, err)) ||
+        (rc = add_buckets(p, err))) {
+        plan_free(p);
+        return rc;
+    }
+    *out = p;
+    return SS_OK;
+}
+
+void plan_free(plan *p)
+{
+    if (!p) return;
+    free(p->params);
+    free(p->blocks);
+    free(p->units);
+    free(p->buckets);
+    free(p);
+}

@@ -1,0 +1,76 @@
+/* plan.h - from a scenario to what the schedulers need: parameters, blocks
+ * with their costs, FSDP wrap units with padded FlatParameter sizes, DDP
+ * gradient buckets, optimizer cost.
+ *
+ * A plan is derived data: every number in it follows from the spec and the
+ * device file by the formulas here (roofline compute time, 512-byte free of
+ * rounding, padding N * ceil(numel / N)). It knows no runtime's issue order;
+ * that is the schedulers' job (sched/).
+ *
+ * Ownership: plan_new allocates; plan_free releases. The spec must outlive
+ * the plan.
+ */
+#ifndef PLAN_H
+#define PLAN_H
+
+#include "../core/err.h"
+#include "spec.h"
+
+typedef struct plan_param {
+    uint32_t block;
+    uint64_t numel;
+} plan_param;
+
+typedef struct plan_block {
+    const spec_block *spec;
+    uint32_t param0, nparam; /* params[param0 .. param0 + nparam) */
+    uint64_t numel;
+    uint32_t unit;           /* FSDP wrap unit that owns it */
+    ss_bytes in_bytes;       /* activation entering, per micro-batch */
+    ss_bytes out_bytes;      /* activation leaving */
+    uint64_t fwd_flops, bwd_flops;
+    ss_ns fwd_ns, bwd_ns;    /* device time */
+    bool dgrad;              /* backward computes the input gradient */
+} plan_block;
+
+/* A FlatParameter: blocks [block0, block0 + nblocks) in model order; the
+ * root unit (is_root) holds the blocks no policy wrapped, if any. */
+typedef struct plan_unit {
+    uint32_t block0, nblocks;
+    uint64_t numel, padded, shard; /* padded = n * shard */
+    bool is_root;
+} plan_unit;
+
+/* A DDP bucket: params [param_lo, param_hi] in reverse model order, i.e.
+ * bucket 0 holds the last parameters, whose gradients are ready first. */
+typedef struct plan_bucket {
+    uint32_t first, last; /* param ids, first > = last (reverse order) */
+    uint64_t numel;
+} plan_bucket;
+
+typedef struct plan {
+    const spec_scenario *s;
+    uint32_t n;               /* data-parallel ranks */
+    uint32_t param_elem, compute_elem, grad_elem, reduce_elem;
+    plan_param *params;
+    uint32_t nparams;
+    plan_block *blocks;
+    uint32_t nblocks;
+    plan_unit *units;         /* in forward execution order; root first */
+    uint32_t nunits;
+    plan_bucket *buckets;
+    uint32_t nbuckets;
+    uint64_t total_numel;
+} plan;
+
+/* Build the plan. Errors (SS_E_INPUT, naming the scenario file): a wrap
+ * module that names no block, a dtype the device cannot compute in. */
+int plan_new(plan **out, const spec_scenario *s, ss_err *err);
+void plan_free(plan *p);
+
+/* Device time of an elementwise kernel touching `bytes` of HBM. */
+ss_ns plan_mem_ns(const plan *p, ss_bytes bytes);
+/* Device time of the optimizer step over `numel` elements per rank. */
+ss_ns plan_optim_ns(const plan *p, uint64_t numel);
+
+#endif

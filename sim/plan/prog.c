@@ -1,0 +1,227 @@
+#include "prog.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A growable array of fixed-size items; the one allocation pattern here. */
+typedef struct vec {
+    void *data;
+    uint32_t len, cap;
+} vec;
+
+static int vec_push(vec *v, const void *item, size_t size, uint32_t *idx)
+{
+    if (v->len == UINT32_MAX) return SS_E_OVERFLOW;
+    if (v->len == v->cap) {
+        uint32_t cap = v->cap ? v->cap * 2 : 16;
+        if (cap < v->cap) cap = UINT32_MAX;
+        void *d = realloc(v->data, (size_t)cap * size);
+        if (!d) return SS_E_NOMEM;
+        v->data = d;
+        v->cap = cap;
+    }
+    memcpy((char *)v->data + (size_t)v->len * size, item, size);
+    if (idx) *idx = v->len;
+    v->len++;
+    return SS_OK;
+}
+
+typedef struct rank_prog {
+    vec ops, deps, mems, tensors; /* prog_op, uint32_t, prog_mem, prog_tensor */
+} rank_prog;
+
+typedef struct group_rec {
+    uint32_t size, first; /* ranks in prog.group_ranks[first..first+size) */
+} group_rec;
+
+struct prog {
+    uint32_t nranks;
+    rank_prog *ranks;
+    vec groups, group_ranks; /* group_rec, uint32_t */
+    vec strs;                /* char *, interned, owned */
+};
+
+#define PROG_NAME_(id, name) name,
+static const char *const stream_names[] = {PROG_STREAMS(PROG_NAME_)};
+static const char *const coll_names[] = {PROG_COLLS(PROG_NAME_)};
+static const char *const phase_names[] = {PROG_PHASES(PROG_NAME_)};
+static const char *const memcat_names[] = {PROG_MEMCATS(PROG_NAME_)};
+#undef PROG_NAME_
+
+const char *prog_stream_name(prog_stream s) { return stream_names[s]; }
+const char *prog_coll_name(prog_coll c) { return coll_names[c]; }
+const char *prog_phase_name(prog_phase p) { return phase_names[p]; }
+const char *prog_memcat_name(prog_memcat m) { return memcat_names[m]; }
+
+static int nomem(ss_err *err)
+{
+    return ss_fail(err, SS_E_NOMEM, NULL, "out of memory building the program");
+}
+
+int prog_new(prog **out, uint32_t nranks, ss_err *err)
+{
+    if (nranks == 0)
+        return ss_fail(err, SS_E_INPUT, NULL, "a program needs at least one rank");
+    prog *p = calloc(1, sizeof *p);
+    if (!p) return nomem(err);
+    p->ranks = calloc(nranks, sizeof *p->ranks);
+    if (!p->ranks) {
+        free(p);
+        return nomem(err);
+    }
+    p->nranks = nranks;
+    *out = p;
+    return SS_OK;
+}
+
+void prog_free(prog *p)
+{
+    if (!p) return;
+    for (uint32_t r = 0; r < p->nranks; r++) {
+        free(p->ranks[r].ops.data);
+        free(p->ranks[r].deps.data);
+        free(p->ranks[r].mems.data);
+        free(p->ranks[r].tensors.data);
+    }
+    free(p->ranks);
+    free(p->groups.data);
+    free(p->group_ranks.data);
+    char **s = p->strs.data;
+    for (uint32_t i = 0; i < p->strs.len; i++) free(s[i]);
+    free(p->strs.data);
+    free(p);
+}
+
+/* Intern by linear search from the end: names repeat mostly among the most
+ * recent ones, and programs of one step have few distinct names per layer. A
+ * hash table is the upgrade when profiles say so. */
+static int str_intern(prog *p, const char *s, uint32_t *id)
+{
+    char **strs = p->strs.data;
+    for (uint32_t i = p->strs.len; i-- > 0;)
+        if (strcmp(strs[i], s) == 0) {
+            *id = i;
+            return SS_OK;
+        }
+    char *copy = strdup(s);
+    if (!copy) return SS_E_NOMEM;
+    int rc = vec_push(&p->strs, &copy, sizeof copy, id);
+    if (rc) free(copy);
+    return rc;
+}
+
+int prog_group_add(prog *p, const uint32_t *ranks, uint32_t n, uint32_t *gid,
+                   ss_err *err)
+{
+    if (n == 0) return ss_fail(err, SS_E_INTERNAL, NULL, "empty process group");
+    for (uint32_t i = 0; i < n; i++) {
+        if (ranks[i] >= p->nranks || (i && ranks[i] <= ranks[i - 1]))
+            return ss_fail(err, SS_E_INTERNAL, NULL,
+                           "process group ranks must be ascending and < %u",
+                           p->nranks);
+    }
+    group_rec g = {n, p->group_ranks.len};
+    for (uint32_t i = 0; i < n; i++)
+        if (vec_push(&p->group_ranks, &ranks[i], sizeof ranks[i], NULL))
+            return nomem(err);
+    if (vec_push(&p->groups, &g, sizeof g, gid)) return nomem(err);
+    return SS_OK;
+}
+
+int prog_tensor_add(prog *p, uint32_t rank, const char *name, prog_memcat cat,
+                    ss_bytes bytes, int live_at_start, uint32_t *tid,
+                    ss_err *err)
+{
+    if (rank >= p->nranks)
+        return ss_fail(err, SS_E_INTERNAL, NULL, "tensor on rank %u of %u", rank,
+                       p->nranks);
+    prog_tensor t = {0, (uint8_t)cat, (uint8_t)(live_at_start != 0), bytes};
+    if (str_intern(p, name, &t.name)) return nomem(err);
+    if (vec_push(&p->ranks[rank].tensors, &t, sizeof t, tid)) return nomem(err);
+    return SS_OK;
+}
+
+static int group_has(const prog *p, uint32_t gid, uint32_t rank)
+{
+    const group_rec *g = (const group_rec *)p->groups.data + gid;
+    const uint32_t *r = (const uint32_t *)p->group_ranks.data + g->first;
+    for (uint32_t i = 0; i < g->size; i++)
+        if (r[i] == rank) return 1;
+    return 0;
+}
+
+static int op_check(const prog *p, uint32_t rank, const prog_op_spec *s,
+                    ss_err *err)
+{
+    const rank_prog *rp = &p->ranks[rank];
+    const char *nm = s->name ? s->name : "?";
+    if ((s->kind == PROG_OP_HOST) != (s->stream == PROG_HOST))
+        return ss_fail(err, SS_E_INTERNAL, NULL,
+                       "op %s: host ops and only host ops run on the host", nm);
+    if (s->kind == PROG_OP_COLL &&
+        (s->group >= p->groups.len || !group_has(p, s->group, rank)))
+        return ss_fail(err, SS_E_INTERNAL, NULL,
+                       "op %s: rank %u is not in group %u", nm, rank, s->group);
+    for (uint32_t i = 0; i < s->ndeps; i++)
+        if (s->deps[i] >= rp->ops.len)
+            return ss_fail(err, SS_E_INTERNAL, NULL,
+                           "op %s: dependency %u is not an earlier op", nm,
+                           s->deps[i]);
+    for (uint32_t i = 0; i < s->nmem; i++)
+        if (s->mem[i].tensor >= rp->tensors.len)
+            return ss_fail(err, SS_E_INTERNAL, NULL,
+                           "op %s: unknown tensor %u", nm, s->mem[i].tensor);
+    return SS_OK;
+}
+
+int prog_op_add(prog *p, uint32_t rank, const prog_op_spec *s, uint32_t *opid,
+                ss_err *err)
+{
+    if (rank >= p->nranks)
+        return ss_fail(err, SS_E_INTERNAL, NULL, "op on rank %u of %u", rank,
+                       p->nranks);
+    int rc = op_check(p, rank, s, err);
+    if (rc) return rc;
+    rank_prog *rp = &p->ranks[rank];
+    prog_op op = {
+        .kind = (uint8_t)s->kind, .stream = (uint8_t)s->stream,
+        .phase = (uint8_t)s->phase, .coll = (uint8_t)s->coll,
+        .group = s->group, .bytes = s->bytes, .flops = s->flops,
+        .host_ns = s->host_ns, .dev_ns = s->dev_ns,
+        .dep0 = rp->deps.len, .ndep = s->ndeps,
+        .mem0 = rp->mems.len, .nmem = s->nmem,
+    };
+    if (str_intern(p, s->name ? s->name : "", &op.name)) return nomem(err);
+    for (uint32_t i = 0; i < s->ndeps; i++)
+        if (vec_push(&rp->deps, &s->deps[i], sizeof s->deps[i], NULL))
+            return nomem(err);
+    for (uint32_t i = 0; i < s->nmem; i++)
+        if (vec_push(&rp->mems, &s->mem[i], sizeof s->mem[i], NULL))
+            return nomem(err);
+    if (vec_push(&rp->ops, &op, sizeof op, opid)) return nomem(err);
+    return SS_OK;
+}
+
+uint32_t prog_nranks(const prog *p) { return p->nranks; }
+uint32_t prog_nops(const prog *p, uint32_t r) { return p->ranks[r].ops.len; }
+const prog_op *prog_ops(const prog *p, uint32_t r) { return p->ranks[r].ops.data; }
+const uint32_t *prog_deps(const prog *p, uint32_t r) { return p->ranks[r].deps.data; }
+const prog_mem *prog_mems(const prog *p, uint32_t r) { return p->ranks[r].mems.data; }
+uint32_t prog_ntensors(const prog *p, uint32_t r) { return p->ranks[r].tensors.len; }
+const prog_tensor *prog_tensors(const prog *p, uint32_t r)
+{
+    return p->ranks[r].tensors.data;
+}
+uint32_t prog_ngroups(const prog *p) { return p->groups.len; }
+
+prog_group prog_group_get(const prog *p, uint32_t gid)
+{
+    const group_rec *g = (const group_rec *)p->groups.data + gid;
+    prog_group out = {g->size, (const uint32_t *)p->group_ranks.data + g->first};
+    return out;
+}
+
+const char *prog_str_get(const prog *p, uint32_t id)
+{
+    return ((char *const *)p->strs.data)[id];
+}

@@ -1,0 +1,173 @@
+/* prog.h - the program: what every rank does in one training step.
+ *
+ * This is the contract between the schedulers (sched/) and the engine (eng/).
+ * A scheduler builds a prog with the prog_*_add functions; the engine reads it
+ * and never changes it. Nothing here knows about FSDP, DDP or JSON.
+ *
+ * Per rank, ops are kept in program order, which is the order the rank's host
+ * thread issues them. Each op runs on one stream of its rank:
+ *   - a HOST op occupies the host thread for host_ns; if it has deps, the host
+ *     blocks until they completed (cudaEventSynchronize);
+ *   - a device op (COMPUTE or COLL) costs host_ns of host time to issue, then
+ *     waits on its device stream behind earlier ops of that stream and on its
+ *     deps (cudaStreamWaitEvent); a COMPUTE op then runs for dev_ns; a COLL op
+ *     starts only when every member of its group reached the matching call
+ *     (the k-th op of a group on each member rank matches) and lasts as long
+ *     as the network says.
+ * Deps name earlier ops of the same rank (ids are indexes in program order).
+ *
+ * Memory: a tensor belongs to one rank. Allocation is a host action, as in
+ * PyTorch's caching allocator: an op allocates its tensors when the host
+ * issues it (PROG_ALLOC_AT_ISSUE), and the host may drop tensors right after
+ * issuing it (PROG_FREE_AT_ISSUE, allocations of the same op come first). A
+ * free that must wait for the device (record_stream, or a buffer a
+ * collective on another stream still reads) is PROG_FREE_AT_END: released
+ * when the op ends on its stream. Tensors marked live_at_start exist before
+ * the first op (they are the state the previous step left behind).
+ *
+ * Ownership: prog_new allocates, prog_free releases everything, including the
+ * interned strings. Pointers returned by the accessors live until prog_free.
+ */
+#ifndef PROG_H
+#define PROG_H
+
+#include "../core/err.h"
+#include "../core/ss.h"
+
+/* Streams of a rank. "unshard" carries all-gathers and broadcasts, "reduce"
+ * carries reduce-scatters and all-reduces (FSDP's own stream names). */
+#define PROG_STREAMS(X)                                                        \
+    X(COMPUTE, "compute")                                                      \
+    X(UNSHARD, "unshard")                                                      \
+    X(REDUCE, "reduce")                                                        \
+    X(COPY, "copy")                                                            \
+    X(HOST, "host")
+
+#define PROG_COLLS(X)                                                          \
+    X(ALL_REDUCE, "all_reduce")                                                \
+    X(ALL_GATHER, "all_gather")                                                \
+    X(REDUCE_SCATTER, "reduce_scatter")                                        \
+    X(BROADCAST, "broadcast")                                                  \
+    X(ALL_TO_ALL, "all_to_all")
+
+#define PROG_PHASES(X)                                                         \
+    X(FORWARD, "forward")                                                      \
+    X(BACKWARD, "backward")                                                    \
+    X(OPTIMIZER, "optimizer")                                                  \
+    X(OTHER, "other")
+
+/* What a tensor is, for the memory ledger. */
+#define PROG_MEMCATS(X)                                                        \
+    X(PARAM, "params")                                                         \
+    X(PARAM_UNSHARDED, "unsharded_params")                                     \
+    X(GRAD, "grads")                                                           \
+    X(GRAD_SHARD, "grad_shards")                                               \
+    X(OPTIM, "optim_states")                                                   \
+    X(ACTIVATION, "activations")                                               \
+    X(COMM_BUFFER, "comm_buffers")                                             \
+    X(OPT_TEMP, "optim_temps")                                                 \
+    X(INPUT, "input")                                                          \
+    X(RUNTIME, "runtime")
+
+#define PROG_ENUM_(id, name) PROG_##id,
+typedef enum { PROG_STREAMS(PROG_ENUM_) PROG_NSTREAMS } prog_stream;
+#undef PROG_ENUM_
+#define PROG_ENUM_(id, name) PROG_COLL_##id,
+typedef enum { PROG_COLLS(PROG_ENUM_) PROG_NCOLLS } prog_coll;
+#undef PROG_ENUM_
+#define PROG_ENUM_(id, name) PROG_PH_##id,
+typedef enum { PROG_PHASES(PROG_ENUM_) PROG_NPHASES } prog_phase;
+#undef PROG_ENUM_
+#define PROG_ENUM_(id, name) PROG_MEM_##id,
+typedef enum { PROG_MEMCATS(PROG_ENUM_) PROG_NMEMCATS } prog_memcat;
+#undef PROG_ENUM_
+
+typedef enum { PROG_OP_COMPUTE, PROG_OP_COLL, PROG_OP_HOST } prog_opkind;
+
+const char *prog_stream_name(prog_stream s);
+const char *prog_coll_name(prog_coll c);
+const char *prog_phase_name(prog_phase p);
+const char *prog_memcat_name(prog_memcat m);
+
+typedef struct prog prog; /* opaque */
+
+typedef struct prog_op {
+    uint8_t kind;        /* prog_opkind */
+    uint8_t stream;      /* prog_stream; PROG_HOST for HOST ops */
+    uint8_t phase;       /* prog_phase */
+    uint8_t coll;        /* prog_coll, COLL ops only */
+    uint32_t group;      /* group id, COLL ops only */
+    uint32_t name;       /* interned string id, see prog_str_get */
+    uint64_t bytes;      /* COLL: payload per rank (see below); else 0 */
+    uint64_t flops;      /* COMPUTE: floating-point operations, for reports */
+    ss_ns host_ns;       /* host time to issue (device op) or to run (HOST) */
+    ss_ns dev_ns;        /* COMPUTE: device time; else 0 */
+    uint32_t dep0, ndep; /* deps: prog_deps(p, rank)[dep0 .. dep0+ndep) */
+    uint32_t mem0, nmem; /* memory actions: prog_mem(p, rank)[mem0 ..) */
+} prog_op;
+/* COLL payload convention (nccl-tests "size"): all_reduce, broadcast and
+ * all_to_all: the buffer size; all_gather: the output (full) size;
+ * reduce_scatter: the input (full) size. */
+
+typedef enum { PROG_ALLOC_AT_ISSUE, PROG_FREE_AT_ISSUE, PROG_FREE_AT_END } prog_memact;
+
+typedef struct prog_mem {
+    uint32_t tensor; /* tensor id of this rank */
+    uint8_t act;     /* prog_memact */
+} prog_mem;
+
+typedef struct prog_tensor {
+    uint32_t name;  /* interned string id */
+    uint8_t cat;    /* prog_memcat */
+    uint8_t live_at_start;
+    ss_bytes bytes; /* requested bytes (the allocator model rounds) */
+} prog_tensor;
+
+typedef struct prog_group {
+    uint32_t size;
+    const uint32_t *ranks; /* size entries, ascending */
+} prog_group;
+
+/* What a scheduler passes to prog_op_add. Arrays are copied. */
+typedef struct prog_op_spec {
+    prog_opkind kind;
+    prog_stream stream;
+    prog_phase phase;
+    prog_coll coll;
+    uint32_t group;
+    const char *name;
+    uint64_t bytes, flops;
+    ss_ns host_ns, dev_ns;
+    const uint32_t *deps;
+    uint32_t ndeps;
+    const prog_mem *mem;
+    uint32_t nmem;
+} prog_op_spec;
+
+/* Building. All return SS_OK or a negative code with err filled. */
+int prog_new(prog **out, uint32_t nranks, ss_err *err);
+void prog_free(prog *p); /* NULL is a no-op */
+int prog_group_add(prog *p, const uint32_t *ranks, uint32_t n, uint32_t *gid,
+                   ss_err *err);
+int prog_tensor_add(prog *p, uint32_t rank, const char *name, prog_memcat cat,
+                    ss_bytes bytes, int live_at_start, uint32_t *tid,
+                    ss_err *err);
+/* Checks: deps name earlier ops, HOST ops are on PROG_HOST and device ops are
+ * not, COLL ops name a group that contains `rank`, tensors exist. */
+int prog_op_add(prog *p, uint32_t rank, const prog_op_spec *s, uint32_t *opid,
+                ss_err *err);
+
+/* Reading. Indexes are not checked beyond assert-level: callers use the
+ * counts. */
+uint32_t prog_nranks(const prog *p);
+uint32_t prog_nops(const prog *p, uint32_t rank);
+const prog_op *prog_ops(const prog *p, uint32_t rank);
+const uint32_t *prog_deps(const prog *p, uint32_t rank);
+const prog_mem *prog_mems(const prog *p, uint32_t rank);
+uint32_t prog_ntensors(const prog *p, uint32_t rank);
+const prog_tensor *prog_tensors(const prog *p, uint32_t rank);
+uint32_t prog_ngroups(const prog *p);
+prog_group prog_group_get(const prog *p, uint32_t gid);
+const char *prog_str_get(const prog *p, uint32_t id);
+
+#endif

@@ -1,0 +1,29 @@
+#include "spec.h"
+
+#include <stdlib.h>
+
+#define SPEC_NAME2_(id, name) name,
+#define SPEC_NAME3_(id, name, size) name,
+#define SPEC_SIZE3_(id, name, size) size,
+const char *const spec_strategy_names[] = {SPEC_STRATEGIES(SPEC_NAME2_)};
+const char *const spec_bwd_names[] = {SPEC_BWD_PREFETCH(SPEC_NAME2_)};
+const char *const spec_wrap_names[] = {SPEC_WRAP(SPEC_NAME2_)};
+const char *const spec_opt_names[] = {SPEC_OPTIMIZERS(SPEC_NAME2_)};
+const char *const spec_impl_names[] = {SPEC_OPT_IMPL(SPEC_NAME2_)};
+const char *const spec_block_names[] = {SPEC_BLOCK_TYPES(SPEC_NAME2_)};
+const char *const spec_dtype_names[] = {SPEC_DTYPES(SPEC_NAME3_)};
+static const uint32_t dtype_sizes[] = {SPEC_DTYPES(SPEC_SIZE3_)};
+
+uint32_t spec_dtype_size(spec_dtype d)
+{
+    return d < SPEC_NDT ? dtype_sizes[d] : 0;
+}
+
+void spec_scenario_fini(spec_scenario *s)
+{
+    if (!s) return;
+    free(s->model.blocks);
+    free(s->shard.wrap_modules);
+    s->model.blocks = NULL;
+    s->shard.wrap_modules = NULL;
+}

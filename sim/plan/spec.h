@@ -1,0 +1,176 @@
+/* spec.h - what a scenario says, as plain data.
+ *
+ * The scenario loader (io/scenario.c) fills these structs from JSON files;
+ * everything downstream (plan, schedulers, network, reports) reads them and
+ * never sees JSON. Every enum that is also a scenario value comes from one
+ * X-macro list here, so the parser, the summary and the enum cannot drift.
+ *
+ * Ownership: spec_scenario owns its arrays; spec_scenario_fini frees them.
+ * Strings are fixed-size buffers so a spec can be copied by value for sweeps.
+ */
+#ifndef SPEC_H
+#define SPEC_H
+
+#include <stdbool.h>
+
+#include "../core/ss.h"
+
+#define SPEC_NAME_MAX 128
+#define SPEC_TEXT_MAX 1024
+
+/* Sharding strategies a scenario can run (sharding.strategy). */
+#define SPEC_STRATEGIES(X)                                                     \
+    X(DDP, "ddp")                                                              \
+    X(ZERO1, "zero1")                                                          \
+    X(SHARD_GRAD_OP, "shard_grad_op")                                          \
+    X(FULL_SHARD, "full_shard")                                                \
+    X(NO_SHARD, "no_shard")
+
+/* FSDP1 backward_prefetch. */
+#define SPEC_BWD_PREFETCH(X)                                                   \
+    X(PRE, "backward_pre")                                                     \
+    X(POST, "backward_post")                                                   \
+    X(NONE, "none")
+
+/* Wrap policy (sharding.wrap.policy). */
+#define SPEC_WRAP(X)                                                           \
+    X(PER_BLOCK, "per_block")                                                  \
+    X(MODULES, "modules")                                                      \
+    X(SIZE, "size")
+
+#define SPEC_OPTIMIZERS(X)                                                     \
+    X(ADAMW, "adamw")                                                          \
+    X(ADAM, "adam")                                                            \
+    X(SGD, "sgd")
+
+/* torch.optim implementation: foreach allocates one temporary per parameter
+ * list, for_loop one parameter at a time, fused none. */
+#define SPEC_OPT_IMPL(X)                                                       \
+    X(FOREACH, "foreach")                                                      \
+    X(FOR_LOOP, "for_loop")                                                    \
+    X(FUSED, "fused")
+
+#define SPEC_DTYPES(X)                                                         \
+    X(FP32, "fp32", 4)                                                         \
+    X(FP16, "fp16", 2)                                                         \
+    X(BF16, "bf16", 2)                                                         \
+    X(FP8, "fp8", 1)
+
+#define SPEC_BLOCK_TYPES(X) X(LINEAR, "linear")
+
+#define SPEC_ENUM2_(id, name) SPEC_##id,
+#define SPEC_ENUM3_(id, name, size) SPEC_DT_##id,
+typedef enum { SPEC_STRATEGIES(SPEC_ENUM2_) SPEC_NSTRATEGIES } spec_strategy;
+#undef SPEC_ENUM2_
+#define SPEC_ENUM2_(id, name) SPEC_BWD_##id,
+typedef enum { SPEC_BWD_PREFETCH(SPEC_ENUM2_) SPEC_NBWD } spec_bwd_prefetch;
+#undef SPEC_ENUM2_
+#define SPEC_ENUM2_(id, name) SPEC_WRAP_##id,
+typedef enum { SPEC_WRAP(SPEC_ENUM2_) SPEC_NWRAP } spec_wrap;
+#undef SPEC_ENUM2_
+#define SPEC_ENUM2_(id, name) SPEC_OPT_##id,
+typedef enum { SPEC_OPTIMIZERS(SPEC_ENUM2_) SPEC_NOPT } spec_optimizer;
+#undef SPEC_ENUM2_
+#define SPEC_ENUM2_(id, name) SPEC_IMPL_##id,
+typedef enum { SPEC_OPT_IMPL(SPEC_ENUM2_) SPEC_NIMPL } spec_opt_impl;
+#undef SPEC_ENUM2_
+#define SPEC_ENUM2_(id, name) SPEC_BLK_##id,
+typedef enum { SPEC_BLOCK_TYPES(SPEC_ENUM2_) SPEC_NBLK } spec_block_type;
+#undef SPEC_ENUM2_
+typedef enum { SPEC_DTYPES(SPEC_ENUM3_) SPEC_NDT, SPEC_DT_NONE = SPEC_NDT } spec_dtype;
+#undef SPEC_ENUM3_
+
+extern const char *const spec_strategy_names[SPEC_NSTRATEGIES];
+extern const char *const spec_bwd_names[SPEC_NBWD];
+extern const char *const spec_wrap_names[SPEC_NWRAP];
+extern const char *const spec_opt_names[SPEC_NOPT];
+extern const char *const spec_impl_names[SPEC_NIMPL];
+extern const char *const spec_block_names[SPEC_NBLK];
+extern const char *const spec_dtype_names[SPEC_NDT];
+/* Bytes per element; 0 for SPEC_DT_NONE. */
+uint32_t spec_dtype_size(spec_dtype d);
+
+/* One block of the model, after "repeat" is expanded. */
+typedef struct spec_block {
+    char name[SPEC_NAME_MAX];
+    spec_block_type type;
+    uint64_t in, out; /* linear: features */
+    bool bias;
+} spec_block;
+
+typedef struct spec_model {
+    char name[SPEC_NAME_MAX];
+    spec_block *blocks;
+    uint32_t nblocks;
+} spec_model;
+
+typedef struct spec_device {
+    char name[SPEC_NAME_MAX];
+    uint64_t hbm_bytes;
+    double hbm_bw_Bps;         /* bytes per second */
+    double peak_flops[SPEC_NDT]; /* dense FLOP/s per dtype, 0 = unsupported */
+    double gemm_efficiency;    /* fraction of peak a large GEMM reaches */
+    double mem_efficiency;     /* fraction of HBM bandwidth a stream reaches */
+    ss_ns launch_ns;           /* host time to launch one kernel */
+    ss_ns kernel_min_ns;       /* shortest kernel on the device */
+} spec_device;
+
+/* Skeleton network: per level, ring alpha-beta with a bus bandwidth. */
+typedef struct spec_link_level {
+    double bus_bw_Bps; /* nccl-tests busbw a large ring reaches */
+    ss_ns latency_ns;  /* per ring step */
+} spec_link_level;
+
+typedef struct spec_topology {
+    char name[SPEC_NAME_MAX];
+    uint32_t nodes, gpus_per_node;
+    spec_link_level intra, inter;
+    spec_device device;
+} spec_topology;
+
+typedef struct spec_precision {
+    spec_dtype param, compute, grad, reduce, master, optim;
+} spec_precision;
+
+typedef struct spec_optimizer_cfg {
+    spec_optimizer type;
+    spec_opt_impl impl;
+    bool momentum; /* SGD only */
+} spec_optimizer_cfg;
+
+typedef struct spec_sharding {
+    spec_strategy strategy;
+    /* DDP (also under zero1, which runs DDP for gradients) */
+    uint64_t bucket_cap_bytes;
+    uint64_t first_bucket_bytes;
+    bool gradient_as_bucket_view;
+    /* ZeroRedundancyOptimizer */
+    bool parameters_as_bucket_view;
+    /* FSDP1 */
+    spec_bwd_prefetch backward_prefetch;
+    bool forward_prefetch;
+    bool limit_all_gathers;
+    bool use_orig_params;
+    spec_wrap wrap;
+    char (*wrap_modules)[SPEC_NAME_MAX]; /* wrap == MODULES */
+    uint32_t nwrap_modules;
+    uint64_t wrap_min_params; /* wrap == SIZE */
+} spec_sharding;
+
+typedef struct spec_scenario {
+    char name[SPEC_NAME_MAX];
+    char file[1024];
+    spec_model model;
+    spec_topology topo;
+    uint32_t dp;          /* data-parallel ranks */
+    uint64_t micro_batch; /* rows (samples x tokens) per rank per micro-batch */
+    spec_precision prec;
+    spec_optimizer_cfg opt;
+    spec_sharding shard;
+    uint64_t resident_bytes; /* allocated outside the model (workspaces) */
+    ss_ns hook_ns;           /* host time of one runtime hook (FSDP/DDP) */
+} spec_scenario;
+
+void spec_scenario_fini(spec_scenario *s);
+
+#endif

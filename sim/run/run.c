@@ -1,0 +1,49 @@
+#include "run.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../eng/eng.h"
+#include "../net/cost.h"
+#include "../sched/sched.h"
+
+void run_fini(run_result *r)
+{
+    if (!r) return;
+    sum_fini(&r->sum);
+    free(r->st);
+    trc_free(r->t);
+    prog_free(r->p);
+    plan_free(r->pl);
+    memset(r, 0, sizeof *r);
+}
+
+static int states(run_result *r, ss_err *err)
+{
+    r->st = calloc(r->pl->n, sizeof *r->st);
+    if (!r->st) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    for (uint32_t k = 0; k < r->pl->n; k++) {
+        int rc = sched_states(r->pl, k, &r->st[k], err);
+        if (rc) return rc;
+    }
+    return SS_OK;
+}
+
+int run_step(const spec_scenario *s, run_result *out, ss_err *err)
+{
+    run_result r = {0};
+    cost_net cn = {&s->topo};
+    eng_net net = cost_eng_net(&cn);
+    int rc = plan_new(&r.pl, s, err);
+    if (!rc) rc = sched_build(r.pl, &r.p, err);
+    if (!rc) rc = eng_run(r.p, &net, &r.t, err);
+    if (!rc) rc = states(&r, err);
+    if (!rc) rc = sum_build(s, r.t, r.st, &r.sum, err);
+    if (rc) {
+        run_fini(&r);
+        memset(out, 0, sizeof *out);
+        return rc;
+    }
+    *out = r;
+    return SS_OK;
+}

@@ -1,0 +1,30 @@
+/* run.h - one simulated step, end to end: spec -> plan -> program ->
+ * engine -> trace -> summary.
+ *
+ * The only place that knows the order of the stages; the CLI, the tests and
+ * (later) sweeps call it. Every stage's output is kept in the result so
+ * reports that need more than the summary (timelines, traces, ledgers) can
+ * read it.
+ *
+ * Ownership: run_step fills *out (release with run_fini, which also accepts
+ * a zeroed result); on failure *out is left zeroed and nothing leaks. The
+ * spec must outlive the result.
+ */
+#ifndef RUN_H
+#define RUN_H
+
+#include "../out/summary.h"
+#include "../plan/plan.h"
+
+typedef struct run_result {
+    plan *pl;
+    prog *p;
+    trc *t;
+    st_bytes *st; /* per rank */
+    sum_report sum;
+} run_result;
+
+int run_step(const spec_scenario *s, run_result *out, ss_err *err);
+void run_fini(run_result *r);
+
+#endif

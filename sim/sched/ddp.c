@@ -1,0 +1,142 @@
+/* DDP: every rank holds everything; the reducer copies each gradient into
+ * its bucket as autograd produces it (reverse registration order) and
+ * all-reduces a bucket on the reduce stream once its last gradient arrived.
+ * With gradient_as_bucket_view the grads are views of the buckets (the
+ * fresh AccumulateGrad tensor is copied in and dropped); otherwise grads are
+ * separate tensors, copied back from the buckets when backward finalizes. */
+#include "emit.h"
+
+#include <stdlib.h>
+
+int ddp_grads_init(ddp_grads *g, const plan *pl, ss_err *err)
+{
+    size_t np = pl->nparams ? pl->nparams : 1, nb = pl->nbuckets ? pl->nbuckets : 1;
+    g->t_grad = malloc(np * sizeof *g->t_grad);
+    g->t_bucket = malloc(nb * sizeof *g->t_bucket);
+    g->ar = malloc(nb * sizeof *g->ar);
+    if (!g->t_grad || !g->t_bucket || !g->ar) {
+        ddp_grads_fini(g);
+        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    }
+    return SS_OK;
+}
+
+void ddp_grads_fini(ddp_grads *g)
+{
+    free(g->t_grad);
+    free(g->t_bucket);
+    free(g->ar);
+    g->t_grad = g->t_bucket = g->ar = NULL;
+}
+
+static uint32_t bucket_of(const plan *pl, uint32_t param)
+{
+    for (uint32_t b = 0; b < pl->nbuckets; b++)
+        if (param <= pl->buckets[b].first && param >= pl->buckets[b].last) return b;
+    return 0;
+}
+
+static void ddp_tensors(em *e, ddp_grads *g)
+{
+    const plan *pl = e->pl;
+    for (uint32_t b = 0; b < pl->nbuckets; b++)
+        g->t_bucket[b] = em_tensor(e, PROG_MEM_COMM_BUFFER,
+                                   pl->buckets[b].numel * pl->grad_elem, true,
+                                   "ddp.bucket%u", b);
+    for (uint32_t i = 0; i < pl->nparams; i++)
+        g->t_grad[i] = em_tensor(e, PROG_MEM_GRAD, pl->params[i].numel * pl->grad_elem,
+                                 false, "grad.p%u", i);
+}
+
+/* Reducer hook for one gradient: copy (and divide) into the bucket; launch
+ * the bucket's all-reduce when it is complete. */
+static void ddp_hook(em *e, ddp_grads *g, uint32_t param)
+{
+    const plan *pl = e->pl;
+    ss_bytes bytes = pl->params[param].numel * pl->grad_elem;
+    bool view = pl->s->shard.gradient_as_bucket_view;
+    if (pl->s->hook_ns) em_host(e, PROG_PH_BACKWARD, pl->s->hook_ns, "ddp.hook");
+    em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "ddp.copy_to_bucket.p%u", param);
+    em_cost(e, em_launch_ns(e), plan_mem_ns(pl, 2 * bytes), 0);
+    if (view) em_mem(e, g->t_grad[param], PROG_FREE_AT_ISSUE);
+    uint32_t copy = em_end(e);
+    uint32_t b = bucket_of(pl, param);
+    if (param != pl->buckets[b].last) return;
+    em_begin(e, PROG_OP_COLL, PROG_REDUCE, PROG_PH_BACKWARD, "ddp.all_reduce.bucket%u", b);
+    em_coll(e, PROG_COLL_ALL_REDUCE, pl->buckets[b].numel * pl->grad_elem);
+    em_dep(e, copy);
+    g->ar[b] = em_end(e);
+}
+
+static void ddp_finalize(em *e, ddp_grads *g)
+{
+    const plan *pl = e->pl;
+    if (pl->s->shard.gradient_as_bucket_view) {
+        em_marker_begin(e, PROG_COMPUTE, PROG_PH_BACKWARD, "ddp.wait_all_reduce");
+        for (uint32_t b = 0; b < pl->nbuckets; b++) em_dep(e, g->ar[b]);
+        em_end(e);
+        for (uint32_t i = 0; i < pl->nparams; i++) g->t_grad[i] = EM_NONE;
+        return;
+    }
+    for (uint32_t i = pl->nparams; i-- > 0;) {
+        ss_bytes bytes = pl->params[i].numel * pl->grad_elem;
+        em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "ddp.copy_from_bucket.p%u", i);
+        em_cost(e, em_launch_ns(e), plan_mem_ns(pl, 2 * bytes), 0);
+        em_dep(e, g->ar[bucket_of(pl, i)]);
+        em_end(e);
+    }
+}
+
+void ddp_body(em *e, ddp_grads *g)
+{
+    const plan *pl = e->pl;
+    ddp_tensors(e, g);
+    em_input(e);
+    for (uint32_t i = 0; i < pl->nblocks; i++) em_fwd_block(e, i, EM_NONE);
+    em_loss(e);
+    for (uint32_t i = pl->nblocks; i-- > 0;) {
+        const plan_block *b = &pl->blocks[i];
+        em_bwd_block(e, i, EM_NONE, &g->t_grad[b->param0], b->nparam);
+        for (uint32_t k = b->nparam; k-- > 0;) ddp_hook(e, g, b->param0 + k);
+    }
+    ddp_finalize(e, g);
+}
+
+void ddp_zero_grad(em *e, const ddp_grads *g)
+{
+    em_begin(e, PROG_OP_HOST, PROG_HOST, PROG_PH_OPTIMIZER, "zero_grad");
+    em_cost(e, e->pl->s->hook_ns, 0, 0);
+    for (uint32_t i = 0; i < e->pl->nparams; i++) em_mem(e, g->t_grad[i], PROG_FREE_AT_ISSUE);
+    em_mem(e, e->t_input, PROG_FREE_AT_ISSUE);
+    em_end(e);
+}
+
+static uint64_t max_param(const plan *pl)
+{
+    uint64_t m = 0;
+    for (uint32_t i = 0; i < pl->nparams; i++)
+        if (pl->params[i].numel > m) m = pl->params[i].numel;
+    return m;
+}
+
+static int ddp_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)
+{
+    em e;
+    ddp_grads g;
+    int rc = em_init(&e, pl, p, rank, err);
+    if (rc) return rc;
+    if ((rc = ddp_grads_init(&g, pl, err))) {
+        em_fini(&e);
+        return rc;
+    }
+    em_states(&e);
+    ddp_body(&e, &g);
+    em_optim(&e, pl->total_numel, pl->nparams, max_param(pl));
+    ddp_zero_grad(&e, &g);
+    rc = em_done(&e);
+    ddp_grads_fini(&g);
+    em_fini(&e);
+    return rc;
+}
+
+const sched_ops sched_ddp = {"ddp", SPEC_DDP, ddp_emit_rank};

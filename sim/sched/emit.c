@@ -1,0 +1,234 @@
+#include "emit.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static void em_nomem(em *e)
+{
+    if (!e->rc) e->rc = ss_fail(e->err, SS_E_NOMEM, NULL, "out of memory emitting ops");
+}
+
+int em_init(em *e, const plan *pl, prog *p, uint32_t rank, ss_err *err)
+{
+    *e = (em){.p = p, .pl = pl, .rank = rank, .err = err, .last = EM_NONE};
+    size_t n = pl->nblocks ? pl->nblocks : 1;
+    e->t_act = malloc(n * sizeof *e->t_act);
+    e->t_dact = malloc(n * sizeof *e->t_dact);
+    if (!e->t_act || !e->t_dact) {
+        em_fini(e);
+        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory emitting ops");
+    }
+    int rc = sched_states(pl, rank, &e->st, err);
+    if (rc) em_fini(e);
+    return rc;
+}
+
+void em_fini(em *e)
+{
+    free(e->deps);
+    free(e->mem);
+    free(e->t_act);
+    free(e->t_dact);
+    e->deps = NULL;
+    e->mem = NULL;
+    e->t_act = e->t_dact = NULL;
+}
+
+int em_done(em *e) { return e->rc; }
+
+ss_ns em_launch_ns(const em *e) { return e->pl->s->topo.device.launch_ns; }
+
+uint32_t em_tensor(em *e, prog_memcat cat, ss_bytes bytes, bool live,
+                   const char *fmt, ...)
+{
+    if (e->rc) return EM_NONE;
+    char name[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    uint32_t id = EM_NONE;
+    e->rc = prog_tensor_add(e->p, e->rank, name, cat, bytes, live, &id, e->err);
+    return e->rc ? EM_NONE : id;
+}
+
+void em_begin(em *e, prog_opkind kind, prog_stream st, prog_phase ph,
+              const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->name, sizeof e->name, fmt, ap);
+    va_end(ap);
+    e->s = (prog_op_spec){.kind = kind, .stream = st, .phase = ph, .name = e->name};
+    e->ndeps = e->nmem = 0;
+    if (kind != PROG_OP_HOST) e->s.host_ns = em_launch_ns(e);
+}
+
+static bool grow(void **buf, uint32_t *cap, uint32_t need, size_t size)
+{
+    if (need <= *cap) return true;
+    uint32_t c = *cap ? *cap * 2 : 16;
+    while (c < need) c *= 2;
+    void *b = realloc(*buf, (size_t)c * size);
+    if (!b) return false;
+    *buf = b;
+    *cap = c;
+    return true;
+}
+
+void em_dep(em *e, uint32_t op)
+{
+    if (e->rc || op == EM_NONE) return;
+    for (uint32_t i = 0; i < e->ndeps; i++)
+        if (e->deps[i] == op) return;
+    if (!grow((void **)&e->deps, &e->capdeps, e->ndeps + 1, sizeof *e->deps)) {
+        em_nomem(e);
+        return;
+    }
+    e->deps[e->ndeps++] = op;
+}
+
+void em_mem(em *e, uint32_t tensor, prog_memact act)
+{
+    if (e->rc || tensor == EM_NONE) return;
+    if (!grow((void **)&e->mem, &e->capmem, e->nmem + 1, sizeof *e->mem)) {
+        em_nomem(e);
+        return;
+    }
+    e->mem[e->nmem++] = (prog_mem){tensor, (uint8_t)act};
+}
+
+void em_coll(em *e, prog_coll c, ss_bytes bytes)
+{
+    e->s.coll = c;
+    e->s.bytes = bytes;
+    e->s.group = 0;
+}
+
+void em_cost(em *e, ss_ns host_ns, ss_ns dev_ns, uint64_t flops)
+{
+    e->s.host_ns = host_ns;
+    e->s.dev_ns = dev_ns;
+    e->s.flops = flops;
+}
+
+uint32_t em_end(em *e)
+{
+    if (e->rc) return EM_NONE;
+    e->s.deps = e->deps;
+    e->s.ndeps = e->ndeps;
+    e->s.mem = e->mem;
+    e->s.nmem = e->nmem;
+    uint32_t id = EM_NONE;
+    e->rc = prog_op_add(e->p, e->rank, &e->s, &id, e->err);
+    if (!e->rc) e->last = id;
+    return e->rc ? EM_NONE : id;
+}
+
+uint32_t em_host(em *e, prog_phase ph, ss_ns ns, const char *name)
+{
+    em_begin(e, PROG_OP_HOST, PROG_HOST, ph, "%s", name);
+    em_cost(e, ns, 0, 0);
+    return em_end(e);
+}
+
+void em_marker_begin(em *e, prog_stream st, prog_phase ph, const char *name)
+{
+    em_begin(e, PROG_OP_COMPUTE, st, ph, "%s", name);
+    em_cost(e, 0, 0, 0);
+}
+
+void em_states(em *e)
+{
+    const spec_scenario *s = e->pl->s;
+    em_tensor(e, PROG_MEM_PARAM, e->st.param.physical, true, "params");
+    em_tensor(e, PROG_MEM_OPTIM, e->st.optim.physical + e->st.master.physical,
+              true, "optim_states");
+    if (s->resident_bytes)
+        em_tensor(e, PROG_MEM_RUNTIME, s->resident_bytes, true, "runtime.resident");
+}
+
+uint32_t em_input(em *e)
+{
+    const plan_block *b0 = &e->pl->blocks[0];
+    e->t_input = em_tensor(e, PROG_MEM_INPUT, b0->in_bytes, false, "input");
+    em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_FORWARD, "input");
+    em_cost(e, em_launch_ns(e), plan_mem_ns(e->pl, b0->in_bytes), 0);
+    em_mem(e, e->t_input, PROG_ALLOC_AT_ISSUE);
+    return em_end(e);
+}
+
+uint32_t em_fwd_block(em *e, uint32_t i, uint32_t dep)
+{
+    const plan_block *b = &e->pl->blocks[i];
+    e->t_act[i] = em_tensor(e, PROG_MEM_ACTIVATION, b->out_bytes, false,
+                            "act.%s", b->spec->name);
+    em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_FORWARD, "fwd.%s", b->spec->name);
+    em_cost(e, em_launch_ns(e), b->fwd_ns, b->fwd_flops);
+    em_dep(e, dep);
+    em_mem(e, e->t_act[i], PROG_ALLOC_AT_ISSUE);
+    return em_end(e);
+}
+
+/* loss = reduction of the last output; its backward allocates the gradient
+ * of that output. Two small kernels. */
+uint32_t em_loss(em *e)
+{
+    uint32_t last = e->pl->nblocks - 1;
+    const plan_block *b = &e->pl->blocks[last];
+    e->t_loss = em_tensor(e, PROG_MEM_ACTIVATION, 4, false, "loss");
+    em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_FORWARD, "loss");
+    em_cost(e, em_launch_ns(e), plan_mem_ns(e->pl, b->out_bytes), 0);
+    em_mem(e, e->t_loss, PROG_ALLOC_AT_ISSUE);
+    em_mem(e, e->t_act[last], PROG_FREE_AT_ISSUE);
+    em_end(e);
+    e->t_dact[last] = em_tensor(e, PROG_MEM_ACTIVATION, b->out_bytes, false,
+                                "dact.%s", b->spec->name);
+    em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "loss.backward");
+    em_cost(e, em_launch_ns(e), plan_mem_ns(e->pl, b->out_bytes), 0);
+    em_mem(e, e->t_dact[last], PROG_ALLOC_AT_ISSUE);
+    em_mem(e, e->t_loss, PROG_FREE_AT_ISSUE);
+    return em_end(e);
+}
+
+uint32_t em_bwd_block(em *e, uint32_t i, uint32_t dep, const uint32_t *grads,
+                      uint32_t ngrads)
+{
+    const plan_block *b = &e->pl->blocks[i];
+    if (b->dgrad)
+        e->t_dact[i - 1] = em_tensor(e, PROG_MEM_ACTIVATION, b->in_bytes, false,
+                                     "dact.%s", e->pl->blocks[i - 1].spec->name);
+    em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "bwd.%s", b->spec->name);
+    em_cost(e, em_launch_ns(e) * (b->dgrad ? 2 : 1), b->bwd_ns, b->bwd_flops);
+    em_dep(e, dep);
+    if (b->dgrad) em_mem(e, e->t_dact[i - 1], PROG_ALLOC_AT_ISSUE);
+    for (uint32_t g = 0; g < ngrads; g++) em_mem(e, grads[g], PROG_ALLOC_AT_ISSUE);
+    em_mem(e, e->t_dact[i], PROG_FREE_AT_ISSUE);
+    /* The saved input: the previous block's output (the batch itself stays
+     * referenced by the training loop). */
+    if (i > 0) em_mem(e, e->t_act[i - 1], PROG_FREE_AT_ISSUE);
+    return em_end(e);
+}
+
+/* Kernels per step: foreach runs 8 multi-tensor kernels over all tensors,
+ * for_loop 8 per tensor, fused one; only Adam's foreach and for_loop
+ * allocate the sqrt(exp_avg_sq) temporary (foreach for the whole list at
+ * once, for_loop one tensor at a time). */
+uint32_t em_optim(em *e, uint64_t numel, uint32_t ntensors, uint64_t max_tensor)
+{
+    const spec_optimizer_cfg *o = &e->pl->s->opt;
+    uint32_t elem = spec_dtype_size(e->pl->s->prec.optim);
+    uint64_t launches = o->impl == SPEC_IMPL_FUSED ? 1
+                        : o->impl == SPEC_IMPL_FOREACH ? 8 : 8ull * ntensors;
+    bool adam = o->type != SPEC_OPT_SGD;
+    uint64_t temp = !adam || o->impl == SPEC_IMPL_FUSED ? 0
+                    : o->impl == SPEC_IMPL_FOREACH ? numel : max_tensor;
+    uint32_t t = temp ? em_tensor(e, PROG_MEM_OPT_TEMP, temp * elem, false,
+                                  "optim.temp") : EM_NONE;
+    em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_OPTIMIZER, "optimizer.step");
+    em_cost(e, em_launch_ns(e) * launches, plan_optim_ns(e->pl, numel), 0);
+    em_mem(e, t, PROG_ALLOC_AT_ISSUE);
+    em_mem(e, t, PROG_FREE_AT_ISSUE);
+    return em_end(e);
+}

@@ -1,0 +1,96 @@
+/* emit.h - the op builder the schedulers share (internal to sched/).
+ *
+ * An em is a cursor on one rank's program with a sticky error: every call
+ * after the first failure does nothing, and em_done returns the first error,
+ * so a scheduler reads as the runtime's issue order without an error check
+ * on every line.
+ *
+ * It also emits the model body every runtime shares: the input batch, each
+ * block's forward and backward GEMMs with their activations (a linear saves
+ * its input for the weight gradient; the first block computes no input
+ * gradient), the loss and its backward. Runtime-specific work (hooks,
+ * collectives, optimizer) is added around those calls.
+ */
+#ifndef SCHED_EMIT_H
+#define SCHED_EMIT_H
+
+#include "../mem/states.h"
+#include "sched.h"
+
+#define EM_NONE UINT32_MAX
+
+typedef struct em {
+    prog *p;
+    const plan *pl;
+    uint32_t rank;
+    int rc;
+    ss_err *err;
+    /* the op being built */
+    prog_op_spec s;
+    char name[160];
+    uint32_t *deps;
+    uint32_t ndeps, capdeps;
+    prog_mem *mem;
+    uint32_t nmem, capmem;
+    uint32_t last; /* id of the last op emitted */
+    /* model body tensors */
+    uint32_t t_input, t_loss, t_dloss;
+    uint32_t *t_act;  /* output of block i */
+    uint32_t *t_dact; /* gradient of the output of block i */
+    st_bytes st;      /* this rank's states */
+} em;
+
+int em_init(em *e, const plan *pl, prog *p, uint32_t rank, ss_err *err);
+void em_fini(em *e);
+int em_done(em *e); /* the first error, or SS_OK */
+
+/* Tensors. */
+uint32_t em_tensor(em *e, prog_memcat cat, ss_bytes bytes, bool live,
+                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Op building: begin, add deps/memory/costs, end. */
+void em_begin(em *e, prog_opkind kind, prog_stream st, prog_phase ph,
+              const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void em_dep(em *e, uint32_t op); /* EM_NONE is ignored */
+void em_mem(em *e, uint32_t tensor, prog_memact act);
+void em_coll(em *e, prog_coll c, ss_bytes bytes);
+void em_cost(em *e, ss_ns host_ns, ss_ns dev_ns, uint64_t flops);
+uint32_t em_end(em *e); /* returns the op id (EM_NONE after an error) */
+
+/* Shorthands. */
+uint32_t em_host(em *e, prog_phase ph, ss_ns ns, const char *name);
+/* A zero-time op on a stream: a place to hang an event or a deferred free. */
+void em_marker_begin(em *e, prog_stream st, prog_phase ph, const char *name);
+
+/* The persistent state every runtime has: params, optimizer states (with
+ * master weights), runtime workspaces. */
+void em_states(em *e);
+
+/* Model body. dep: an extra dep of the op (EM_NONE for none). */
+uint32_t em_input(em *e);
+uint32_t em_fwd_block(em *e, uint32_t b, uint32_t dep);
+uint32_t em_loss(em *e);
+/* grads: tensors the op allocates for the parameter gradients (autograd's
+ * AccumulateGrad output), may be empty. */
+uint32_t em_bwd_block(em *e, uint32_t b, uint32_t dep, const uint32_t *grads,
+                      uint32_t ngrads);
+/* The optimizer step over `numel` local elements; temps per impl. */
+uint32_t em_optim(em *e, uint64_t numel, uint32_t ntensors, uint64_t max_tensor);
+
+ss_ns em_launch_ns(const em *e);
+
+/* DDP's gradient path, shared by ddp.c and zero.c: forward, backward with
+ * the reducer's bucket copies and all-reduces, finalize. Leaves the grads
+ * (view=false) in g->t_grad for the optimizer and zero_grad. */
+typedef struct ddp_grads {
+    uint32_t *t_grad;   /* per param, EM_NONE under gradient_as_bucket_view */
+    uint32_t *t_bucket; /* per bucket */
+    uint32_t *ar;       /* per bucket: its all-reduce op */
+} ddp_grads;
+int ddp_grads_init(ddp_grads *g, const plan *pl, ss_err *err);
+void ddp_grads_fini(ddp_grads *g);
+void ddp_body(em *e, ddp_grads *g);
+/* optimizer.zero_grad(set_to_none=True) and the end of the loop body. */
+void ddp_zero_grad(em *e, const ddp_grads *g);
+
+#endif

@@ -1,0 +1,272 @@
+/* FSDP1 (FullyShardedDataParallel) FULL_SHARD, SHARD_GRAD_OP, NO_SHARD.
+ *
+ * Per wrap unit (one FlatParameter, padded to N * ceil(numel / N)):
+ *   pre-forward   unshard: all-gather on the unshard stream into a freshly
+ *                 allocated padded buffer; with forward_prefetch, also the
+ *                 next unit's. limit_all_gathers: before an all-gather the
+ *                 host waits for the oldest of two pending free events.
+ *   post-forward  FULL_SHARD reshards (except the root); the free waits for
+ *                 the compute stream (record_stream) and records the event
+ *                 the rate limiter waits on.
+ *   pre-backward  unshard if resharded; BACKWARD_PRE prefetches the next
+ *                 unit in backward order before this unit's gradient kernels.
+ *   post-backward reshard (not NO_SHARD); reduce-scatter the unsharded
+ *                 gradient on the reduce stream into a new shard (NO_SHARD:
+ *                 all-reduce in place); BACKWARD_POST prefetches now.
+ * With use_orig_params the optimizer's zero_grad only drops the original
+ * parameters' views: the flat gradient shards stay allocated until the root
+ * pre-forward of the next step resets them (seeds/002's steady memory). */
+#include "emit.h"
+
+#include <stdlib.h>
+
+typedef struct fs {
+    em *e;
+    const plan *pl;
+    spec_strategy strat;
+    uint32_t *t_full, *t_grad, *t_old, *t_new; /* per unit */
+    uint32_t *ag;                              /* per unit: its pending all-gather */
+    bool *unsharded, *gdone;
+    uint32_t freeq[2], nfree; /* pending free events (rate limiter) */
+    uint32_t *reduce;         /* per unit: its reduce op */
+} fs;
+
+static bool fs_live(const fs *f, uint32_t u) { return f->pl->units[u].numel > 0; }
+
+static void fs_tensors(fs *f)
+{
+    const plan *pl = f->pl;
+    bool linger = pl->s->shard.use_orig_params;
+    bool noshard = f->strat == SPEC_NO_SHARD;
+    for (uint32_t u = 0; u < pl->nunits; u++) {
+        const plan_unit *pu = &pl->units[u];
+        uint64_t gnum = noshard ? pu->numel : pu->shard;
+        f->t_full[u] = f->t_grad[u] = f->t_old[u] = f->t_new[u] = EM_NONE;
+        f->ag[u] = f->reduce[u] = EM_NONE;
+        f->unsharded[u] = noshard;
+        f->gdone[u] = false;
+        if (!fs_live(f, u)) continue;
+        if (!noshard)
+            f->t_full[u] = em_tensor(f->e, PROG_MEM_PARAM_UNSHARDED, pu->padded * pl->param_elem,
+                                     false, "fsdp.u%u.unsharded", u);
+        f->t_grad[u] = noshard ? EM_NONE
+                               : em_tensor(f->e, PROG_MEM_GRAD, pu->padded * pl->grad_elem,
+                                           false, "fsdp.u%u.grad", u);
+        prog_memcat gc = noshard ? PROG_MEM_GRAD : PROG_MEM_GRAD_SHARD;
+        if (linger)
+            f->t_old[u] = em_tensor(f->e, gc, gnum * pl->grad_elem, true,
+                                    "fsdp.u%u.grad_shard.prev", u);
+        f->t_new[u] = em_tensor(f->e, gc, gnum * pl->grad_elem, false, "fsdp.u%u.grad_shard", u);
+    }
+}
+
+static void fs_rate_limit(fs *f)
+{
+    if (!f->pl->s->shard.limit_all_gathers || f->nfree < 2) return;
+    em_begin(f->e, PROG_OP_HOST, PROG_HOST, PROG_PH_OTHER, "fsdp.rate_limit");
+    em_cost(f->e, 0, 0, 0);
+    em_dep(f->e, f->freeq[0]);
+    em_end(f->e);
+    f->freeq[0] = f->freeq[1];
+    f->nfree = 1;
+}
+
+static void fs_unshard(fs *f, uint32_t u, prog_phase ph)
+{
+    if (u >= f->pl->nunits || !fs_live(f, u) || f->unsharded[u]) return;
+    const plan_unit *pu = &f->pl->units[u];
+    fs_rate_limit(f);
+    em_begin(f->e, PROG_OP_COLL, PROG_UNSHARD, ph, "fsdp.all_gather.u%u", u);
+    em_coll(f->e, PROG_COLL_ALL_GATHER, pu->padded * f->pl->param_elem);
+    em_mem(f->e, f->t_full[u], PROG_ALLOC_AT_ISSUE);
+    f->ag[u] = em_end(f->e);
+    f->unsharded[u] = true;
+}
+
+/* Free the unsharded buffer once the compute stream is past its last use. */
+static void fs_reshard(fs *f, uint32_t u, prog_phase ph)
+{
+    if (!fs_live(f, u) || !f->unsharded[u] || f->strat == SPEC_NO_SHARD) return;
+    em_marker_begin(f->e, PROG_COMPUTE, ph, "fsdp.reshard");
+    em_mem(f->e, f->t_full[u], PROG_FREE_AT_END);
+    uint32_t ev = em_end(f->e);
+    if (f->nfree < 2) f->freeq[f->nfree++] = ev;
+    else {
+        f->freeq[0] = f->freeq[1];
+        f->freeq[1] = ev;
+    }
+    f->unsharded[u] = false;
+    f->ag[u] = EM_NONE;
+}
+
+static void fs_hook(fs *f, prog_phase ph, const char *name)
+{
+    if (f->pl->s->hook_ns) em_host(f->e, ph, f->pl->s->hook_ns, name);
+}
+
+static void fs_reduce(fs *f, uint32_t u, uint32_t last_bwd)
+{
+    const plan_unit *pu = &f->pl->units[u];
+    bool noshard = f->strat == SPEC_NO_SHARD;
+    em_begin(f->e, PROG_OP_COLL, PROG_REDUCE, PROG_PH_BACKWARD,
+             noshard ? "fsdp.all_reduce.u%u" : "fsdp.reduce_scatter.u%u", u);
+    em_coll(f->e, noshard ? PROG_COLL_ALL_REDUCE : PROG_COLL_REDUCE_SCATTER,
+            (noshard ? pu->numel : pu->padded) * f->pl->reduce_elem);
+    em_dep(f->e, last_bwd);
+    if (!noshard) {
+        em_mem(f->e, f->t_new[u], PROG_ALLOC_AT_ISSUE);
+        em_mem(f->e, f->t_grad[u], PROG_FREE_AT_END);
+    }
+    f->reduce[u] = em_end(f->e);
+}
+
+static uint32_t fs_prev_unit(const fs *f, uint32_t u)
+{
+    /* Backward order is the reverse of forward order; units are stored in
+     * forward order with the root first. */
+    for (uint32_t k = u; k-- > 1;)
+        if (fs_live(f, k)) return k;
+    return f->pl->nunits;
+}
+
+static void fs_forward(fs *f)
+{
+    const plan *pl = f->pl;
+    em_begin(f->e, PROG_OP_HOST, PROG_HOST, PROG_PH_FORWARD, "fsdp.root_pre_forward");
+    em_cost(f->e, pl->s->hook_ns, 0, 0);
+    for (uint32_t u = 0; u < pl->nunits; u++) em_mem(f->e, f->t_old[u], PROG_FREE_AT_ISSUE);
+    em_end(f->e);
+    em_input(f->e);
+    fs_unshard(f, 0, PROG_PH_FORWARD);
+    for (uint32_t i = 0; i < pl->nblocks; i++) {
+        uint32_t u = pl->blocks[i].unit;
+        bool first = u != 0 && pl->units[u].block0 == i;
+        if (first) {
+            fs_hook(f, PROG_PH_FORWARD, "fsdp.pre_forward");
+            fs_unshard(f, u, PROG_PH_FORWARD);
+            if (pl->s->shard.forward_prefetch) fs_unshard(f, u + 1, PROG_PH_FORWARD);
+        }
+        em_fwd_block(f->e, i, f->ag[u]);
+        bool last = u != 0 && pl->units[u].block0 + pl->units[u].nblocks == i + 1;
+        if (last && f->strat == SPEC_FULL_SHARD) fs_reshard(f, u, PROG_PH_FORWARD);
+    }
+}
+
+static void fs_post_backward(fs *f, uint32_t u, uint32_t last_bwd)
+{
+    fs_hook(f, PROG_PH_BACKWARD, "fsdp.post_backward");
+    fs_reshard(f, u, PROG_PH_BACKWARD);
+    fs_reduce(f, u, last_bwd);
+    if (f->pl->s->shard.backward_prefetch == SPEC_BWD_POST)
+        fs_unshard(f, fs_prev_unit(f, u), PROG_PH_BACKWARD);
+}
+
+static void fs_backward_block(fs *f, uint32_t i)
+{
+    const plan *pl = f->pl;
+    uint32_t u = pl->blocks[i].unit;
+    const plan_unit *pu = &pl->units[u];
+    bool entering = u != 0 && pu->block0 + pu->nblocks == i + 1;
+    if (entering) {
+        fs_hook(f, PROG_PH_BACKWARD, "fsdp.pre_backward");
+        fs_unshard(f, u, PROG_PH_BACKWARD);
+        if (pl->s->shard.backward_prefetch == SPEC_BWD_PRE)
+            fs_unshard(f, fs_prev_unit(f, u), PROG_PH_BACKWARD);
+    }
+    /* The unit's first gradient kernel allocates its flat gradient (full
+     * size; under NO_SHARD it is the gradient the optimizer keeps). */
+    uint32_t grad = EM_NONE;
+    if (!f->gdone[u] && fs_live(f, u)) {
+        grad = f->strat == SPEC_NO_SHARD ? f->t_new[u] : f->t_grad[u];
+        f->gdone[u] = true;
+    }
+    uint32_t op = em_bwd_block(f->e, i, f->ag[u], &grad, grad == EM_NONE ? 0 : 1);
+    if (u != 0 && pu->block0 == i) fs_post_backward(f, u, op);
+}
+
+static void fs_backward(fs *f)
+{
+    const plan *pl = f->pl;
+    em_loss(f->e);
+    uint32_t last = EM_NONE;
+    for (uint32_t i = pl->nblocks; i-- > 0;) {
+        fs_backward_block(f, i);
+        last = f->e->last;
+    }
+    if (fs_live(f, 0)) fs_post_backward(f, 0, last);
+    /* The root's final callback: compute waits for every reduction. */
+    em_marker_begin(f->e, PROG_COMPUTE, PROG_PH_BACKWARD, "fsdp.wait_reduce");
+    for (uint32_t u = 0; u < pl->nunits; u++) em_dep(f->e, f->reduce[u]);
+    em_end(f->e);
+}
+
+static void fs_zero_grad(fs *f)
+{
+    em_begin(f->e, PROG_OP_HOST, PROG_HOST, PROG_PH_OPTIMIZER, "zero_grad");
+    em_cost(f->e, f->pl->s->hook_ns, 0, 0);
+    if (!f->pl->s->shard.use_orig_params)
+        for (uint32_t u = 0; u < f->pl->nunits; u++) em_mem(f->e, f->t_new[u], PROG_FREE_AT_ISSUE);
+    em_mem(f->e, f->e->t_input, PROG_FREE_AT_ISSUE);
+    em_end(f->e);
+}
+
+static int fs_alloc(fs *f, uint32_t n)
+{
+    f->t_full = malloc(n * sizeof *f->t_full);
+    f->t_grad = malloc(n * sizeof *f->t_grad);
+    f->t_old = malloc(n * sizeof *f->t_old);
+    f->t_new = malloc(n * sizeof *f->t_new);
+    f->ag = malloc(n * sizeof *f->ag);
+    f->reduce = malloc(n * sizeof *f->reduce);
+    f->unsharded = malloc(n * sizeof *f->unsharded);
+    f->gdone = malloc(n * sizeof *f->gdone);
+    return f->t_full && f->t_grad && f->t_old && f->t_new && f->ag && f->reduce &&
+           f->unsharded && f->gdone;
+}
+
+static void fs_free(fs *f)
+{
+    free(f->t_full);
+    free(f->t_grad);
+    free(f->t_old);
+    free(f->t_new);
+    free(f->ag);
+    free(f->reduce);
+    free(f->unsharded);
+    free(f->gdone);
+}
+
+static uint64_t local_optim_numel(const em *e)
+{
+    uint32_t elem = st_optim_elem_bytes(&e->pl->s->opt, e->pl->s->prec.optim);
+    return elem ? e->st.optim.physical / elem : e->st.param.physical / e->pl->param_elem;
+}
+
+static int fs_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)
+{
+    em e;
+    /* FSDP1 switches to NO_SHARD when the world size is 1. */
+    fs f = {.e = &e, .pl = pl, .strat = pl->n == 1 ? SPEC_NO_SHARD : pl->s->shard.strategy};
+    int rc = em_init(&e, pl, p, rank, err);
+    if (rc) return rc;
+    if (!fs_alloc(&f, pl->nunits)) {
+        rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+        goto out;
+    }
+    em_states(&e);
+    fs_tensors(&f);
+    fs_forward(&f);
+    fs_backward(&f);
+    uint64_t numel = local_optim_numel(&e);
+    em_optim(&e, numel, pl->nparams, numel);
+    fs_zero_grad(&f);
+    rc = em_done(&e);
+out:
+    fs_free(&f);
+    em_fini(&e);
+    return rc;
+}
+
+const sched_ops sched_fsdp1_full_shard = {"full_shard", SPEC_FULL_SHARD, fs_emit_rank};
+const sched_ops sched_fsdp1_shard_grad_op = {"shard_grad_op", SPEC_SHARD_GRAD_OP, fs_emit_rank};
+const sched_ops sched_fsdp1_no_shard = {"no_shard", SPEC_NO_SHARD, fs_emit_rank};

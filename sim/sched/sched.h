@@ -1,0 +1,40 @@
+/* sched.h - schedulers: from a plan to each rank's ops, the way a runtime
+ * issues them.
+ *
+ * One module per runtime (ddp.c: DDP's reducer and gradient buckets;
+ * zero.c: PyTorch's ZeroRedundancyOptimizer over DDP; fsdp1.c: FSDP1
+ * FULL_SHARD / SHARD_GRAD_OP / NO_SHARD with its prefetch knobs and rate
+ * limiter). Each is a sched_ops entry in a static table searched by the
+ * scenario's sharding.strategy. Schedulers know heaps and streams only
+ * through prog.h; they know nothing of the engine's queue or of JSON.
+ *
+ * Every rank gets its own ops (ranks may differ: ZeroRedundancyOptimizer
+ * owners, logical shard sizes). On error *out is untouched.
+ */
+#ifndef SCHED_H
+#define SCHED_H
+
+#include "../plan/plan.h"
+#include "../mem/states.h"
+#include "../plan/prog.h"
+
+typedef struct sched_ops {
+    const char *name; /* the sharding.strategy value */
+    spec_strategy strategy;
+    /* Emit rank `rank`'s ops into p (group 0 holds all data-parallel ranks). */
+    int (*emit_rank)(const plan *pl, prog *p, uint32_t rank, ss_err *err);
+} sched_ops;
+
+const sched_ops *sched_find(spec_strategy s);
+
+/* The state model that describes a strategy (FSDP strategies count per
+ * FlatParameter, the others per parameter). */
+st_kind sched_state_kind(spec_strategy s);
+/* Rank `rank`'s state bytes under the plan's strategy. */
+int sched_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err);
+
+/* Build the whole program for a plan with the scheduler of its strategy.
+ * Caller frees *out with prog_free. */
+int sched_build(const plan *pl, prog **out, ss_err *err);
+
+#endif
