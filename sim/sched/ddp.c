@@ -49,13 +49,13 @@ static void ddp_tensors(em *e, ddp_grads *g)
 }
 
 /* Reducer hook for one gradient: copy (and divide) into the bucket; launch
- * the bucket's all-reduce when it is complete. */
+ * the bucket's all-reduce when it is complete. The reducer is C++: its host
+ * cost is the launches, not a Python hook (runtime.hook_us is FSDP's). */
 static void ddp_hook(em *e, ddp_grads *g, uint32_t param)
 {
     const plan *pl = e->pl;
     ss_bytes bytes = pl->params[param].numel * pl->grad_elem;
     bool view = pl->s->shard.gradient_as_bucket_view;
-    if (pl->s->hook_ns) em_host(e, PROG_PH_BACKWARD, pl->s->hook_ns, "ddp.hook");
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "ddp.copy_to_bucket.p%u", param);
     em_cost(e, em_launch_ns(e), plan_mem_ns(pl, 2 * bytes), 0);
     if (view) em_mem(e, g->t_grad[param], PROG_FREE_AT_ISSUE);
@@ -105,7 +105,7 @@ void ddp_body(em *e, ddp_grads *g)
 void ddp_zero_grad(em *e, const ddp_grads *g)
 {
     em_begin(e, PROG_OP_HOST, PROG_HOST, PROG_PH_OPTIMIZER, "zero_grad");
-    em_cost(e, e->pl->s->hook_ns, 0, 0);
+    em_cost(e, 0, 0, 0);
     for (uint32_t i = 0; i < e->pl->nparams; i++) em_mem(e, g->t_grad[i], PROG_FREE_AT_ISSUE);
     em_mem(e, e->t_input, PROG_FREE_AT_ISSUE);
     em_end(e);

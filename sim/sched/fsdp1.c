@@ -46,9 +46,6 @@ static void fs_tensors(fs *f)
         f->unsharded[u] = noshard;
         f->gdone[u] = false;
         if (!fs_live(f, u)) continue;
-        if (!noshard)
-            f->t_full[u] = em_tensor(f->e, PROG_MEM_PARAM_UNSHARDED, pu->padded * pl->param_elem,
-                                     false, "fsdp.u%u.unsharded", u);
         f->t_grad[u] = noshard ? EM_NONE
                                : em_tensor(f->e, PROG_MEM_GRAD, pu->padded * pl->grad_elem,
                                            false, "fsdp.u%u.grad", u);
@@ -76,6 +73,10 @@ static void fs_unshard(fs *f, uint32_t u, prog_phase ph)
     if (u >= f->pl->nunits || !fs_live(f, u) || f->unsharded[u]) return;
     const plan_unit *pu = &f->pl->units[u];
     fs_rate_limit(f);
+    /* A fresh buffer each time: the previous one may still wait for the
+     * compute stream before it is released. */
+    f->t_full[u] = em_tensor(f->e, PROG_MEM_PARAM_UNSHARDED, pu->padded * f->pl->param_elem,
+                             false, "fsdp.u%u.unsharded.%s", u, prog_phase_name(ph));
     em_begin(f->e, PROG_OP_COLL, PROG_UNSHARD, ph, "fsdp.all_gather.u%u", u);
     em_coll(f->e, PROG_COLL_ALL_GATHER, pu->padded * f->pl->param_elem);
     em_mem(f->e, f->t_full[u], PROG_ALLOC_AT_ISSUE);
@@ -203,7 +204,7 @@ static void fs_backward(fs *f)
 static void fs_zero_grad(fs *f)
 {
     em_begin(f->e, PROG_OP_HOST, PROG_HOST, PROG_PH_OPTIMIZER, "zero_grad");
-    em_cost(f->e, f->pl->s->hook_ns, 0, 0);
+    em_cost(f->e, 0, 0, 0);
     if (!f->pl->s->shard.use_orig_params)
         for (uint32_t u = 0; u < f->pl->nunits; u++) em_mem(f->e, f->t_new[u], PROG_FREE_AT_ISSUE);
     em_mem(f->e, f->e->t_input, PROG_FREE_AT_ISSUE);
