@@ -65,7 +65,8 @@ int js_doc_parse(js_doc *d, const char *file, const char *text, size_t len, ss_e
         return ss_fail(err, SS_E_INPUT, file, "file contains NUL bytes: not JSON text");
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!root || (end && end < text + len && strspn(end, " \t\r\n") != strlen(end))) {
+    if (end && root) end += strspn(end, " \t\r\n"); /* trailing text is an error */
+    if (!root || (end && end < text + len)) {
         unsigned line, col;
         line_col(text, end ? end : text, &line, &col);
         cJSON_Delete(root);
