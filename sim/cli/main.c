@@ -14,19 +14,20 @@
 #define MAX_SETS 256
 
 static const char usage[] =
-    "usage: shardsim run SCENARIO [--json FILE] [--set PATH=VALUE]... [--quiet]\n"
+    "usage: shardsim run SCENARIO [--json FILE] [--set PATH=VALUE]... [--memory] [--quiet]\n"
     "       shardsim --version | --help\n"
     "\n"
     "  run      simulate one training step of SCENARIO and print a summary\n"
     "  --json   also write the summary as JSON to FILE ('-' for stdout)\n"
     "  --set    override a scenario key, e.g. --set sharding.strategy=full_shard\n"
+    "  --memory print every tensor live at rank 0's memory peak, by category\n"
     "  --quiet  do not print the text summary\n";
 
 typedef struct cli_args {
     const char *scenario, *json;
     const char *sets[MAX_SETS];
     size_t nsets;
-    int quiet;
+    int quiet, memory;
 } cli_args;
 
 static int exit_code(int rc)
@@ -61,6 +62,8 @@ static int parse_run(int argc, char **argv, cli_args *a)
             else a->sets[a->nsets++] = argv[++i];
         } else if (!strcmp(s, "--quiet")) {
             a->quiet = 1;
+        } else if (!strcmp(s, "--memory")) {
+            a->memory = 1;
         } else if (s[0] == '-' && s[1]) {
             return usage_error("unknown option %s", s);
         } else if (a->scenario) {
@@ -112,6 +115,7 @@ static int cmd_run(const cli_args *a)
         free(txt);
     }
     if (!rc && !a->quiet) sum_text(&r.sum, stdout);
+    if (!rc && a->memory) sum_ledger(&r.sum, r.t, 0, stdout);
     run_fini(&r);
     spec_scenario_fini(&s);
     return rc ? fail(&err) : 0;

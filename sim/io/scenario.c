@@ -303,6 +303,22 @@ static int load_runtime(js_node root, spec_scenario *s, ss_err *err)
     return SS_OK;
 }
 
+static int load_allocator(js_node root, spec_scenario *s, ss_err *err)
+{
+    static const char *const models[] = {"caching", "ideal"};
+    js_node n;
+    s->capacity_bytes = s->topo.device.hbm_bytes;
+    if (!js_get(root, "allocator", &n)) return SS_OK;
+    int rc = js_want_obj(n, err);
+    if (rc || (rc = js_keys_check(n, KEYS("model", "expandable_segments", "capacity_bytes"), err)) ||
+        (rc = js_enum(n, "model", false, 0, models, 2, &s->alloc_model, err)) ||
+        (rc = js_bool(n, "expandable_segments", false, false, &s->expandable_segments, err)) ||
+        (rc = js_u64(n, "capacity_bytes", false, s->topo.device.hbm_bytes, 0, UINT64_MAX,
+                     &s->capacity_bytes, err)))
+        return rc;
+    return SS_OK;
+}
+
 static int load_layout(js_node root, spec_scenario *s, ss_err *err)
 {
     js_node par, tr;
@@ -347,13 +363,15 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
     int rc = js_want_obj(root, err);
     if (rc || (rc = js_keys_check(root, KEYS("name", "description", "assumptions", "model",
                                              "topology", "parallel", "training", "precision",
-                                             "optimizer", "sharding", "runtime"), err)) ||
+                                             "optimizer", "sharding", "runtime", "allocator"),
+                                 err)) ||
         (rc = copy_name(root, "name", true, s->name, err)) ||
         (rc = js_arr(root, "assumptions", false, &a, &na, err)) ||
         (rc = load_refs(root, s, err)) || (rc = load_layout(root, s, err)) ||
         (rc = load_precision(root, &s->prec, err)) ||
         (rc = load_optimizer(root, &s->opt, err)) ||
-        (rc = load_sharding(root, &s->shard, err)) || (rc = load_runtime(root, s, err)))
+        (rc = load_sharding(root, &s->shard, err)) || (rc = load_runtime(root, s, err)) ||
+        (rc = load_allocator(root, s, err)))
         return rc;
     for (size_t i = 0; i < na && !rc; i++) {
         const char *txt;

@@ -1,6 +1,11 @@
 #include "replay.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+
+const char *const mem_model_names[MEM_NMODELS] = {"caching", "ideal"};
 
 ss_bytes mem_round(ss_bytes b)
 {
@@ -11,8 +16,8 @@ ss_bytes mem_round(ss_bytes b)
 typedef struct mev {
     ss_ns t;
     uint64_t seq;
-    uint32_t sub; /* 0 alloc, 1 free at issue; then index for stability */
-    uint32_t idx;
+    uint32_t sub; /* 0 alloc, 1 free at issue */
+    uint32_t idx; /* collection order, for stability */
     uint32_t op, tensor;
     int alloc;
 } mev;
@@ -26,84 +31,218 @@ static int mev_cmp(const void *a, const void *b)
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-static mev *collect(const trc *t, uint32_t rank, size_t *n)
+/* The state of one replay. */
+typedef struct rp {
+    const trc *t;
+    uint32_t rank, nt;
+    const prog_tensor *ts;
+    const mem_cfg *cfg;
+    mev *ev;
+    size_t nev;
+    uint8_t *live;
+    uint32_t *blk;    /* per tensor: its block in the caching model */
+    uint32_t *stream; /* per tensor: the stream it is served on */
+    mem_cache *c;
+    ss_bytes ideal;
+    ss_err *err;
+} rp;
+
+static int collect(rp *r)
 {
-    const prog *p = t->p;
-    const prog_op *ops = prog_ops(p, rank);
-    const prog_mem *mems = prog_mems(p, rank);
+    const prog *p = r->t->p;
+    const prog_op *ops = prog_ops(p, r->rank);
+    const prog_mem *mems = prog_mems(p, r->rank);
     size_t total = 0;
-    for (uint32_t i = 0; i < prog_nops(p, rank); i++) total += ops[i].nmem;
-    mev *ev = malloc((total ? total : 1) * sizeof *ev);
-    if (!ev) return NULL;
-    size_t k = 0;
-    for (uint32_t i = 0; i < prog_nops(p, rank); i++) {
-        const trc_op *r = &t->ops[rank][i];
+    for (uint32_t i = 0; i < prog_nops(p, r->rank); i++) total += ops[i].nmem;
+    r->ev = malloc((total ? total : 1) * sizeof *r->ev);
+    if (!r->ev) return ss_fail(r->err, SS_E_NOMEM, NULL, "out of memory replaying memory");
+    for (uint32_t i = 0; i < r->nt; i++) r->stream[i] = PROG_COMPUTE;
+    for (uint32_t i = 0; i < prog_nops(p, r->rank); i++) {
+        const trc_op *o = &r->t->ops[r->rank][i];
         for (uint32_t m = 0; m < ops[i].nmem; m++) {
             const prog_mem *pm = &mems[ops[i].mem0 + m];
-            mev e = {r->issue, r->seq_issue, 0, (uint32_t)k, i, pm->tensor, 1};
+            mev e = {o->issue, o->seq_issue, 0, (uint32_t)r->nev, i, pm->tensor, 1};
             if (pm->act == PROG_FREE_AT_ISSUE) e.sub = 1, e.alloc = 0;
-            if (pm->act == PROG_FREE_AT_END) e.t = r->end, e.seq = r->seq_end, e.alloc = 0;
-            ev[k++] = e;
+            if (pm->act == PROG_FREE_AT_END) e.t = o->end, e.seq = o->seq_end, e.alloc = 0;
+            if (e.alloc && ops[i].stream != PROG_HOST) r->stream[pm->tensor] = ops[i].stream;
+            r->ev[r->nev++] = e;
         }
     }
-    qsort(ev, k, sizeof *ev, mev_cmp);
-    *n = k;
-    return ev;
-}
-
-static void snapshot(mem_rank *m, const prog_tensor *ts, const uint8_t *live,
-                     uint32_t nt)
-{
-    for (int c = 0; c < PROG_NMEMCATS; c++) m->peak_by_cat[c] = 0;
-    for (uint32_t i = 0; i < nt; i++)
-        if (live[i]) m->peak_by_cat[ts[i].cat] += mem_round(ts[i].bytes);
-}
-
-static int apply(const trc *t, uint32_t rank, const mev *e, uint8_t *live,
-                 ss_bytes *cur, ss_err *err)
-{
-    const prog_tensor *ts = prog_tensors(t->p, rank);
-    const char *nm = prog_str_get(t->p, ts[e->tensor].name);
-    if (e->alloc == live[e->tensor])
-        return ss_fail(err, SS_E_INTERNAL, NULL, "rank %u: tensor %s %s twice", rank,
-                       nm, e->alloc ? "allocated" : "freed");
-    live[e->tensor] = (uint8_t)e->alloc;
-    ss_bytes b = mem_round(ts[e->tensor].bytes);
-    *cur = e->alloc ? *cur + b : *cur - b;
+    qsort(r->ev, r->nev, sizeof *r->ev, mev_cmp);
     return SS_OK;
 }
 
-int mem_replay(const trc *t, uint32_t rank, mem_rank *out, ss_err *err)
+static ss_bytes reported(const rp *r)
 {
-    const prog_tensor *ts = prog_tensors(t->p, rank);
-    uint32_t nt = prog_ntensors(t->p, rank);
-    size_t n = 0;
-    uint8_t *live = calloc(nt ? nt : 1, 1);
-    mev *ev = live ? collect(t, rank, &n) : NULL;
-    if (!ev) {
-        free(live);
-        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory replaying memory");
+    return r->cfg->model == MEM_MODEL_IDEAL ? r->ideal : mem_cache_get_stats(r->c).allocated;
+}
+
+static ss_bytes reserved_now(const rp *r)
+{
+    return r->cfg->model == MEM_MODEL_IDEAL ? r->ideal : mem_cache_get_stats(r->c).reserved;
+}
+
+static int tensor_alloc(rp *r, uint32_t t, bool *oom)
+{
+    r->live[t] = 1;
+    r->ideal += mem_round(r->ts[t].bytes);
+    *oom = false;
+    if (r->cfg->model == MEM_MODEL_IDEAL) return SS_OK;
+    return mem_cache_alloc(r->c, r->ts[t].bytes, r->stream[t], &r->blk[t], oom, r->err);
+}
+
+static void tensor_free(rp *r, uint32_t t)
+{
+    r->live[t] = 0;
+    r->ideal -= mem_round(r->ts[t].bytes);
+    if (r->cfg->model != MEM_MODEL_IDEAL) mem_cache_release(r->c, r->blk[t]);
+}
+
+static int apply(rp *r, const mev *e, bool *oom)
+{
+    if (e->alloc == r->live[e->tensor]) {
+        const char *nm = prog_str_get(r->t->p, r->ts[e->tensor].name);
+        return ss_fail(r->err, SS_E_INTERNAL, NULL, "rank %u: tensor %s %s twice", r->rank, nm,
+                       e->alloc ? "allocated" : "freed");
     }
-    mem_rank m = {0};
-    m.peak_op = UINT32_MAX;
-    for (uint32_t i = 0; i < nt; i++)
-        if (ts[i].live_at_start) live[i] = 1, m.start += mem_round(ts[i].bytes);
-    ss_bytes cur = m.start;
-    m.peak = cur;
-    snapshot(&m, ts, live, nt);
-    int rc = SS_OK;
-    for (size_t i = 0; i < n && !rc; i++) {
-        rc = apply(t, rank, &ev[i], live, &cur, err);
-        if (!rc && ev[i].alloc && cur > m.peak) {
-            m.peak = cur;
-            m.peak_t = ev[i].t;
-            m.peak_op = ev[i].op;
-            snapshot(&m, ts, live, nt);
+    *oom = false;
+    if (e->alloc) return tensor_alloc(r, e->tensor, oom);
+    tensor_free(r, e->tensor);
+    return SS_OK;
+}
+
+/* The start state: what the previous step left, allocated at setup. */
+static int start_state(rp *r)
+{
+    bool oom;
+    for (uint32_t i = 0; i < r->nt; i++) {
+        if (!r->ts[i].live_at_start) continue;
+        int rc = tensor_alloc(r, i, &oom);
+        if (rc) return rc;
+    }
+    return SS_OK;
+}
+
+/* After a warm-up pass: tensors the step freed from its start state take
+ * the blocks of the tensors it leaves behind, category and size matching. */
+static int carry_over(rp *r)
+{
+    for (uint32_t s = 0; s < r->nt; s++) {
+        if (!r->ts[s].live_at_start || r->live[s]) continue;
+        uint32_t e = 0;
+        for (; e < r->nt; e++)
+            if (r->live[e] && !r->ts[e].live_at_start && r->ts[e].cat == r->ts[s].cat &&
+                r->ts[e].bytes == r->ts[s].bytes)
+                break;
+        if (e == r->nt)
+            return ss_fail(r->err, SS_E_INTERNAL, NULL,
+                           "rank %u: tensor %s of the start state has no counterpart at the "
+                           "end of the step", r->rank, prog_str_get(r->t->p, r->ts[s].name));
+        r->blk[s] = r->blk[e];
+        r->live[s] = 1;
+        r->live[e] = 0;
+    }
+    return SS_OK;
+}
+
+/* One pass over the step; `m` collects peaks when non-NULL. */
+static int pass(rp *r, mem_rank *m, size_t *peak_ev)
+{
+    for (size_t i = 0; i < r->nev; i++) {
+        bool oom;
+        int rc = apply(r, &r->ev[i], &oom);
+        if (rc) return rc;
+        if (!m) continue;
+        if (m->series) m->series[m->nseries++] = (mem_point){r->ev[i].t, reported(r), reserved_now(r)};
+        if (r->ideal > m->ideal_peak) m->ideal_peak = r->ideal;
+        if (oom && m->ooms++ == 0) m->oom_op = r->ev[i].op;
+        if (r->ev[i].alloc && reported(r) > m->peak) {
+            m->peak = reported(r);
+            m->peak_t = r->ev[i].t;
+            m->peak_op = r->ev[i].op;
+            *peak_ev = i;
         }
     }
-    m.end = cur;
-    free(ev);
-    free(live);
-    if (!rc) *out = m;
-    return rc;
+    return SS_OK;
+}
+
+/* The live set at the peak, recovered by replaying the flags up to it. */
+static int peak_live(rp *r, mem_rank *m, size_t peak_ev)
+{
+    for (uint32_t i = 0; i < r->nt; i++) r->live[i] = r->ts[i].live_at_start;
+    for (size_t i = 0; peak_ev != SIZE_MAX && i <= peak_ev; i++)
+        r->live[r->ev[i].tensor] = (uint8_t)r->ev[i].alloc;
+    m->peak_live = malloc((r->nt ? r->nt : 1) * sizeof *m->peak_live);
+    if (!m->peak_live) return ss_fail(r->err, SS_E_NOMEM, NULL, "out of memory");
+    ss_bytes sum = 0;
+    memset(m->peak_by_cat, 0, sizeof m->peak_by_cat);
+    for (uint32_t i = 0; i < r->nt; i++) {
+        if (!r->live[i]) continue;
+        m->peak_by_cat[r->ts[i].cat] += mem_round(r->ts[i].bytes);
+        sum += mem_round(r->ts[i].bytes);
+        m->peak_live[m->npeak_live++] = i;
+    }
+    m->peak_slack = m->peak - sum;
+    return SS_OK;
+}
+
+static int measure(rp *r, mem_rank *m)
+{
+    int rc = start_state(r);
+    if (!rc && r->cfg->model != MEM_MODEL_IDEAL) {
+        rc = pass(r, NULL, NULL); /* warm-up */
+        if (!rc) rc = carry_over(r);
+        if (!rc) mem_cache_reset_peaks(r->c);
+    }
+    if (rc) return rc;
+    m->start = reported(r);
+    m->peak = m->start;
+    m->ideal_peak = r->ideal;
+    size_t peak_ev = SIZE_MAX;
+    if (r->cfg->series && !(m->series = malloc((r->nev ? r->nev : 1) * sizeof *m->series)))
+        return ss_fail(r->err, SS_E_NOMEM, NULL, "out of memory");
+    if ((rc = pass(r, m, &peak_ev))) return rc;
+    m->end = reported(r);
+    m->peak_reserved = r->cfg->model == MEM_MODEL_IDEAL ? m->peak
+                                                        : mem_cache_get_stats(r->c).peak_reserved;
+    return peak_live(r, m, peak_ev);
+}
+
+int mem_replay(const trc *t, uint32_t rank, const mem_cfg *cfg, mem_rank *out, ss_err *err)
+{
+    rp r = {.t = t, .rank = rank, .cfg = cfg, .err = err};
+    r.ts = prog_tensors(t->p, rank);
+    r.nt = prog_ntensors(t->p, rank);
+    size_t n = r.nt ? r.nt : 1;
+    r.live = calloc(n, 1);
+    r.blk = calloc(n, sizeof *r.blk);
+    r.stream = calloc(n, sizeof *r.stream);
+    mem_cache_cfg cc = {cfg->expandable_segments, cfg->capacity};
+    mem_rank m = {.peak_op = UINT32_MAX, .oom_op = UINT32_MAX};
+    int rc = !r.live || !r.blk || !r.stream ? ss_fail(err, SS_E_NOMEM, NULL, "out of memory")
+                                            : mem_cache_new(&r.c, &cc, err);
+    if (!rc) rc = collect(&r);
+    if (!rc) rc = measure(&r, &m);
+    free(r.ev);
+    free(r.live);
+    free(r.blk);
+    free(r.stream);
+    mem_cache_free(r.c);
+    if (rc) {
+        mem_rank_fini(&m);
+        return rc;
+    }
+    *out = m;
+    return SS_OK;
+}
+
+void mem_rank_fini(mem_rank *m)
+{
+    if (!m) return;
+    free(m->peak_live);
+    free(m->series);
+    m->peak_live = NULL;
+    m->series = NULL;
+    m->npeak_live = 0;
+    m->nseries = 0;
 }

@@ -1,35 +1,72 @@
-/* replay.h - allocated bytes over one step, from a trace.
+/* replay.h - allocated and reserved bytes over one step, from a trace.
  *
  * Replays every rank's allocations and frees in the order the engine
  * produced them (time, then engine sequence; an op's allocations before its
- * own issue-time frees) and reports, per rank, the bytes allocated at the
- * start and at the end of the step (the steady state at the optimizer
- * boundary), the peak, when it happened, the op that caused it and what was
- * live then, by category.
+ * own issue-time frees) through one of two allocator models:
+ *   - ideal: the sum of live requests rounded up to 512 bytes (a lower
+ *     bound: no segments, no fragmentation);
+ *   - caching: PyTorch's caching allocator (cache.h), the default. A tensor
+ *     is served on the stream of the op that allocates it (the host's
+ *     allocations on the compute stream, PyTorch's current stream). The step
+ *     is replayed twice and measured the second time, so the allocator
+ *     starts warm, as in a measured steady-state iteration; tensors the step
+ *     frees from its start state take over the blocks of the matching
+ *     tensors (same category and size) it leaves at its end.
+ * Reports per rank the bytes at the start and at the end of the step (the
+ * steady state at the optimizer boundary), the allocated and reserved peaks,
+ * when the allocated peak happened, the op that caused it, and what was live
+ * then by category, with the allocator's slack (block bytes beyond the
+ * requests) and the tensors themselves.
  *
- * Model: "ideal with PyTorch rounding": every request is rounded up to
- * 512 bytes, as torch.cuda.memory_allocated() counts it; no segments, no
- * fragmentation (the caching-allocator model with reserved bytes is a
- * separate mode, issue 4). A free of a tensor that is not live, or a
- * double allocation, is a scheduler bug: SS_E_INTERNAL naming the tensor.
+ * A free of a tensor that is not live, or a double allocation, is a
+ * scheduler bug: SS_E_INTERNAL naming the tensor. mem_rank_fini releases the
+ * live list and the series.
  */
 #ifndef MEM_REPLAY_H
 #define MEM_REPLAY_H
+
+#include <stdbool.h>
 
 #include "../out/trace.h"
 
 #define MEM_ROUND 512u
 
+typedef enum { MEM_MODEL_CACHING, MEM_MODEL_IDEAL, MEM_NMODELS } mem_model;
+extern const char *const mem_model_names[MEM_NMODELS];
+
+typedef struct mem_cfg {
+    mem_model model;
+    bool expandable_segments;
+    ss_bytes capacity; /* 0 = unlimited */
+    bool series;       /* record allocated/reserved after every event */
+} mem_cfg;
+
+typedef struct mem_point {
+    ss_ns t;
+    ss_bytes allocated, reserved;
+} mem_point;
+
 typedef struct mem_rank {
-    ss_bytes start, end, peak;
+    ss_bytes start, end;    /* allocated, in the model's terms */
+    ss_bytes peak;          /* peak allocated (max_memory_allocated) */
+    ss_bytes peak_reserved; /* peak reserved (max_memory_reserved); = peak if ideal */
+    ss_bytes ideal_peak;    /* the lower bound, whatever the model */
     ss_ns peak_t;
     uint32_t peak_op; /* op whose allocation reached the peak; UINT32_MAX if
                          the peak is the start state */
-    ss_bytes peak_by_cat[PROG_NMEMCATS];
+    ss_bytes peak_by_cat[PROG_NMEMCATS]; /* requests rounded to 512 */
+    ss_bytes peak_slack;                 /* allocated - sum of the above */
+    uint64_t ooms;                       /* requests over capacity */
+    uint32_t oom_op;                     /* first such op, UINT32_MAX if none */
+    uint32_t *peak_live;                 /* tensor ids live at the peak */
+    uint32_t npeak_live;
+    mem_point *series; /* cfg->series: one point per event of the step */
+    size_t nseries;
 } mem_rank;
 
 ss_bytes mem_round(ss_bytes b);
 
-int mem_replay(const trc *t, uint32_t rank, mem_rank *out, ss_err *err);
+int mem_replay(const trc *t, uint32_t rank, const mem_cfg *cfg, mem_rank *out, ss_err *err);
+void mem_rank_fini(mem_rank *m);
 
 #endif

@@ -118,7 +118,9 @@ int sum_build(const spec_scenario *s, const trc *t, const st_bytes *st,
     for (uint32_t k = 0; k < t->nranks && !rc; k++) {
         r.ranks[k].st = st[k];
         r.nops += prog_nops(t->p, k);
-        rc = mem_replay(t, k, &r.ranks[k].mem, err);
+        mem_cfg mc = {(mem_model)s->alloc_model, s->expandable_segments, s->capacity_bytes,
+                      k == 0};
+        rc = mem_replay(t, k, &mc, &r.ranks[k].mem, err);
         uint32_t po = r.ranks[k].mem.peak_op;
         snprintf(r.ranks[k].peak_op, sizeof r.ranks[k].peak_op, "%s",
                  rc || po == UINT32_MAX ? "(step start)"
@@ -131,7 +133,7 @@ int sum_build(const spec_scenario *s, const trc *t, const st_bytes *st,
                          (unsigned long long)r.ranks[k].mem.end);
     }
     if (rc) {
-        free(r.ranks);
+        sum_fini(&r);
         return rc;
     }
     count_colls(t, &r);
@@ -142,6 +144,7 @@ int sum_build(const spec_scenario *s, const trc *t, const st_bytes *st,
 void sum_fini(sum_report *r)
 {
     if (!r) return;
+    for (uint32_t k = 0; r->ranks && k < r->nranks; k++) mem_rank_fini(&r->ranks[k].mem);
     free(r->ranks);
     r->ranks = NULL;
 }
@@ -184,22 +187,57 @@ static cJSON *json_rank(const sum_report *r, uint32_t k)
     add_u64(o, "optim_logical_bytes", sr->st.optim.logical);
     add_u64(o, "steady_bytes", sr->mem.end);
     add_u64(o, "peak_allocated_bytes", sr->mem.peak);
+    add_u64(o, "peak_reserved_bytes", sr->mem.peak_reserved);
+    add_u64(o, "ideal_peak_bytes", sr->mem.ideal_peak);
+    cJSON_AddBoolToObject(o, "fits", sr->mem.ooms == 0);
     cJSON_AddNumberToObject(o, "peak_time_s", secs(sr->mem.peak_t));
     cJSON_AddStringToObject(o, "peak_op", sr->peak_op);
     cJSON *b = cJSON_AddObjectToObject(o, "peak_breakdown");
     for (int c = 0; c < PROG_NMEMCATS; c++)
         add_u64(b, prog_memcat_name((prog_memcat)c), sr->mem.peak_by_cat[c]);
+    add_u64(b, "allocator_slack", sr->mem.peak_slack);
     return o;
 }
 
-static ss_bytes max_of(const sum_report *r, bool peak)
+typedef enum { MAX_STEADY, MAX_PEAK, MAX_RESERVED } max_what;
+
+static ss_bytes max_of(const sum_report *r, max_what w)
 {
     ss_bytes m = 0;
     for (uint32_t k = 0; k < r->nranks; k++) {
-        ss_bytes v = peak ? r->ranks[k].mem.peak : r->ranks[k].mem.end;
+        const mem_rank *x = &r->ranks[k].mem;
+        ss_bytes v = w == MAX_STEADY ? x->end : w == MAX_PEAK ? x->peak : x->peak_reserved;
         if (v > m) m = v;
     }
     return m;
+}
+
+static bool all_fit(const sum_report *r)
+{
+    for (uint32_t k = 0; k < r->nranks; k++)
+        if (r->ranks[k].mem.ooms) return false;
+    return true;
+}
+
+/* At most SUM_TIMELINE_POINTS points: the step is cut in equal windows of
+ * events and each window keeps its largest allocated value, so the peak
+ * always survives the thinning. */
+#define SUM_TIMELINE_POINTS 400
+
+static void json_timeline(cJSON *mem, const mem_rank *m)
+{
+    cJSON *tl = cJSON_AddArrayToObject(mem, "timeline_rank0");
+    size_t n = m->nseries, win = n / SUM_TIMELINE_POINTS + 1;
+    for (size_t a = 0; a < n; a += win) {
+        size_t best = a;
+        for (size_t i = a; i < a + win && i < n; i++)
+            if (m->series[i].allocated > m->series[best].allocated) best = i;
+        cJSON *pt = cJSON_CreateArray();
+        cJSON_AddItemToArray(pt, cJSON_CreateNumber(secs(m->series[best].t)));
+        cJSON_AddItemToArray(pt, cJSON_CreateNumber((double)m->series[best].allocated));
+        cJSON_AddItemToArray(pt, cJSON_CreateNumber((double)m->series[best].reserved));
+        cJSON_AddItemToArray(tl, pt);
+    }
 }
 
 static void json_time(cJSON *root, const sum_report *r)
@@ -223,11 +261,17 @@ char *sum_json(const sum_report *r)
     cJSON_AddNumberToObject(root, "step_time_s", secs(r->step_ns));
     json_time(root, r);
     cJSON *mem = cJSON_AddObjectToObject(root, "memory");
-    cJSON_AddStringToObject(mem, "allocator", "ideal_512B_rounding");
-    add_u64(mem, "max_steady_bytes", max_of(r, false));
-    add_u64(mem, "max_peak_allocated_bytes", max_of(r, true));
+    cJSON_AddStringToObject(mem, "allocator", mem_model_names[r->s->alloc_model]);
+    cJSON_AddBoolToObject(mem, "expandable_segments", r->s->expandable_segments);
+    add_u64(mem, "capacity_bytes", r->s->capacity_bytes);
+    cJSON_AddBoolToObject(mem, "fits", all_fit(r));
+    add_u64(mem, "max_steady_bytes", max_of(r, MAX_STEADY));
+    add_u64(mem, "max_peak_allocated_bytes", max_of(r, MAX_PEAK));
+    add_u64(mem, "max_peak_reserved_bytes", max_of(r, MAX_RESERVED));
     cJSON *pr = cJSON_AddArrayToObject(mem, "per_rank");
     for (uint32_t k = 0; k < r->nranks; k++) cJSON_AddItemToArray(pr, json_rank(r, k));
+    cJSON_AddStringToObject(mem, "timeline_columns", "time_s, allocated_bytes, reserved_bytes");
+    json_timeline(mem, &r->ranks[0].mem);
     cJSON *co = cJSON_AddObjectToObject(root, "collectives");
     for (int c = 0; c < PROG_NCOLLS; c++)
         cJSON_AddItemToObject(co, prog_coll_name((prog_coll)c),
@@ -246,16 +290,21 @@ static double mib(ss_bytes b) { return (double)b / (double)SS_MIB; }
 
 static void text_memory(const sum_report *r, FILE *f)
 {
-    fprintf(f, "\n  %-4s %10s %10s %10s %10s %10s %12s  %s\n", "rank", "param", "grad",
-            "optim", "steady", "peak", "peak at ms", "peak op");
+    fprintf(f, "\n  %-4s %9s %9s %9s %9s %9s %9s %11s  %s\n", "rank", "param", "grad",
+            "optim", "steady", "peak", "reserved", "peak at ms", "peak op");
     for (uint32_t k = 0; k < r->nranks; k++) {
         const sum_rank *s = &r->ranks[k];
-        fprintf(f, "  %-4u %10.2f %10.2f %10.2f %10.2f %10.2f %12.3f  %s\n", k,
+        fprintf(f, "  %-4u %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %11.3f  %s%s\n", k,
                 mib(s->st.param.physical), mib(s->st.grad.physical),
                 mib(s->st.optim.physical + s->st.master.physical), mib(s->mem.end),
-                mib(s->mem.peak), secs(s->mem.peak_t) * 1e3, s->peak_op);
+                mib(s->mem.peak), mib(s->mem.peak_reserved), secs(s->mem.peak_t) * 1e3,
+                s->peak_op, s->mem.ooms ? "  DOES NOT FIT" : "");
     }
-    fprintf(f, "  (MiB; optim includes master weights)\n");
+    fprintf(f, "  (MiB; allocator model: %s; optim includes master weights)\n",
+            mem_model_names[r->s->alloc_model]);
+    if (!all_fit(r))
+        fprintf(f, "  out of memory: the peak reserved exceeds %.2f MiB on some rank\n",
+                mib(r->s->capacity_bytes));
 }
 
 void sum_text(const sum_report *r, FILE *f)
@@ -280,4 +329,28 @@ void sum_text(const sum_report *r, FILE *f)
         fputc('\n', f);
     }
     text_memory(r, f);
+}
+
+/* ---- the peak ledger ---- */
+
+void sum_ledger(const sum_report *r, const trc *t, uint32_t rank, FILE *f)
+{
+    const sum_rank *sr = &r->ranks[rank];
+    const prog_tensor *ts = prog_tensors(t->p, rank);
+    fprintf(f, "\nmemory at the peak of rank %u: %.2f MiB allocated at %.3f ms, during %s\n",
+            rank, mib(sr->mem.peak), secs(sr->mem.peak_t) * 1e3, sr->peak_op);
+    for (int c = 0; c < PROG_NMEMCATS; c++) {
+        if (!sr->mem.peak_by_cat[c]) continue;
+        fprintf(f, "  %-18s %10.2f MiB\n", prog_memcat_name((prog_memcat)c),
+                mib(sr->mem.peak_by_cat[c]));
+        for (uint32_t i = 0; i < sr->mem.npeak_live; i++) {
+            const prog_tensor *x = &ts[sr->mem.peak_live[i]];
+            if (x->cat != c) continue;
+            fprintf(f, "      %-40s %12.3f MiB\n", prog_str_get(t->p, x->name),
+                    mib(mem_round(x->bytes)));
+        }
+    }
+    fprintf(f, "  %-18s %10.2f MiB  (blocks beyond the requests)\n", "allocator_slack",
+            mib(sr->mem.peak_slack));
+    fprintf(f, "  %-18s %10.2f MiB  (peak reserved)\n", "reserved", mib(sr->mem.peak_reserved));
 }

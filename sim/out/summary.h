@@ -49,5 +49,8 @@ void sum_fini(sum_report *r);
 
 char *sum_json(const sum_report *r); /* NULL when out of memory */
 void sum_text(const sum_report *r, FILE *f);
+/* Every tensor live at rank's allocated peak, by category (the trace must be
+ * the one the report was built from). */
+void sum_ledger(const sum_report *r, const trc *t, uint32_t rank, FILE *f);
 
 #endif

@@ -168,6 +168,9 @@ typedef struct spec_scenario {
     spec_optimizer_cfg opt;
     spec_sharding shard;
     uint64_t resident_bytes; /* allocated outside the model (workspaces) */
+    int alloc_model;         /* mem_model of mem/replay.h: 0 caching, 1 ideal */
+    bool expandable_segments;
+    uint64_t capacity_bytes; /* what the allocator may reserve; 0 = unlimited */
     ss_ns hook_ns;           /* host time of one runtime hook (FSDP/DDP) */
 } spec_scenario;
 

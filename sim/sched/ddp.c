@@ -111,29 +111,21 @@ void ddp_zero_grad(em *e, const ddp_grads *g)
     em_end(e);
 }
 
-static uint64_t max_param(const plan *pl)
-{
-    uint64_t m = 0;
-    for (uint32_t i = 0; i < pl->nparams; i++)
-        if (pl->params[i].numel > m) m = pl->params[i].numel;
-    return m;
-}
-
 static int ddp_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)
 {
     em e;
-    ddp_grads g;
+    ddp_grads g = {0};
+    em_tensors all = {0};
     int rc = em_init(&e, pl, p, rank, err);
     if (rc) return rc;
-    if ((rc = ddp_grads_init(&g, pl, err))) {
-        em_fini(&e);
-        return rc;
+    if (!(rc = ddp_grads_init(&g, pl, err)) && !(rc = em_tensors_all(pl, &all, err))) {
+        em_states(&e, &all, &all);
+        ddp_body(&e, &g);
+        em_optim(&e, &all);
+        ddp_zero_grad(&e, &g);
+        rc = em_done(&e);
     }
-    em_states(&e);
-    ddp_body(&e, &g);
-    em_optim(&e, pl->total_numel, pl->nparams, max_param(pl));
-    ddp_zero_grad(&e, &g);
-    rc = em_done(&e);
+    em_tensors_fini(&all);
     ddp_grads_fini(&g);
     em_fini(&e);
     return rc;

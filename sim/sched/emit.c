@@ -139,12 +139,59 @@ void em_marker_begin(em *e, prog_stream st, prog_phase ph, const char *name)
     em_cost(e, 0, 0, 0);
 }
 
-void em_states(em *e)
+int em_tensors_init(em_tensors *t, uint32_t n, ss_err *err)
+{
+    t->n = 0;
+    t->numel = malloc((n ? n : 1) * sizeof *t->numel);
+    return t->numel ? SS_OK : ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+}
+
+void em_tensors_fini(em_tensors *t)
+{
+    free(t->numel);
+    t->numel = NULL;
+    t->n = 0;
+}
+
+int em_tensors_all(const plan *pl, em_tensors *t, ss_err *err)
+{
+    int rc = em_tensors_init(t, pl->nparams, err);
+    for (uint32_t i = 0; !rc && i < pl->nparams; i++) t->numel[t->n++] = pl->params[i].numel;
+    return rc;
+}
+
+static uint64_t sum_of(const em_tensors *t)
+{
+    uint64_t s = 0;
+    for (uint32_t i = 0; i < t->n; i++) s += t->numel[i];
+    return s;
+}
+
+static void check_total(em *e, const char *what, uint64_t numel, uint32_t elem, ss_bytes want)
+{
+    if (e->rc || numel * elem == want) return;
+    e->rc = ss_fail(e->err, SS_E_INTERNAL, NULL,
+                    "rank %u: %s tensors hold %llu bytes, the state model says %llu", e->rank,
+                    what, (unsigned long long)(numel * elem), (unsigned long long)want);
+}
+
+void em_states(em *e, const em_tensors *params, const em_tensors *optim)
 {
     const spec_scenario *s = e->pl->s;
-    em_tensor(e, PROG_MEM_PARAM, e->st.param.physical, true, "params");
-    em_tensor(e, PROG_MEM_OPTIM, e->st.optim.physical + e->st.master.physical,
-              true, "optim_states");
+    uint32_t pe = spec_dtype_size(s->prec.param), me = spec_dtype_size(s->prec.master);
+    uint32_t oe = spec_dtype_size(s->prec.optim);
+    uint32_t nmom = st_optim_elem_bytes(&s->opt, s->prec.optim) / (oe ? oe : 1);
+    for (uint32_t i = 0; i < params->n; i++)
+        em_tensor(e, PROG_MEM_PARAM, params->numel[i] * pe, true, "param.%u", i);
+    for (uint32_t i = 0; i < optim->n; i++) {
+        if (me) em_tensor(e, PROG_MEM_OPTIM, optim->numel[i] * me, true, "master.%u", i);
+        for (uint32_t k = 0; k < nmom; k++)
+            em_tensor(e, PROG_MEM_OPTIM, optim->numel[i] * oe, true, "optim.%u.%s", i,
+                      k ? "exp_avg_sq" : s->opt.type == SPEC_OPT_SGD ? "momentum" : "exp_avg");
+    }
+    check_total(e, "parameter", sum_of(params), pe, e->st.param.physical);
+    check_total(e, "optimizer-state", sum_of(optim) * nmom, oe, e->st.optim.physical);
+    check_total(e, "master-weight", sum_of(optim), me, e->st.master.physical);
     if (s->resident_bytes)
         em_tensor(e, PROG_MEM_RUNTIME, s->resident_bytes, true, "runtime.resident");
 }
@@ -213,22 +260,33 @@ uint32_t em_bwd_block(em *e, uint32_t i, uint32_t dep, const uint32_t *grads,
 
 /* Kernels per step: foreach runs 8 multi-tensor kernels over all tensors,
  * for_loop 8 per tensor, fused one; only Adam's foreach and for_loop
- * allocate the sqrt(exp_avg_sq) temporary (foreach for the whole list at
- * once, for_loop one tensor at a time). */
-uint32_t em_optim(em *e, uint64_t numel, uint32_t ntensors, uint64_t max_tensor)
+ * allocate the sqrt(exp_avg_sq) temporaries (foreach one per tensor, all at
+ * once; for_loop one at a time, so the largest counts). */
+uint32_t em_optim(em *e, const em_tensors *optim)
 {
     const spec_optimizer_cfg *o = &e->pl->s->opt;
     uint32_t elem = spec_dtype_size(e->pl->s->prec.optim);
     uint64_t launches = o->impl == SPEC_IMPL_FUSED ? 1
-                        : o->impl == SPEC_IMPL_FOREACH ? 8 : 8ull * ntensors;
-    bool adam = o->type != SPEC_OPT_SGD;
-    uint64_t temp = !adam || o->impl == SPEC_IMPL_FUSED ? 0
-                    : o->impl == SPEC_IMPL_FOREACH ? numel : max_tensor;
-    uint32_t t = temp ? em_tensor(e, PROG_MEM_OPT_TEMP, temp * elem, false,
-                                  "optim.temp") : EM_NONE;
+                        : o->impl == SPEC_IMPL_FOREACH ? 8 : 8ull * optim->n;
+    bool temps = o->type != SPEC_OPT_SGD && o->impl != SPEC_IMPL_FUSED;
+    uint32_t ntemp = !temps ? 0 : o->impl == SPEC_IMPL_FOREACH ? optim->n : 1;
+    uint64_t biggest = 0;
+    for (uint32_t i = 0; i < optim->n; i++)
+        if (optim->numel[i] > biggest) biggest = optim->numel[i];
+    uint32_t *tid = malloc((ntemp ? ntemp : 1) * sizeof *tid);
+    if (!tid) {
+        em_nomem(e);
+        return EM_NONE;
+    }
+    for (uint32_t i = 0; i < ntemp; i++) {
+        uint64_t n = o->impl == SPEC_IMPL_FOREACH ? optim->numel[i] : biggest;
+        tid[i] = n ? em_tensor(e, PROG_MEM_OPT_TEMP, n * elem, false, "optim.temp.%u", i)
+                   : EM_NONE;
+    }
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_OPTIMIZER, "optimizer.step");
-    em_cost(e, em_launch_ns(e) * launches, plan_optim_ns(e->pl, numel), 0);
-    em_mem(e, t, PROG_ALLOC_AT_ISSUE);
-    em_mem(e, t, PROG_FREE_AT_ISSUE);
+    em_cost(e, em_launch_ns(e) * launches, plan_optim_ns(e->pl, sum_of(optim)), 0);
+    for (uint32_t i = 0; i < ntemp; i++) em_mem(e, tid[i], PROG_ALLOC_AT_ISSUE);
+    for (uint32_t i = 0; i < ntemp; i++) em_mem(e, tid[i], PROG_FREE_AT_ISSUE);
+    free(tid);
     return em_end(e);
 }

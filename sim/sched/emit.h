@@ -62,9 +62,25 @@ uint32_t em_host(em *e, prog_phase ph, ss_ns ns, const char *name);
 /* A zero-time op on a stream: a place to hang an event or a deferred free. */
 void em_marker_begin(em *e, prog_stream st, prog_phase ph, const char *name);
 
-/* The persistent state every runtime has: params, optimizer states (with
- * master weights), runtime workspaces. */
-void em_states(em *e);
+/* The local tensors the optimizer works on: element counts, one entry per
+ * tensor (whole parameters, owned parameters, or FSDP shards / views). */
+typedef struct em_tensors {
+    uint64_t *numel;
+    uint32_t n;
+} em_tensors;
+
+/* Room for n entries (n = 0 allowed); em_tensors_fini frees. */
+int em_tensors_init(em_tensors *t, uint32_t n, ss_err *err);
+void em_tensors_fini(em_tensors *t);
+/* Every parameter of the model, whole. */
+int em_tensors_all(const plan *pl, em_tensors *t, ss_err *err);
+
+/* The persistent state every runtime has: one tensor per local parameter
+ * (params: what the rank stores; optim: what its optimizer steps), with
+ * master weights and optimizer states per optimizer tensor, and the runtime
+ * workspaces. Their sums must equal the state model's bytes (e->st): a
+ * mismatch is SS_E_INTERNAL. */
+void em_states(em *e, const em_tensors *params, const em_tensors *optim);
 
 /* Model body. dep: an extra dep of the op (EM_NONE for none). */
 uint32_t em_input(em *e);
@@ -74,8 +90,8 @@ uint32_t em_loss(em *e);
  * AccumulateGrad output), may be empty. */
 uint32_t em_bwd_block(em *e, uint32_t b, uint32_t dep, const uint32_t *grads,
                       uint32_t ngrads);
-/* The optimizer step over `numel` local elements; temps per impl. */
-uint32_t em_optim(em *e, uint64_t numel, uint32_t ntensors, uint64_t max_tensor);
+/* The optimizer step over the optimizer's tensors; temporaries per impl. */
+uint32_t em_optim(em *e, const em_tensors *optim);
 
 ss_ns em_launch_ns(const em *e);
 

@@ -237,10 +237,38 @@ static void fs_free(fs *f)
     free(f->gdone);
 }
 
-static uint64_t local_optim_numel(const em *e)
+/* What the rank stores per unit (its padded shard; everything under
+ * NO_SHARD) and what its optimizer steps: under use_orig_params the
+ * original parameters' views, i.e. each parameter's overlap with the
+ * rank's flat range; otherwise the padded flat shard. */
+static int fs_local_tensors(const fs *f, em_tensors *params, em_tensors *optim)
 {
-    uint32_t elem = st_optim_elem_bytes(&e->pl->s->opt, e->pl->s->prec.optim);
-    return elem ? e->st.optim.physical / elem : e->st.param.physical / e->pl->param_elem;
+    const plan *pl = f->pl;
+    uint32_t r = f->e->rank;
+    bool noshard = f->strat == SPEC_NO_SHARD, views = pl->s->shard.use_orig_params;
+    int rc = em_tensors_init(params, pl->nunits, f->e->err);
+    if (!rc) rc = em_tensors_init(optim, pl->nparams + pl->nunits, f->e->err);
+    for (uint32_t u = 0; !rc && u < pl->nunits; u++) {
+        const plan_unit *pu = &pl->units[u];
+        if (!fs_live(f, u)) continue;
+        uint64_t lo = noshard ? 0 : (uint64_t)r * pu->shard, hi = noshard ? pu->numel : lo + pu->shard;
+        params->numel[params->n++] = hi - lo;
+        if (!views || noshard) {
+            optim->numel[optim->n++] = hi - lo;
+            continue;
+        }
+        uint64_t off = 0; /* the unit's parameters, in flat order */
+        for (uint32_t b = 0; b < pl->nblocks; b++) {
+            if (pl->blocks[b].unit != u) continue;
+            for (uint32_t k = 0; k < pl->blocks[b].nparam; k++) {
+                uint64_t n = pl->params[pl->blocks[b].param0 + k].numel;
+                uint64_t a = off > lo ? off : lo, z = off + n < hi ? off + n : hi;
+                if (z > a) optim->numel[optim->n++] = z - a;
+                off += n;
+            }
+        }
+    }
+    return rc;
 }
 
 static int fs_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)
@@ -254,14 +282,18 @@ static int fs_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)
         rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
         goto out;
     }
-    em_states(&e);
+    em_tensors params = {0}, optim = {0};
+    if ((rc = fs_local_tensors(&f, &params, &optim))) goto out_t;
+    em_states(&e, &params, &optim);
     fs_tensors(&f);
     fs_forward(&f);
     fs_backward(&f);
-    uint64_t numel = local_optim_numel(&e);
-    em_optim(&e, numel, pl->nparams, numel);
+    em_optim(&e, &optim);
     fs_zero_grad(&f);
     rc = em_done(&e);
+out_t:
+    em_tensors_fini(&params);
+    em_tensors_fini(&optim);
 out:
     fs_free(&f);
     em_fini(&e);

@@ -7,21 +7,12 @@
 
 #include <stdlib.h>
 
-typedef struct zro_owned {
-    uint64_t numel, max;
-    uint32_t count;
-} zro_owned;
-
-static zro_owned owned_by(const plan *pl, const uint32_t *owner, uint32_t rank)
+static uint64_t owned_numel(const plan *pl, const uint32_t *owner, uint32_t rank)
 {
-    zro_owned o = {0, 0, 0};
-    for (uint32_t i = 0; i < pl->nparams; i++) {
-        if (owner[i] != rank) continue;
-        o.numel += pl->params[i].numel;
-        o.count++;
-        if (pl->params[i].numel > o.max) o.max = pl->params[i].numel;
-    }
-    return o;
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < pl->nparams; i++)
+        if (owner[i] == rank) n += pl->params[i].numel;
+    return n;
 }
 
 static void zro_broadcasts(em *e, const uint32_t *owner, uint32_t step)
@@ -29,9 +20,8 @@ static void zro_broadcasts(em *e, const uint32_t *owner, uint32_t step)
     const plan *pl = e->pl;
     if (pl->s->shard.parameters_as_bucket_view) {
         for (uint32_t r = 0; r < pl->n; r++) {
-            zro_owned o = owned_by(pl, owner, r);
             em_begin(e, PROG_OP_COLL, PROG_UNSHARD, PROG_PH_OPTIMIZER, "zero.broadcast.rank%u", r);
-            em_coll(e, PROG_COLL_BROADCAST, o.numel * pl->param_elem);
+            em_coll(e, PROG_COLL_BROADCAST, owned_numel(pl, owner, r) * pl->param_elem);
             em_dep(e, step);
             em_end(e);
         }
@@ -45,31 +35,41 @@ static void zro_broadcasts(em *e, const uint32_t *owner, uint32_t step)
     }
 }
 
+static int zro_body(em *e, ddp_grads *g, const em_tensors *all, const uint32_t *owner)
+{
+    em_tensors mine;
+    int rc = em_tensors_init(&mine, all->n, e->err);
+    if (rc) return rc;
+    for (uint32_t i = 0; i < all->n; i++)
+        if (owner[i] == e->rank) mine.numel[mine.n++] = all->numel[i];
+    em_states(e, all, &mine);
+    ddp_body(e, g);
+    uint32_t step = em_optim(e, &mine);
+    zro_broadcasts(e, owner, step);
+    ddp_zero_grad(e, g);
+    em_tensors_fini(&mine);
+    return em_done(e);
+}
+
 static int zro_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)
 {
-    uint32_t *owner = malloc((pl->nparams ? pl->nparams : 1) * sizeof *owner);
-    if (!owner) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
-    uint64_t *numels = malloc((pl->nparams ? pl->nparams : 1) * sizeof *numels);
     em e;
     ddp_grads g = {0};
-    int rc = numels ? em_init(&e, pl, p, rank, err)
-                    : ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
-    if (rc) goto out_owner;
-    if ((rc = ddp_grads_init(&g, pl, err))) goto out_em;
-    for (uint32_t i = 0; i < pl->nparams; i++) numels[i] = pl->params[i].numel;
-    st_zro_owners(numels, pl->nparams, pl->n, owner);
-    zro_owned mine = owned_by(pl, owner, rank);
-    em_states(&e);
-    ddp_body(&e, &g);
-    uint32_t step = em_optim(&e, mine.numel, mine.count, mine.max);
-    zro_broadcasts(&e, owner, step);
-    ddp_zero_grad(&e, &g);
-    rc = em_done(&e);
+    em_tensors all = {0};
+    uint32_t *owner = malloc((pl->nparams ? pl->nparams : 1) * sizeof *owner);
+    if (!owner) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    int rc = em_init(&e, pl, p, rank, err);
+    if (rc) {
+        free(owner);
+        return rc;
+    }
+    if (!(rc = ddp_grads_init(&g, pl, err)) && !(rc = em_tensors_all(pl, &all, err))) {
+        st_zro_owners(all.numel, all.n, pl->n, owner);
+        rc = zro_body(&e, &g, &all, owner);
+    }
+    em_tensors_fini(&all);
     ddp_grads_fini(&g);
-out_em:
     em_fini(&e);
-out_owner:
-    free(numels);
     free(owner);
     return rc;
 }

@@ -11,6 +11,8 @@
 
 #include "../../sim/mem/replay.h"
 
+static const mem_cfg ideal = {MEM_MODEL_IDEAL, false, 0, false};
+
 typedef struct fixture {
     prog *p;
     trc *t;
@@ -59,7 +61,7 @@ static void test_peak_and_end(void **state)
     fixture f;
     build(&f);
     mem_rank m;
-    assert_int_equal(mem_replay(f.t, 0, &m, NULL), SS_OK);
+    assert_int_equal(mem_replay(f.t, 0, &ideal, &m, NULL), SS_OK);
     assert_int_equal(m.start, 1024);
     assert_int_equal(m.peak, 2560);
     assert_int_equal(m.peak_t, 5);
@@ -68,6 +70,7 @@ static void test_peak_and_end(void **state)
     assert_int_equal(m.peak_by_cat[PROG_MEM_PARAM], 1024);
     assert_int_equal(m.peak_by_cat[PROG_MEM_ACTIVATION], 1024);
     assert_int_equal(m.peak_by_cat[PROG_MEM_GRAD], 512);
+    mem_rank_fini(&m);
     teardown(&f);
 }
 
@@ -81,9 +84,10 @@ static void test_free_before_alloc(void **state)
     f.t->ops[0][1].end = 3;
     f.t->ops[0][1].seq_end = 1;
     mem_rank m;
-    assert_int_equal(mem_replay(f.t, 0, &m, NULL), SS_OK);
+    assert_int_equal(mem_replay(f.t, 0, &ideal, &m, NULL), SS_OK);
     assert_int_equal(m.peak, 2048);
     assert_int_equal(m.peak_op, 0);
+    mem_rank_fini(&m);
     teardown(&f);
 }
 
@@ -103,7 +107,7 @@ static void test_double_free(void **state)
     mem_rank m;
     ss_err err;
     ss_err_clear(&err);
-    assert_int_equal(mem_replay(f.t, 0, &m, &err), SS_E_INTERNAL);
+    assert_int_equal(mem_replay(f.t, 0, &ideal, &m, &err), SS_E_INTERNAL);
     assert_non_null(strstr(err.msg, "tensor c freed twice"));
     teardown(&f);
 }

@@ -1,0 +1,71 @@
+/* cache.h - a model of PyTorch's CUDA caching allocator.
+ *
+ * Replays malloc/free requests the way CUDACachingAllocator serves them, to
+ * predict what torch.cuda.max_memory_allocated() and max_memory_reserved()
+ * report:
+ *   - requests round up to 512 bytes; <= 1 MiB go to the small pool, larger
+ *     ones to the large pool;
+ *   - a request no cached block fits gets a new segment: 2 MiB for small
+ *     requests, 20 MiB for large ones under 10 MiB, else the request rounded
+ *     up to 2 MiB;
+ *   - best fit among the free blocks of the same pool and the same stream
+ *     (smallest size, then lowest address); the rest of the block is split
+ *     off when it is >= 512 bytes (small pool) or > 1 MiB (large pool), so an
+ *     unsplit block counts whole in "allocated";
+ *   - a freed block merges with free neighbours of its segment; it is reused
+ *     only by its own stream (callers delay the free for record_stream);
+ *   - over capacity, fully free segments are released (empty_cache) before
+ *     a new one is mapped; if that is not enough the request is an OOM: it is
+ *     recorded and still served, so the rest of the step can be measured;
+ *   - expandable_segments: the large pool of each stream is one segment that
+ *     grows in 2 MiB pages at its end.
+ * Constants: c10/cuda/CUDACachingAllocator.cpp (kMinBlockSize, kSmallSize,
+ * kSmallBuffer, kLargeBuffer, kMinLargeAlloc, kRoundLarge).
+ *
+ * Deterministic: addresses are assigned in order of segment creation. Free
+ * lists are linear arrays (O(free blocks) per request): fine for one step's
+ * few thousand tensors; a size-ordered tree is the upgrade for huge models.
+ * Ownership: mem_cache_new / mem_cache_free. Knows nothing about tensors,
+ * ops or time: callers give sizes and streams and get block ids back.
+ */
+#ifndef MEM_CACHE_H
+#define MEM_CACHE_H
+
+#include <stdbool.h>
+
+#include "../core/err.h"
+
+#define MEM_CACHE_NONE UINT32_MAX
+
+typedef struct mem_cache mem_cache;
+
+typedef struct mem_cache_cfg {
+    bool expandable_segments;
+    ss_bytes capacity; /* device bytes the allocator may reserve; 0 = unlimited */
+} mem_cache_cfg;
+
+typedef struct mem_cache_stats {
+    ss_bytes allocated, reserved;           /* now */
+    ss_bytes peak_allocated, peak_reserved; /* since the last reset */
+    uint64_t segments_mapped;               /* cudaMalloc calls since reset */
+    uint64_t ooms;                          /* requests over capacity since reset */
+} mem_cache_stats;
+
+int mem_cache_new(mem_cache **out, const mem_cache_cfg *cfg, ss_err *err);
+void mem_cache_free(mem_cache *c); /* NULL is a no-op */
+
+/* Serve a request of `bytes` (> 0) on `stream`; *block is the block id to
+ * release later, *oom is set when it did not fit the capacity. */
+int mem_cache_alloc(mem_cache *c, ss_bytes bytes, uint32_t stream, uint32_t *block,
+                    bool *oom, ss_err *err);
+void mem_cache_release(mem_cache *c, uint32_t block);
+
+/* Bytes the block occupies (counted in "allocated"). */
+ss_bytes mem_cache_block_size(const mem_cache *c, uint32_t block);
+
+mem_cache_stats mem_cache_get_stats(const mem_cache *c);
+/* Peaks and counters restart from the current values
+ * (torch.cuda.reset_peak_memory_stats). */
+void mem_cache_reset_peaks(mem_cache *c);
+
+#endif
