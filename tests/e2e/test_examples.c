@@ -11,6 +11,9 @@
 #include <stdlib.h>
 
 #include <cmocka.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <string.h>
 
 #include "../../sim/io/scenario.h"
 #include "../../sim/run/run.h"
@@ -122,11 +125,69 @@ static void test_json_deterministic(void **state)
     free(txt[1]);
 }
 
+/* Every shipped scenario, sorted, walked recursively. */
+static size_t list_scenarios(const char *dir, char (*out)[512], size_t max, size_t n)
+{
+    struct dirent **ents;
+    int k = scandir(dir, &ents, NULL, alphasort);
+    for (int i = 0; i < k; i++) {
+        const char *nm = ents[i]->d_name;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, nm);
+        size_t len = strlen(nm);
+        struct stat st;
+        if (nm[0] != '.' && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+            n = list_scenarios(path, out, max, n);
+        else if (len > 5 && !strcmp(nm + len - 5, ".json") && n < max)
+            snprintf(out[n++], 512, "%s", path);
+        free(ents[i]);
+    }
+    free(ents);
+    return n;
+}
+
+/* The ideal model is a lower bound of the caching model on every scenario,
+ * rank by rank, and allocated never exceeds reserved; running the ideal
+ * model itself gives exactly that bound. */
+static void test_ideal_is_lower_bound(void **state)
+{
+    (void)state;
+    static char files[256][512];
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/scenarios", SS_SOURCE_DIR);
+    size_t n = list_scenarios(dir, files, 256, 0);
+    assert_true(n >= 12);
+    for (size_t i = 0; i < n; i++) {
+        spec_scenario s[2];
+        run_result r[2];
+        const char *ideal[] = {"allocator.model=ideal"};
+        ss_err err;
+        ss_err_clear(&err);
+        for (int m = 0; m < 2; m++)
+            if (scn_load(files[i], ideal, (size_t)m, &s[m], &err) || run_step(&s[m], &r[m], &err))
+                fail_msg("%s: %s: %s", files[i], err.where, err.msg);
+        for (uint32_t k = 0; k < r[0].sum.nranks; k++) {
+            const mem_rank *c = &r[0].sum.ranks[k].mem, *id = &r[1].sum.ranks[k].mem;
+            if (!(c->ideal_peak <= c->peak && c->peak <= c->peak_reserved &&
+                  id->peak == c->ideal_peak))
+                fail_msg("%s rank %u: ideal %llu, caching %llu, reserved %llu, ideal run %llu",
+                         files[i], k, (unsigned long long)c->ideal_peak,
+                         (unsigned long long)c->peak, (unsigned long long)c->peak_reserved,
+                         (unsigned long long)id->peak);
+        }
+        for (int m = 0; m < 2; m++) {
+            run_fini(&r[m]);
+            spec_scenario_fini(&s[m]);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp7_full_shard), cmocka_unit_test(test_one_rank),
         cmocka_unit_test(test_overrides), cmocka_unit_test(test_json_deterministic),
+        cmocka_unit_test(test_ideal_is_lower_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
