@@ -319,6 +319,20 @@ static int load_allocator(js_node root, spec_scenario *s, ss_err *err)
     return SS_OK;
 }
 
+static int load_init(js_node root, spec_scenario *s, ss_err *err)
+{
+    js_node n;
+    int mode = SPEC_INIT_FULL;
+    if (js_get(root, "init", &n)) {
+        int rc = js_want_obj(n, err);
+        if (rc || (rc = js_keys_check(n, KEYS("mode"), err)) ||
+            (rc = js_enum(n, "mode", true, 0, spec_init_names, SPEC_NINIT, &mode, err)))
+            return rc;
+    }
+    s->init_mode = (spec_init_mode)mode;
+    return SS_OK;
+}
+
 static int load_layout(js_node root, spec_scenario *s, ss_err *err)
 {
     js_node par, tr;
@@ -363,7 +377,7 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
     int rc = js_want_obj(root, err);
     if (rc || (rc = js_keys_check(root, KEYS("name", "description", "assumptions", "model",
                                              "topology", "parallel", "training", "precision",
-                                             "optimizer", "sharding", "runtime", "allocator"),
+                                             "optimizer", "sharding", "runtime", "allocator", "init"),
                                  err)) ||
         (rc = copy_name(root, "name", true, s->name, err)) ||
         (rc = js_arr(root, "assumptions", false, &a, &na, err)) ||
@@ -371,7 +385,7 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
         (rc = load_precision(root, &s->prec, err)) ||
         (rc = load_optimizer(root, &s->opt, err)) ||
         (rc = load_sharding(root, &s->shard, err)) || (rc = load_runtime(root, s, err)) ||
-        (rc = load_allocator(root, s, err)))
+        (rc = load_allocator(root, s, err)) || (rc = load_init(root, s, err)))
         return rc;
     for (size_t i = 0; i < na && !rc; i++) {
         const char *txt;

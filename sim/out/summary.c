@@ -189,6 +189,7 @@ static cJSON *json_rank(const sum_report *r, uint32_t k)
     add_u64(o, "peak_allocated_bytes", sr->mem.peak);
     add_u64(o, "peak_reserved_bytes", sr->mem.peak_reserved);
     add_u64(o, "ideal_peak_bytes", sr->mem.ideal_peak);
+    add_u64(o, "init_peak_bytes", sr->init_peak);
     cJSON_AddBoolToObject(o, "fits", sr->mem.ooms == 0);
     cJSON_AddNumberToObject(o, "peak_time_s", secs(sr->mem.peak_t));
     cJSON_AddStringToObject(o, "peak_op", sr->peak_op);
@@ -199,14 +200,15 @@ static cJSON *json_rank(const sum_report *r, uint32_t k)
     return o;
 }
 
-typedef enum { MAX_STEADY, MAX_PEAK, MAX_RESERVED } max_what;
+typedef enum { MAX_STEADY, MAX_PEAK, MAX_RESERVED, MAX_INIT } max_what;
 
 static ss_bytes max_of(const sum_report *r, max_what w)
 {
     ss_bytes m = 0;
     for (uint32_t k = 0; k < r->nranks; k++) {
         const mem_rank *x = &r->ranks[k].mem;
-        ss_bytes v = w == MAX_STEADY ? x->end : w == MAX_PEAK ? x->peak : x->peak_reserved;
+        ss_bytes v = w == MAX_STEADY ? x->end : w == MAX_PEAK ? x->peak
+                     : w == MAX_RESERVED ? x->peak_reserved : r->ranks[k].init_peak;
         if (v > m) m = v;
     }
     return m;
@@ -268,6 +270,8 @@ char *sum_json(const sum_report *r)
     add_u64(mem, "max_steady_bytes", max_of(r, MAX_STEADY));
     add_u64(mem, "max_peak_allocated_bytes", max_of(r, MAX_PEAK));
     add_u64(mem, "max_peak_reserved_bytes", max_of(r, MAX_RESERVED));
+    cJSON_AddStringToObject(mem, "init_mode", spec_init_names[r->s->init_mode]);
+    add_u64(mem, "max_init_peak_bytes", max_of(r, MAX_INIT));
     cJSON *pr = cJSON_AddArrayToObject(mem, "per_rank");
     for (uint32_t k = 0; k < r->nranks; k++) cJSON_AddItemToArray(pr, json_rank(r, k));
     cJSON_AddStringToObject(mem, "timeline_columns", "time_s, allocated_bytes, reserved_bytes");
@@ -302,6 +306,8 @@ static void text_memory(const sum_report *r, FILE *f)
     }
     fprintf(f, "  (MiB; allocator model: %s; optim includes master weights)\n",
             mem_model_names[r->s->alloc_model]);
+    fprintf(f, "  model setup (init.mode %s) peaks at %.2f MiB before the first step\n",
+            spec_init_names[r->s->init_mode], mib(max_of(r, MAX_INIT)));
     if (!all_fit(r))
         fprintf(f, "  out of memory: the peak reserved exceeds %.2f MiB on some rank\n",
                 mib(r->s->capacity_bytes));

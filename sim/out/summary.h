@@ -29,6 +29,7 @@ typedef struct sum_rank {
     st_bytes st;
     mem_rank mem;
     char peak_op[160]; /* name of the op at the peak, or "(step start)" */
+    ss_bytes init_peak; /* set by the caller: model setup before the first step */
 } sum_rank;
 
 typedef struct sum_report {

@@ -58,6 +58,13 @@
 
 #define SPEC_BLOCK_TYPES(X) X(LINEAR, "linear")
 
+/* How the model reaches the devices before the first step (init.mode):
+ * built whole on every device then wrapped/sharded, or materialized one
+ * wrap unit at a time (meta device + param_init_fn, sync_module_states). */
+#define SPEC_INIT_MODES(X)                                                     \
+    X(FULL, "full")                                                            \
+    X(PER_UNIT, "per_unit")
+
 #define SPEC_ENUM2_(id, name) SPEC_##id,
 #define SPEC_ENUM3_(id, name, size) SPEC_DT_##id,
 typedef enum { SPEC_STRATEGIES(SPEC_ENUM2_) SPEC_NSTRATEGIES } spec_strategy;
@@ -78,6 +85,9 @@ typedef enum { SPEC_OPT_IMPL(SPEC_ENUM2_) SPEC_NIMPL } spec_opt_impl;
 typedef enum { SPEC_BLOCK_TYPES(SPEC_ENUM2_) SPEC_NBLK } spec_block_type;
 #undef SPEC_ENUM2_
 typedef enum { SPEC_DTYPES(SPEC_ENUM3_) SPEC_NDT, SPEC_DT_NONE = SPEC_NDT } spec_dtype;
+#define SPEC_ENUM2_(id, name) SPEC_INIT_##id,
+typedef enum { SPEC_INIT_MODES(SPEC_ENUM2_) SPEC_NINIT } spec_init_mode;
+#undef SPEC_ENUM2_
 #undef SPEC_ENUM3_
 
 extern const char *const spec_strategy_names[SPEC_NSTRATEGIES];
@@ -87,6 +97,7 @@ extern const char *const spec_opt_names[SPEC_NOPT];
 extern const char *const spec_impl_names[SPEC_NIMPL];
 extern const char *const spec_block_names[SPEC_NBLK];
 extern const char *const spec_dtype_names[SPEC_NDT];
+extern const char *const spec_init_names[SPEC_NINIT];
 /* Bytes per element; 0 for SPEC_DT_NONE. */
 uint32_t spec_dtype_size(spec_dtype d);
 
@@ -171,6 +182,7 @@ typedef struct spec_scenario {
     int alloc_model;         /* mem_model of mem/replay.h: 0 caching, 1 ideal */
     bool expandable_segments;
     uint64_t capacity_bytes; /* what the allocator may reserve; 0 = unlimited */
+    spec_init_mode init_mode;
     ss_ns hook_ns;           /* host time of one runtime hook (FSDP/DDP) */
 } spec_scenario;
 

@@ -39,6 +39,8 @@ int run_step(const spec_scenario *s, run_result *out, ss_err *err)
     if (!rc) rc = eng_run(r.p, &net, &r.t, err);
     if (!rc) rc = states(&r, err);
     if (!rc) rc = sum_build(s, r.t, r.st, &r.sum, err);
+    for (uint32_t k = 0; !rc && k < r.pl->n; k++)
+        rc = sched_init_peak(r.pl, k, &r.sum.ranks[k].init_peak, err);
     if (rc) {
         run_fini(&r);
         memset(out, 0, sizeof *out);

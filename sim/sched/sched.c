@@ -45,6 +45,45 @@ int sched_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err)
     return rc;
 }
 
+static ss_bytes ddp_init_peak(const plan *pl)
+{
+    ss_bytes p = pl->total_numel * pl->param_elem, coalesce = 250 * SS_MIB, buckets = 0;
+    for (uint32_t b = 0; b < pl->nbuckets; b++) buckets += pl->buckets[b].numel * pl->grad_elem;
+    ss_bytes extra = coalesce < p ? coalesce : p;
+    return p + (extra > buckets ? extra : buckets);
+}
+
+/* Walk the units in wrap order: before unit u, the shards of the units
+ * already wrapped and (full mode) the originals of the others exist; unit u
+ * adds its padded flat copy and its shard. */
+static ss_bytes fsdp_init_peak(const plan *pl, bool full)
+{
+    ss_bytes e = pl->param_elem, done = 0, peak = 0;
+    ss_bytes rest = full ? pl->total_numel * e : 0;
+    bool noshard = pl->s->shard.strategy == SPEC_NO_SHARD || pl->n == 1;
+    /* Auto-wrapping wraps the children in model order, the root last. */
+    for (uint32_t i = 1; i <= pl->nunits; i++) {
+        const plan_unit *u = &pl->units[i % pl->nunits];
+        if (!u->numel) continue;
+        ss_bytes whole = full ? 0 : u->numel * e;
+        ss_bytes shard = noshard ? u->numel * e : u->shard * e;
+        ss_bytes now = rest + done + whole + u->padded * e + (noshard ? 0 : shard);
+        if (now > peak) peak = now;
+        if (full) rest -= u->numel * e;
+        done += shard;
+    }
+    return peak > done ? peak : done;
+}
+
+int sched_init_peak(const plan *pl, uint32_t rank, ss_bytes *out, ss_err *err)
+{
+    (void)rank, (void)err;
+    spec_strategy s = pl->s->shard.strategy;
+    *out = s == SPEC_DDP || s == SPEC_ZERO1 ? ddp_init_peak(pl)
+                                            : fsdp_init_peak(pl, pl->s->init_mode == SPEC_INIT_FULL);
+    return SS_OK;
+}
+
 int sched_build(const plan *pl, prog **out, ss_err *err)
 {
     const sched_ops *ops = sched_find(pl->s->shard.strategy);

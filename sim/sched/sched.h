@@ -33,6 +33,17 @@ st_kind sched_state_kind(spec_strategy s);
 /* Rank `rank`'s state bytes under the plan's strategy. */
 int sched_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err);
 
+/* Peak bytes allocated on `rank` while the model is set up, before the
+ * first step (optimizer states are created lazily by the first step, so
+ * they are not part of it):
+ *   DDP / ZeRO-1: the whole model, plus the larger of DDP's 250 MiB
+ *   coalesced broadcast of module states and its gradient buckets;
+ *   FSDP, init.mode full: the whole model, then each unit flattened (a
+ *   padded copy) and cut to its shard, the originals freed as it goes;
+ *   FSDP, init.mode per_unit: each unit materialized only when it is
+ *   wrapped, so at most one unit whole beside the shards done so far. */
+int sched_init_peak(const plan *pl, uint32_t rank, ss_bytes *out, ss_err *err);
+
 /* Build the whole program for a plan with the scheduler of its strategy.
  * Caller frees *out with prog_free. */
 int sched_build(const plan *pl, prog **out, ss_err *err);

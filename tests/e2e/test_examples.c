@@ -125,6 +125,31 @@ static void test_json_deterministic(void **state)
     free(txt[1]);
 }
 
+/* Model setup on seeds/002 (8 x 16 MiB, 4 ranks): DDP holds the model and
+ * its 128 MiB of buckets (the 250 MiB broadcast buffer is capped by the
+ * model's 128): 256 MiB. FSDP built whole: 128 MiB of originals + the
+ * first unit's 16 MiB flat copy + its 4 MiB shard = 148. Built per unit:
+ * 7 shards (28) + the last unit whole (16), its flat copy (16) and shard (4)
+ * = 64. */
+static void test_init_peak(void **state)
+{
+    (void)state;
+    const char *per_unit[] = {"init.mode=per_unit"};
+    struct { const char *file; const char **sets; size_t n; double mib; } cases[] = {
+        {"seed002/zero0_ddp.json", NULL, 0, 256},
+        {"seed002/zero3_full_shard_pre.json", NULL, 0, 148},
+        {"seed002/zero3_full_shard_pre.json", per_unit, 1, 64},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        spec_scenario s;
+        run_result r;
+        load_run(cases[i].file, cases[i].sets, cases[i].n, &s, &r);
+        assert_true(r.sum.ranks[0].init_peak == (ss_bytes)(cases[i].mib * 1024 * 1024));
+        run_fini(&r);
+        spec_scenario_fini(&s);
+    }
+}
+
 /* Every shipped scenario, sorted, walked recursively. */
 static size_t list_scenarios(const char *dir, char (*out)[512], size_t max, size_t n)
 {
@@ -187,7 +212,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp7_full_shard), cmocka_unit_test(test_one_rank),
         cmocka_unit_test(test_overrides), cmocka_unit_test(test_json_deterministic),
-        cmocka_unit_test(test_ideal_is_lower_bound),
+        cmocka_unit_test(test_ideal_is_lower_bound), cmocka_unit_test(test_init_peak),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
