@@ -1,41 +1,46 @@
 /* shardsim - command line. The only place that prints to stderr or exits.
  *
- * Exit codes: 0 success; 2 bad input or usage (the message names the file
- * and JSON path); 1 anything else (a bug, out of memory). */
+ * Exit codes: 0 success; 1 a violated expectation (check) or an internal
+ * error; 2 bad input or usage (the message names the file and JSON path). */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../io/scenario.h"
+#include "../out/expect.h"
 #include "../run/run.h"
 
 #define MAX_SETS 256
+#define MAX_FILES 4096
 
 static const char usage[] =
     "usage: shardsim run SCENARIO [--json FILE] [--set PATH=VALUE]... [--memory] [--quiet]\n"
+    "       shardsim check SCENARIO... [--set PATH=VALUE]...\n"
     "       shardsim --version | --help\n"
     "\n"
     "  run      simulate one training step of SCENARIO and print a summary\n"
+    "  check    simulate every SCENARIO and test its \"expect\" block; exit 1 if any\n"
+    "           expectation is violated, with a table of what failed\n"
     "  --json   also write the summary as JSON to FILE ('-' for stdout)\n"
     "  --set    override a scenario key, e.g. --set sharding.strategy=full_shard\n"
     "  --memory print every tensor live at rank 0's memory peak, by category\n"
     "  --quiet  do not print the text summary\n";
 
 typedef struct cli_args {
-    const char *scenario, *json;
+    const char *json;
+    const char *files[MAX_FILES];
+    size_t nfiles;
     const char *sets[MAX_SETS];
     size_t nsets;
     int quiet, memory;
 } cli_args;
 
-static int exit_code(int rc)
-{
-    return rc == SS_E_INPUT || rc == SS_E_IO ? 2 : 1;
-}
+static int exit_code(int rc) { return rc == SS_E_INPUT || rc == SS_E_IO ? 2 : 1; }
 
-static int fail(const ss_err *err)
+static int report(const ss_err *err)
 {
     char buf[1200];
     fprintf(stderr, "shardsim: error: %s\n", ss_err_str(err, buf, sizeof buf));
@@ -50,29 +55,40 @@ static int usage_error(const char *fmt, const char *arg)
     return 2;
 }
 
-static int parse_run(int argc, char **argv, cli_args *a)
+static int parse_opt(int argc, char **argv, int *i, cli_args *a, int is_run)
+{
+    const char *s = argv[*i];
+    bool has_val = *i + 1 < argc;
+    if (!strcmp(s, "--set")) {
+        if (!has_val) return usage_error("%s needs a value", s);
+        if (a->nsets == MAX_SETS) return usage_error("too many --set (%s)", "max 256");
+        a->sets[a->nsets++] = argv[++*i];
+    } else if (is_run && !strcmp(s, "--json")) {
+        if (!has_val) return usage_error("%s needs a value", s);
+        a->json = argv[++*i];
+    } else if (is_run && !strcmp(s, "--quiet")) {
+        a->quiet = 1;
+    } else if (is_run && !strcmp(s, "--memory")) {
+        a->memory = 1;
+    } else {
+        return usage_error("unknown option %s", s);
+    }
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, cli_args *a, int is_run)
 {
     for (int i = 2; i < argc; i++) {
-        const char *s = argv[i];
-        int has_val = i + 1 < argc;
-        if (!strcmp(s, "--json") || !strcmp(s, "--set")) {
-            if (!has_val) return usage_error("%s needs a value", s);
-            if (s[2] == 'j') a->json = argv[++i];
-            else if (a->nsets == MAX_SETS) return usage_error("too many --set (%s)", "max 256");
-            else a->sets[a->nsets++] = argv[++i];
-        } else if (!strcmp(s, "--quiet")) {
-            a->quiet = 1;
-        } else if (!strcmp(s, "--memory")) {
-            a->memory = 1;
-        } else if (s[0] == '-' && s[1]) {
-            return usage_error("unknown option %s", s);
-        } else if (a->scenario) {
-            return usage_error("more than one scenario given (%s)", s);
+        if (argv[i][0] == '-' && argv[i][1]) {
+            int rc = parse_opt(argc, argv, &i, a, is_run);
+            if (rc) return rc;
+        } else if (a->nfiles == (is_run ? 1 : MAX_FILES)) {
+            return usage_error("too many scenario files (%s)", argv[i]);
         } else {
-            a->scenario = s;
+            a->files[a->nfiles++] = argv[i];
         }
     }
-    if (!a->scenario) return usage_error("%s", "run needs a SCENARIO file");
+    if (!a->nfiles) return usage_error("%s", "no SCENARIO file given");
     return 0;
 }
 
@@ -99,26 +115,87 @@ static int write_atomic(const char *path, const char *text, ss_err *err)
     return SS_OK;
 }
 
+/* One scenario: load, simulate, render JSON, check expectations. */
+typedef struct sim_one {
+    spec_scenario s;
+    run_result r;
+    char *json;
+    exp_result *res;
+    uint32_t nfailed;
+} sim_one;
+
+static void sim_fini(sim_one *o)
+{
+    free(o->res);
+    free(o->json);
+    run_fini(&o->r);
+    spec_scenario_fini(&o->s);
+}
+
+static int sim_run(const char *file, const cli_args *a, sim_one *o, ss_err *err)
+{
+    memset(o, 0, sizeof *o);
+    int rc = scn_load(file, a->sets, a->nsets, &o->s, err);
+    if (rc) return rc;
+    if ((rc = run_step(&o->s, &o->r, err))) return rc;
+    o->json = sum_json(&o->r.sum);
+    o->res = calloc(o->s.nexpects ? o->s.nexpects : 1, sizeof *o->res);
+    if (!o->json || !o->res) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    return exp_check(&o->s, o->json, o->res, &o->nfailed, err);
+}
+
+static void print_expectations(const sim_one *o, const char *file, bool only_failed, FILE *f)
+{
+    for (uint32_t i = 0; i < o->s.nexpects; i++) {
+        const exp_result *x = &o->res[i];
+        if (only_failed && x->ok) continue;
+        fprintf(f, "  %-4s %-36s %-44s %-28s %s\n", x->ok ? "ok" : "FAIL", file, x->e->key,
+                x->want, x->actual);
+    }
+}
+
 static int cmd_run(const cli_args *a)
 {
     ss_err err;
     ss_err_clear(&err);
-    spec_scenario s;
-    run_result r;
-    int rc = scn_load(a->scenario, a->sets, a->nsets, &s, &err);
-    if (rc) return fail(&err);
-    rc = run_step(&s, &r, &err);
-    if (!rc && a->json) {
-        char *txt = sum_json(&r.sum);
-        rc = txt ? write_atomic(a->json, txt, &err)
-                 : ss_fail(&err, SS_E_NOMEM, NULL, "out of memory rendering JSON");
-        free(txt);
+    sim_one o;
+    int rc = sim_run(a->files[0], a, &o, &err);
+    if (!rc && a->json) rc = write_atomic(a->json, o.json, &err);
+    if (!rc && !a->quiet) {
+        sum_text(&o.r.sum, stdout);
+        if (o.s.nexpects) {
+            printf("\n  expectations: %u of %u hold\n", o.s.nexpects - o.nfailed, o.s.nexpects);
+            print_expectations(&o, a->files[0], false, stdout);
+        }
     }
-    if (!rc && !a->quiet) sum_text(&r.sum, stdout);
-    if (!rc && a->memory) sum_ledger(&r.sum, r.t, 0, stdout);
-    run_fini(&r);
-    spec_scenario_fini(&s);
-    return rc ? fail(&err) : 0;
+    if (!rc && a->memory) sum_ledger(&o.r.sum, o.r.t, 0, stdout);
+    sim_fini(&o);
+    return rc ? report(&err) : 0;
+}
+
+static int cmd_check(const cli_args *a)
+{
+    size_t nexp = 0, nfail = 0, nbad = 0;
+    for (size_t i = 0; i < a->nfiles; i++) {
+        ss_err err;
+        ss_err_clear(&err);
+        sim_one o;
+        if (sim_run(a->files[i], a, &o, &err)) {
+            report(&err);
+            nbad++;
+        } else {
+            nexp += o.s.nexpects;
+            nfail += o.nfailed;
+            if (o.nfailed) {
+                if (nfail == o.nfailed) printf("violated expectations:\n");
+                print_expectations(&o, a->files[i], true, stdout);
+            }
+        }
+        sim_fini(&o);
+    }
+    printf("check: %zu scenarios, %zu expectations, %zu violated, %zu scenarios with errors\n",
+           a->nfiles, nexp, nfail, nbad);
+    return nbad ? 2 : nfail ? 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -132,8 +209,11 @@ int main(int argc, char **argv)
         puts("shardsim " SHARDSIM_VERSION);
         return 0;
     }
-    if (strcmp(argv[1], "run") != 0) return usage_error("unknown command %s", argv[1]);
-    cli_args a = {0};
-    int rc = parse_run(argc, argv, &a);
-    return rc ? rc : cmd_run(&a);
+    int is_run = !strcmp(argv[1], "run");
+    if (!is_run && strcmp(argv[1], "check") != 0)
+        return usage_error("unknown command %s", argv[1]);
+    static cli_args a;
+    int rc = parse_args(argc, argv, &a, is_run);
+    if (rc) return rc;
+    return is_run ? cmd_run(&a) : cmd_check(&a);
 }

@@ -104,10 +104,13 @@ js_node js_root(const js_doc *d)
 
 /* ---- nodes and messages ---- */
 
+/* Keys that are not plain identifiers are quoted: $.expect["memory.fits"]. */
 static void child_path(js_node *c, const char *parent, const char *key, long idx)
 {
-    int w = key ? snprintf(c->path, sizeof c->path, "%s.%s", parent, key)
-                : snprintf(c->path, sizeof c->path, "%s[%ld]", parent, idx);
+    bool plain = key && key[0] && strcspn(key, ".[]\" ") == strlen(key);
+    int w = !key ? snprintf(c->path, sizeof c->path, "%s[%ld]", parent, idx)
+            : plain ? snprintf(c->path, sizeof c->path, "%s.%s", parent, key)
+                    : snprintf(c->path, sizeof c->path, "%s[\"%s\"]", parent, key);
     if (w >= (int)sizeof c->path) memcpy(c->path + sizeof c->path - 4, "...", 4);
 }
 
@@ -191,6 +194,20 @@ int js_arr(js_node n, const char *key, bool required, js_node *arr, size_t *len,
         return js_failf(*arr, err, "expected an array, found %s", type_name(arr->j));
     *len = (size_t)cJSON_GetArraySize(arr->j);
     return SS_OK;
+}
+
+size_t js_nmembers(js_node obj)
+{
+    return cJSON_IsObject(obj.j) ? (size_t)cJSON_GetArraySize(obj.j) : 0;
+}
+
+js_node js_member(js_node obj, size_t i, const char **key)
+{
+    const cJSON *c = cJSON_GetArrayItem(obj.j, (int)i);
+    js_node n = {c, obj.file, ""};
+    *key = c ? c->string : "";
+    child_path(&n, obj.path, *key, 0);
+    return n;
 }
 
 js_node js_at(js_node arr, size_t i)

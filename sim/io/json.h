@@ -72,6 +72,11 @@ bool js_get(js_node n, const char *key, js_node *child);
 /* Like js_get, but a missing key is an error ("missing required key"). */
 int js_need(js_node n, const char *key, js_node *child, ss_err *err);
 
+/* Object members in file order: js_nmembers counts them, js_member gives
+ * member i and its key (pointing into the doc). */
+size_t js_nmembers(js_node obj);
+js_node js_member(js_node obj, size_t i, const char **key);
+
 /* Arrays: js_arr fails unless n[key] is an array (required) or absent
  * (optional: *len = 0). js_at gives element i. */
 int js_arr(js_node n, const char *key, bool required, js_node *arr,

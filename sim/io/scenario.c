@@ -333,6 +333,66 @@ static int load_init(js_node root, spec_scenario *s, ss_err *err)
     return SS_OK;
 }
 
+/* One expectation: {"max": x}, {"min": x}, {"eq": number|bool|string},
+ * {"within_pct": p, "value": v}, combinable. */
+static int load_expect_one(js_node n, const char *key, spec_expect *e, ss_err *err)
+{
+    js_node c;
+    int rc = js_want_obj(n, err);
+    if (rc || (rc = js_keys_check(n, KEYS("max", "min", "eq", "within_pct", "value"), err)))
+        return rc;
+    if (strlen(key) >= sizeof e->key || !key[0])
+        return js_failf(n, err, "expected a summary key of 1 to %zu characters", sizeof e->key - 1);
+    snprintf(e->key, sizeof e->key, "%s", key);
+    e->has_min = js_get(n, "min", &c);
+    e->has_max = js_get(n, "max", &c);
+    e->has_pct = js_get(n, "within_pct", &c);
+    if ((rc = js_num(n, "min", false, 0, -1e300, 1e300, &e->min, err)) ||
+        (rc = js_num(n, "max", false, 0, -1e300, 1e300, &e->max, err)) ||
+        (rc = js_num(n, "within_pct", false, 0, 0, 1e6, &e->pct, err)) ||
+        (rc = js_num(n, "value", e->has_pct, 0, -1e300, 1e300, &e->value, err)))
+        return rc;
+    if (js_get(n, "value", &c) && !e->has_pct)
+        return js_failf(c, err, "\"value\" goes with \"within_pct\"");
+    if (!js_get(n, "eq", &c)) {
+        if (!e->has_min && !e->has_max && !e->has_pct)
+            return js_failf(n, err, "expected at least one of max, min, eq, within_pct");
+        return SS_OK;
+    }
+    e->has_eq = true;
+    const char *str;
+    if (js_bool(n, "eq", true, false, &e->eq_bool, NULL) == SS_OK) e->eq_kind = SPEC_EXP_BOOL;
+    else if (js_num(n, "eq", true, 0, -1e300, 1e300, &e->eq_num, NULL) == SS_OK) e->eq_kind = SPEC_EXP_NUM;
+    else if ((rc = js_str(n, "eq", true, "", &str, NULL)) == SS_OK) {
+        e->eq_kind = SPEC_EXP_STR;
+        snprintf(e->eq_str, sizeof e->eq_str, "%s", str);
+    } else {
+        return js_failf(c, err, "expected a number, a boolean or a string");
+    }
+    return SS_OK;
+}
+
+static int load_expect(js_node root, spec_scenario *s, ss_err *err)
+{
+    js_node n;
+    if (!js_get(root, "expect", &n)) return SS_OK;
+    int rc = js_want_obj(n, err);
+    if (rc) return rc;
+    size_t k = js_nmembers(n);
+    s->expects = calloc(k ? k : 1, sizeof *s->expects);
+    if (!s->expects) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    for (size_t i = 0; i < k && !rc; i++) {
+        const char *key;
+        js_node m = js_member(n, i, &key);
+        for (uint32_t j = 0; j < s->nexpects; j++)
+            if (!strcmp(s->expects[j].key, key))
+                return js_failf(m, err, "duplicate expectation for \"%s\"", key);
+        rc = load_expect_one(m, key, &s->expects[s->nexpects], err);
+        if (!rc) s->nexpects++;
+    }
+    return rc;
+}
+
 static int load_layout(js_node root, spec_scenario *s, ss_err *err)
 {
     js_node par, tr;
@@ -377,7 +437,8 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
     int rc = js_want_obj(root, err);
     if (rc || (rc = js_keys_check(root, KEYS("name", "description", "assumptions", "model",
                                              "topology", "parallel", "training", "precision",
-                                             "optimizer", "sharding", "runtime", "allocator", "init"),
+                                             "optimizer", "sharding", "runtime", "allocator", "init",
+                                             "expect"),
                                  err)) ||
         (rc = copy_name(root, "name", true, s->name, err)) ||
         (rc = js_arr(root, "assumptions", false, &a, &na, err)) ||
@@ -385,7 +446,8 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
         (rc = load_precision(root, &s->prec, err)) ||
         (rc = load_optimizer(root, &s->opt, err)) ||
         (rc = load_sharding(root, &s->shard, err)) || (rc = load_runtime(root, s, err)) ||
-        (rc = load_allocator(root, s, err)) || (rc = load_init(root, s, err)))
+        (rc = load_allocator(root, s, err)) || (rc = load_init(root, s, err)) ||
+        (rc = load_expect(root, s, err)))
         return rc;
     for (size_t i = 0; i < na && !rc; i++) {
         const char *txt;

@@ -25,6 +25,8 @@ void spec_scenario_fini(spec_scenario *s)
     if (!s) return;
     free(s->model.blocks);
     free(s->shard.wrap_modules);
+    free(s->expects);
+    s->expects = NULL;
     s->model.blocks = NULL;
     s->shard.wrap_modules = NULL;
 }

@@ -168,6 +168,19 @@ typedef struct spec_sharding {
     uint64_t wrap_min_params; /* wrap == SIZE */
 } spec_sharding;
 
+/* One expectation on a summary key (scenario "expect" block). */
+typedef enum { SPEC_EXP_NUM, SPEC_EXP_BOOL, SPEC_EXP_STR } spec_exp_kind;
+
+typedef struct spec_expect {
+    char key[SPEC_NAME_MAX]; /* summary path: "memory.per_rank[0].steady_bytes" */
+    bool has_min, has_max, has_eq, has_pct;
+    double min, max, pct, value; /* within_pct: |actual - value| <= pct% of value */
+    spec_exp_kind eq_kind;
+    double eq_num;
+    bool eq_bool;
+    char eq_str[SPEC_NAME_MAX];
+} spec_expect;
+
 typedef struct spec_scenario {
     char name[SPEC_NAME_MAX];
     char file[1024];
@@ -183,6 +196,8 @@ typedef struct spec_scenario {
     bool expandable_segments;
     uint64_t capacity_bytes; /* what the allocator may reserve; 0 = unlimited */
     spec_init_mode init_mode;
+    spec_expect *expects;
+    uint32_t nexpects;
     ss_ns hook_ns;           /* host time of one runtime hook (FSDP/DDP) */
 } spec_scenario;
 

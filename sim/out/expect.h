@@ -1,0 +1,33 @@
+/* expect.h - scenario expectations checked against a summary.
+ *
+ * An expectation names a key of the JSON summary by its path
+ * ("step_time_s", "memory.per_rank[0].peak_allocated_bytes",
+ * "collectives.all_gather.forward.count") and bounds it: max, min, eq
+ * (number, boolean or string) and within_pct of a value. Checking reads the
+ * rendered summary, so every summary key can be checked and the checked
+ * value is exactly what users' tools read.
+ *
+ * A key the summary does not have is an input error naming the scenario
+ * file and $.expect entry. Ownership: exp_check fills a caller array of
+ * nexpects results (no allocation beyond a temporary parse).
+ */
+#ifndef EXP_EXPECT_H
+#define EXP_EXPECT_H
+
+#include <stdbool.h>
+
+#include "../core/err.h"
+#include "../plan/spec.h"
+
+typedef struct exp_result {
+    const spec_expect *e;
+    bool ok;
+    char want[96];   /* "max 0.02, min 0.01" */
+    char actual[64]; /* the value found */
+} exp_result;
+
+/* res must have room for s->nexpects entries. *nfailed = violated ones. */
+int exp_check(const spec_scenario *s, const char *summary_json, exp_result *res,
+              uint32_t *nfailed, ss_err *err);
+
+#endif
