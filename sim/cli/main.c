@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../io/scenario.h"
+#include "../out/chrome.h"
 #include "../out/expect.h"
 #include "../run/run.h"
 
@@ -17,7 +18,8 @@
 #define MAX_FILES 4096
 
 static const char usage[] =
-    "usage: shardsim run SCENARIO [--json FILE] [--set PATH=VALUE]... [--memory] [--quiet]\n"
+    "usage: shardsim run SCENARIO [--json FILE] [--trace FILE] [--set PATH=VALUE]...\n"
+    "                    [--memory] [--quiet]\n"
     "       shardsim check SCENARIO... [--set PATH=VALUE]...\n"
     "       shardsim --version | --help\n"
     "\n"
@@ -25,12 +27,13 @@ static const char usage[] =
     "  check    simulate every SCENARIO and test its \"expect\" block; exit 1 if any\n"
     "           expectation is violated, with a table of what failed\n"
     "  --json   also write the summary as JSON to FILE ('-' for stdout)\n"
+    "  --trace  write a Chrome/Perfetto trace (Trace Event Format JSON) to FILE\n"
     "  --set    override a scenario key, e.g. --set sharding.strategy=full_shard\n"
     "  --memory print every tensor live at rank 0's memory peak, by category\n"
     "  --quiet  do not print the text summary\n";
 
 typedef struct cli_args {
-    const char *json;
+    const char *json, *trace;
     const char *files[MAX_FILES];
     size_t nfiles;
     const char *sets[MAX_SETS];
@@ -63,9 +66,9 @@ static int parse_opt(int argc, char **argv, int *i, cli_args *a, int is_run)
         if (!has_val) return usage_error("%s needs a value", s);
         if (a->nsets == MAX_SETS) return usage_error("too many --set (%s)", "max 256");
         a->sets[a->nsets++] = argv[++*i];
-    } else if (is_run && !strcmp(s, "--json")) {
+    } else if (is_run && (!strcmp(s, "--json") || !strcmp(s, "--trace"))) {
         if (!has_val) return usage_error("%s needs a value", s);
-        a->json = argv[++*i];
+        *(s[2] == 'j' ? &a->json : &a->trace) = argv[++*i];
     } else if (is_run && !strcmp(s, "--quiet")) {
         a->quiet = 1;
     } else if (is_run && !strcmp(s, "--memory")) {
@@ -137,7 +140,8 @@ static int sim_run(const char *file, const cli_args *a, sim_one *o, ss_err *err)
     memset(o, 0, sizeof *o);
     int rc = scn_load(file, a->sets, a->nsets, &o->s, err);
     if (rc) return rc;
-    if ((rc = run_step(&o->s, &o->r, err))) return rc;
+    run_opts ro = {a->trace != NULL};
+    if ((rc = run_step(&o->s, &ro, &o->r, err))) return rc;
     o->json = sum_json(&o->r.sum);
     o->res = calloc(o->s.nexpects ? o->s.nexpects : 1, sizeof *o->res);
     if (!o->json || !o->res) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
@@ -161,6 +165,12 @@ static int cmd_run(const cli_args *a)
     sim_one o;
     int rc = sim_run(a->files[0], a, &o, &err);
     if (!rc && a->json) rc = write_atomic(a->json, o.json, &err);
+    if (!rc && a->trace) {
+        char *tr = chrome_json(&o.r.sum, o.r.t);
+        rc = tr ? write_atomic(a->trace, tr, &err)
+                : ss_fail(&err, SS_E_NOMEM, NULL, "out of memory rendering the trace");
+        free(tr);
+    }
     if (!rc && !a->quiet) {
         sum_text(&o.r.sum, stdout);
         if (o.s.nexpects) {

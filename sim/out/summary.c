@@ -107,7 +107,7 @@ static void count_colls(const trc *t, sum_report *r)
     }
 }
 
-int sum_build(const spec_scenario *s, const trc *t, const st_bytes *st,
+int sum_build(const spec_scenario *s, const trc *t, const st_bytes *st, bool series_all,
               sum_report *out, ss_err *err)
 {
     sum_report r = {.s = s, .step_ns = t->step_ns, .nranks = t->nranks,
@@ -119,7 +119,7 @@ int sum_build(const spec_scenario *s, const trc *t, const st_bytes *st,
         r.ranks[k].st = st[k];
         r.nops += prog_nops(t->p, k);
         mem_cfg mc = {(mem_model)s->alloc_model, s->expandable_segments, s->capacity_bytes,
-                      k == 0};
+                      k == 0 || series_all};
         rc = mem_replay(t, k, &mc, &r.ranks[k].mem, err);
         uint32_t po = r.ranks[k].mem.peak_op;
         snprintf(r.ranks[k].peak_op, sizeof r.ranks[k].peak_op, "%s",

@@ -42,9 +42,10 @@ typedef struct sum_report {
     uint64_t nops, nevents;
 } sum_report;
 
-/* st[r]: rank r's state bytes. Errors: memory replay inconsistencies
+/* st[r]: rank r's state bytes. The memory series is recorded for rank 0,
+ * or every rank with series_all (traces). Errors: memory replay inconsistencies
  * (SS_E_INTERNAL), a step that does not end in the state it started from. */
-int sum_build(const spec_scenario *s, const trc *t, const st_bytes *st,
+int sum_build(const spec_scenario *s, const trc *t, const st_bytes *st, bool series_all,
               sum_report *out, ss_err *err);
 void sum_fini(sum_report *r);
 

@@ -29,7 +29,7 @@ static int states(run_result *r, ss_err *err)
     return SS_OK;
 }
 
-int run_step(const spec_scenario *s, run_result *out, ss_err *err)
+int run_step(const spec_scenario *s, const run_opts *o, run_result *out, ss_err *err)
 {
     run_result r = {0};
     cost_net cn = {&s->topo};
@@ -38,7 +38,7 @@ int run_step(const spec_scenario *s, run_result *out, ss_err *err)
     if (!rc) rc = sched_build(r.pl, &r.p, err);
     if (!rc) rc = eng_run(r.p, &net, &r.t, err);
     if (!rc) rc = states(&r, err);
-    if (!rc) rc = sum_build(s, r.t, r.st, &r.sum, err);
+    if (!rc) rc = sum_build(s, r.t, r.st, o && o->series_all, &r.sum, err);
     for (uint32_t k = 0; !rc && k < r.pl->n; k++)
         rc = sched_init_peak(r.pl, k, &r.sum.ranks[k].init_peak, err);
     if (rc) {

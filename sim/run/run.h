@@ -24,7 +24,12 @@ typedef struct run_result {
     sum_report sum;
 } run_result;
 
-int run_step(const spec_scenario *s, run_result *out, ss_err *err);
+/* Options a report needs from the run; NULL means the defaults (zeros). */
+typedef struct run_opts {
+    bool series_all; /* memory series of every rank, not only rank 0 */
+} run_opts;
+
+int run_step(const spec_scenario *s, const run_opts *o, run_result *out, ss_err *err);
 void run_fini(run_result *r);
 
 #endif

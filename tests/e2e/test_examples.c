@@ -32,7 +32,7 @@ static void load_run(const char *name, const char **sets, size_t nsets, spec_sce
     ss_err err;
     ss_err_clear(&err);
     if (scn_load(path, sets, nsets, s, &err)) fail_msg("%s: %s", err.where, err.msg);
-    if (run_step(s, r, &err)) fail_msg("%s: %s", err.where, err.msg);
+    if (run_step(s, NULL, r, &err)) fail_msg("%s: %s", err.where, err.msg);
 }
 
 /* FULL_SHARD per block on 4 ranks: 7 units, 7 forward and 7 backward
@@ -189,7 +189,7 @@ static void test_ideal_is_lower_bound(void **state)
         ss_err err;
         ss_err_clear(&err);
         for (int m = 0; m < 2; m++)
-            if (scn_load(files[i], ideal, (size_t)m, &s[m], &err) || run_step(&s[m], &r[m], &err))
+            if (scn_load(files[i], ideal, (size_t)m, &s[m], &err) || run_step(&s[m], NULL, &r[m], &err))
                 fail_msg("%s: %s: %s", files[i], err.where, err.msg);
         for (uint32_t k = 0; k < r[0].sum.nranks; k++) {
             const mem_rank *c = &r[0].sum.ranks[k].mem, *id = &r[1].sum.ranks[k].mem;

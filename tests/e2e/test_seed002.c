@@ -45,7 +45,7 @@ static void load_run(const row *w, spec_scenario *s, run_result *r)
     ss_err_clear(&err);
     int rc = scn_load(path, NULL, 0, s, &err);
     if (rc) fail_msg("%s: %s", err.where, err.msg);
-    rc = run_step(s, r, &err);
+    rc = run_step(s, NULL, r, &err);
     if (rc) fail_msg("%s: %s", err.where, err.msg);
 }
 

@@ -1,0 +1,98 @@
+/* The Chrome/Perfetto trace of a seeds/002 FULL_SHARD step follows the Trace
+ * Event Format's rules: a traceEvents array; every event has name, ph, ts,
+ * pid, tid; complete events have a non-negative dur and, per thread, come
+ * in start order; flows come in s/f pairs with one id; one complete event
+ * per simulated op; process names and memory counters for every rank. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "../../sim/io/scenario.h"
+#include "../../sim/out/chrome.h"
+#include "../../sim/run/run.h"
+
+static cJSON *trace_of(const char *file, uint64_t *nops, uint32_t *nranks)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/scenarios/%s", SS_SOURCE_DIR, file);
+    ss_err err;
+    ss_err_clear(&err);
+    spec_scenario s;
+    run_result r;
+    run_opts o = {true};
+    if (scn_load(path, NULL, 0, &s, &err) || run_step(&s, &o, &r, &err))
+        fail_msg("%s: %s", err.where, err.msg);
+    char *txt = chrome_json(&r.sum, r.t);
+    assert_non_null(txt);
+    *nops = r.sum.nops;
+    *nranks = r.sum.nranks;
+    cJSON *root = cJSON_Parse(txt);
+    free(txt);
+    run_fini(&r);
+    spec_scenario_fini(&s);
+    assert_non_null(root);
+    return root;
+}
+
+static void test_trace_format(void **state)
+{
+    (void)state;
+    uint64_t nops;
+    uint32_t nranks;
+    cJSON *root = trace_of("seed002/zero3_full_shard_pre.json", &nops, &nranks);
+    const cJSON *evs = cJSON_GetObjectItem(root, "traceEvents");
+    assert_true(cJSON_IsArray(evs));
+    uint64_t nx = 0, ns = 0, nf = 0, ids = 0;
+    uint32_t procs = 0, counters_of[64] = {0};
+    double last_ts[64][8];
+    for (int i = 0; i < 64; i++)
+        for (int j = 0; j < 8; j++) last_ts[i][j] = -1;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, evs)
+    {
+        const char *req[] = {"name", "ph", "ts", "pid", "tid"};
+        for (int k = 0; k < 5; k++) assert_non_null(cJSON_GetObjectItem(e, req[k]));
+        const char *ph = cJSON_GetObjectItem(e, "ph")->valuestring;
+        int pid = cJSON_GetObjectItem(e, "pid")->valueint, tid = cJSON_GetObjectItem(e, "tid")->valueint;
+        double ts = cJSON_GetObjectItem(e, "ts")->valuedouble;
+        assert_true(pid >= 0 && pid < 64 && tid >= 0 && tid < 8 && ts >= 0);
+        if (!strcmp(ph, "X")) {
+            nx++;
+            assert_true(cJSON_GetObjectItem(e, "dur")->valuedouble >= 0);
+            assert_true(ts >= last_ts[pid][tid]);
+            last_ts[pid][tid] = ts;
+        } else if (!strcmp(ph, "s")) {
+            ns++;
+            ids += (uint64_t)cJSON_GetObjectItem(e, "id")->valuedouble;
+        } else if (!strcmp(ph, "f")) {
+            nf++;
+            ids -= (uint64_t)cJSON_GetObjectItem(e, "id")->valuedouble;
+        } else if (!strcmp(ph, "M")) {
+            procs += !strcmp(cJSON_GetObjectItem(e, "name")->valuestring, "process_name");
+        } else if (!strcmp(ph, "C")) {
+            counters_of[pid]++;
+        } else {
+            fail_msg("unexpected phase %s", ph);
+        }
+    }
+    assert_int_equal(nx, nops);
+    assert_int_equal(ns, nf);
+    assert_true(ns > 0);
+    assert_int_equal(ids, 0);
+    assert_int_equal(procs, nranks);
+    for (uint32_t k = 0; k < nranks; k++) assert_true(counters_of[k] > 0);
+    cJSON_Delete(root);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_trace_format)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
