@@ -11,6 +11,7 @@
 
 #include "../io/scenario.h"
 #include "../out/chrome.h"
+#include "../out/diff.h"
 #include "../out/expect.h"
 #include "../run/run.h"
 
@@ -21,11 +22,14 @@ static const char usage[] =
     "usage: shardsim run SCENARIO [--json FILE] [--trace FILE] [--set PATH=VALUE]...\n"
     "                    [--memory] [--quiet]\n"
     "       shardsim check SCENARIO... [--set PATH=VALUE]...\n"
+    "       shardsim diff A B [--set PATH=VALUE]...\n"
     "       shardsim --version | --help\n"
     "\n"
     "  run      simulate one training step of SCENARIO and print a summary\n"
     "  check    simulate every SCENARIO and test its \"expect\" block; exit 1 if any\n"
     "           expectation is violated, with a table of what failed\n"
+    "  diff     compare two runs side by side; A and B are JSON summaries or\n"
+    "           scenarios (simulated first, --set applying to both)\n"
     "  --json   also write the summary as JSON to FILE ('-' for stdout)\n"
     "  --trace  write a Chrome/Perfetto trace (Trace Event Format JSON) to FILE\n"
     "  --set    override a scenario key, e.g. --set sharding.strategy=full_shard\n"
@@ -208,6 +212,36 @@ static int cmd_check(const cli_args *a)
     return nbad ? 2 : nfail ? 1 : 0;
 }
 
+/* A summary's JSON text: the file itself, or the simulated scenario's. */
+static int summary_of(const char *file, const cli_args *a, char **text, ss_err *err)
+{
+    bool is_summary;
+    int rc = scn_read_summary(file, text, &is_summary, err);
+    if (rc || is_summary) return rc;
+    sim_one o;
+    rc = sim_run(file, a, &o, err);
+    if (!rc) {
+        *text = o.json;
+        o.json = NULL;
+    }
+    sim_fini(&o);
+    return rc;
+}
+
+static int cmd_diff(const cli_args *a)
+{
+    if (a->nfiles != 2) return usage_error("%s", "diff needs two files, A and B");
+    ss_err err;
+    ss_err_clear(&err);
+    char *ta = NULL, *tb = NULL;
+    int rc = summary_of(a->files[0], a, &ta, &err);
+    if (!rc) rc = summary_of(a->files[1], a, &tb, &err);
+    if (!rc) rc = diff_text(ta, a->files[0], tb, a->files[1], stdout, &err);
+    free(ta);
+    free(tb);
+    return rc ? report(&err) : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) return usage_error("%s", "no command given");
@@ -219,11 +253,11 @@ int main(int argc, char **argv)
         puts("shardsim " SHARDSIM_VERSION);
         return 0;
     }
-    int is_run = !strcmp(argv[1], "run");
-    if (!is_run && strcmp(argv[1], "check") != 0)
+    int is_run = !strcmp(argv[1], "run"), is_diff = !strcmp(argv[1], "diff");
+    if (!is_run && !is_diff && strcmp(argv[1], "check") != 0)
         return usage_error("unknown command %s", argv[1]);
     static cli_args a;
     int rc = parse_args(argc, argv, &a, is_run);
     if (rc) return rc;
-    return is_run ? cmd_run(&a) : cmd_check(&a);
+    return is_run ? cmd_run(&a) : is_diff ? cmd_diff(&a) : cmd_check(&a);
 }

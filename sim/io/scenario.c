@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "json.h"
 
 #define KEYS(...) (const char *const[]){__VA_ARGS__}, \
@@ -472,4 +474,20 @@ int scn_load(const char *file, const char *const *overrides, size_t noverrides,
     }
     *out = s;
     return SS_OK;
+}
+
+int scn_read_summary(const char *file, char **text, bool *is_summary, ss_err *err)
+{
+    js_doc doc = {0};
+    js_node v;
+    *text = NULL;
+    *is_summary = false;
+    int rc = js_doc_load(&doc, file, err);
+    if (!rc && js_get(js_root(&doc), "shardsim_version", &v)) {
+        *is_summary = true;
+        *text = cJSON_PrintUnformatted(doc.root);
+        if (!*text) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    }
+    js_doc_fini(&doc);
+    return rc;
 }

@@ -15,8 +15,16 @@
 #ifndef SCN_SCENARIO_H
 #define SCN_SCENARIO_H
 
+#include <stdbool.h>
+
 #include "../plan/spec.h"
 #include "../core/err.h"
+
+/* If `file` is a JSON summary written by `shardsim run --json` (it has a
+ * top-level "shardsim_version"), set *is_summary and return its text in
+ * *text (caller frees with free()); otherwise *is_summary = false and
+ * *text = NULL. Errors: unreadable or malformed file. */
+int scn_read_summary(const char *file, char **text, bool *is_summary, ss_err *err);
 
 int scn_load(const char *file, const char *const *overrides, size_t noverrides,
              spec_scenario *out, ss_err *err);

@@ -397,6 +397,7 @@ static void mem_peak(dw *w, const mem_rank *m)
 
 static int draw_memory(dw *w, ss_err *err)
 {
+    if (!w->r->ranks || w->r->nranks == 0) return SS_OK;
     const mem_rank *m = &w->r->ranks[0].mem;
     ss_ns span_ns = w->g.t_hi - w->g.t_lo;
     size_t nb = span_ns < MEM_BARS ? (size_t)span_ns : MEM_BARS;
