@@ -7,22 +7,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../io/scenario.h"
 #include "../out/chrome.h"
 #include "../out/diff.h"
+#include "../out/dot.h"
 #include "../out/expect.h"
 #include "../run/run.h"
+#include "../run/sweep.h"
 
 #define MAX_SETS 256
 #define MAX_FILES 4096
 
 static const char usage[] =
-    "usage: shardsim run SCENARIO [--json FILE] [--trace FILE] [--set PATH=VALUE]...\n"
+    "usage: shardsim run SCENARIO [--json FILE] [--trace FILE] [--dot FILE] [--svg FILE]\n"
+    "                    [--window MS..MS] [--ranks A..B] [--set PATH=VALUE]...\n"
     "                    [--memory] [--quiet]\n"
     "       shardsim check SCENARIO... [--set PATH=VALUE]...\n"
     "       shardsim diff A B [--set PATH=VALUE]...\n"
+    "       shardsim sweep SCENARIO --vary PATH=V1,V2,... [--vary ...] [--set ...]\n"
+    "                      [-j THREADS] [-o FILE.csv]\n"
     "       shardsim --version | --help\n"
     "\n"
     "  run      simulate one training step of SCENARIO and print a summary\n"
@@ -30,19 +37,29 @@ static const char usage[] =
     "           expectation is violated, with a table of what failed\n"
     "  diff     compare two runs side by side; A and B are JSON summaries or\n"
     "           scenarios (simulated first, --set applying to both)\n"
+    "  sweep    simulate the cartesian product of the --vary lists on THREADS\n"
+    "           threads (default 1) and write one CSV row per point\n"
     "  --json   also write the summary as JSON to FILE ('-' for stdout)\n"
     "  --trace  write a Chrome/Perfetto trace (Trace Event Format JSON) to FILE\n"
+    "  --dot    write the timeline as Graphviz DOT (for neato -n2) to FILE\n"
+    "  --svg    render the timeline to an SVG FILE with Graphviz's neato\n"
+    "  --window draw only this time range of the step, in ms (e.g. 2.5..6)\n"
+    "  --ranks  draw only these ranks (default: all)\n"
     "  --set    override a scenario key, e.g. --set sharding.strategy=full_shard\n"
     "  --memory print every tensor live at rank 0's memory peak, by category\n"
     "  --quiet  do not print the text summary\n";
 
 typedef struct cli_args {
-    const char *json, *trace;
+    const char *json, *trace, *dot, *svg;
+    dot_opts view;
     const char *files[MAX_FILES];
     size_t nfiles;
     const char *sets[MAX_SETS];
     size_t nsets;
     int quiet, memory;
+    const char *out;
+    unsigned threads;
+    sweep_cfg sweep;
 } cli_args;
 
 static int exit_code(int rc) { return rc == SS_E_INPUT || rc == SS_E_IO ? 2 : 1; }
@@ -62,20 +79,70 @@ static int usage_error(const char *fmt, const char *arg)
     return 2;
 }
 
+/* "A..B": a window in ms (--window) or a rank range (--ranks). */
+static int parse_range(const char *opt, const char *v, dot_opts *view)
+{
+    char *end;
+    double lo = strtod(v, &end);
+    if (end == v || strncmp(end, "..", 2) != 0) return usage_error("expected A..B, not %s", v);
+    const char *b = end + 2;
+    double hi = strtod(b, &end);
+    if (end == b || *end || hi < lo || lo < 0) return usage_error("expected A..B with 0 <= A <= B, not %s", v);
+    if (opt[2] == 'w') {
+        view->t_lo = ss_ns_from_s(lo * 1e-3);
+        view->t_hi = ss_ns_from_s(hi * 1e-3);
+        if (view->t_hi <= view->t_lo) return usage_error("the window %s is empty", v);
+    } else {
+        view->rank_lo = (uint32_t)lo;
+        view->rank_hi = (uint32_t)hi;
+    }
+    return 0;
+}
+
+static int parse_sweep_opt(int argc, char **argv, int *i, cli_args *a)
+{
+    const char *s = argv[*i];
+    if (*i + 1 >= argc) return usage_error("%s needs a value", s);
+    const char *v = argv[++*i];
+    if (!strcmp(s, "-o")) {
+        a->out = v;
+    } else if (!strcmp(s, "-j")) {
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (*end || n < 1 || n > 64) return usage_error("-j takes 1 to 64 threads, not %s", v);
+        a->threads = (unsigned)n;
+    } else {
+        if (a->sweep.nvary == SWEEP_MAX_VARY) return usage_error("at most 16 --vary (%s)", v);
+        ss_err err;
+        ss_err_clear(&err);
+        if (sweep_vary_parse(v, &a->sweep.vary[a->sweep.nvary], &err)) return report(&err);
+        a->sweep.nvary++;
+    }
+    return 0;
+}
+
 static int parse_opt(int argc, char **argv, int *i, cli_args *a, int is_run)
 {
     const char *s = argv[*i];
     bool has_val = *i + 1 < argc;
+    if (is_run == 2 && (!strcmp(s, "-o") || !strcmp(s, "-j") || !strcmp(s, "--vary")))
+        return parse_sweep_opt(argc, argv, i, a);
     if (!strcmp(s, "--set")) {
         if (!has_val) return usage_error("%s needs a value", s);
         if (a->nsets == MAX_SETS) return usage_error("too many --set (%s)", "max 256");
         a->sets[a->nsets++] = argv[++*i];
-    } else if (is_run && (!strcmp(s, "--json") || !strcmp(s, "--trace"))) {
+    } else if (is_run == 1 && (!strcmp(s, "--json") || !strcmp(s, "--trace") ||
+                               !strcmp(s, "--dot") || !strcmp(s, "--svg"))) {
         if (!has_val) return usage_error("%s needs a value", s);
-        *(s[2] == 'j' ? &a->json : &a->trace) = argv[++*i];
-    } else if (is_run && !strcmp(s, "--quiet")) {
+        const char **dst = s[2] == 'j' ? &a->json : s[2] == 't' ? &a->trace
+                           : s[2] == 'd' ? &a->dot : &a->svg;
+        *dst = argv[++*i];
+    } else if (is_run == 1 && (!strcmp(s, "--window") || !strcmp(s, "--ranks"))) {
+        if (!has_val) return usage_error("%s needs a value", s);
+        return parse_range(s, argv[++*i], &a->view);
+    } else if (is_run == 1 && !strcmp(s, "--quiet")) {
         a->quiet = 1;
-    } else if (is_run && !strcmp(s, "--memory")) {
+    } else if (is_run == 1 && !strcmp(s, "--memory")) {
         a->memory = 1;
     } else {
         return usage_error("unknown option %s", s);
@@ -89,7 +156,7 @@ static int parse_args(int argc, char **argv, cli_args *a, int is_run)
         if (argv[i][0] == '-' && argv[i][1]) {
             int rc = parse_opt(argc, argv, &i, a, is_run);
             if (rc) return rc;
-        } else if (a->nfiles == (is_run ? 1 : MAX_FILES)) {
+        } else if (a->nfiles == (is_run ? 1u : MAX_FILES)) {
             return usage_error("too many scenario files (%s)", argv[i]);
         } else {
             a->files[a->nfiles++] = argv[i];
@@ -131,6 +198,41 @@ typedef struct sim_one {
     uint32_t nfailed;
 } sim_one;
 
+/* The DOT text of the timeline. Caller frees. */
+static int dot_text(const sim_one *o, const dot_opts *view, char **text, ss_err *err)
+{
+    size_t len = 0;
+    FILE *f = open_memstream(text, &len);
+    if (!f) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    int rc = dot_write(&o->r.sum, o->r.t, view, f, err);
+    if (fclose(f) && !rc) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    return rc;
+}
+
+/* neato -n2 -Tsvg DOT -o TMP, then rename TMP to SVG: Graphviz draws, we
+ * only place. A Graphviz that is missing or complains is an error. */
+static int render_svg(const char *dotfile, const char *svg, ss_err *err)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", svg, (long)getpid());
+    char *argv[] = {"neato", "-n2", "-Tsvg", "-o", tmp, (char *)dotfile, NULL};
+    pid_t pid;
+    int status = 0;
+    extern char **environ;
+    if (posix_spawnp(&pid, "neato", NULL, NULL, argv, environ) != 0)
+        return ss_fail(err, SS_E_IO, svg, "cannot run Graphviz's neato: is graphviz installed?");
+    if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        remove(tmp);
+        return ss_fail(err, SS_E_IO, svg, "neato failed to render %s", dotfile);
+    }
+    if (rename(tmp, svg) != 0) {
+        remove(tmp);
+        return ss_fail(err, SS_E_IO, svg, "cannot write: %s", strerror(errno));
+    }
+    return SS_OK;
+}
+
+
 static void sim_fini(sim_one *o)
 {
     free(o->res);
@@ -162,6 +264,24 @@ static void print_expectations(const sim_one *o, const char *file, bool only_fai
     }
 }
 
+/* --dot and --svg: the SVG is rendered from the DOT file (a temporary one
+ * when no --dot was asked for). */
+static int write_timeline(const cli_args *a, const sim_one *o, ss_err *err)
+{
+    char *text = NULL, tmp[4096];
+    int rc = dot_text(o, &a->view, &text, err);
+    const char *dotfile = a->dot;
+    if (!dotfile) {
+        snprintf(tmp, sizeof tmp, "%s.dot.tmp.%ld", a->svg, (long)getpid());
+        dotfile = tmp;
+    }
+    if (!rc) rc = write_atomic(dotfile, text, err);
+    if (!rc && a->svg) rc = render_svg(dotfile, a->svg, err);
+    if (!a->dot) remove(tmp);
+    free(text);
+    return rc;
+}
+
 static int cmd_run(const cli_args *a)
 {
     ss_err err;
@@ -169,6 +289,7 @@ static int cmd_run(const cli_args *a)
     sim_one o;
     int rc = sim_run(a->files[0], a, &o, &err);
     if (!rc && a->json) rc = write_atomic(a->json, o.json, &err);
+    if (!rc && (a->dot || a->svg)) rc = write_timeline(a, &o, &err);
     if (!rc && a->trace) {
         char *tr = chrome_json(&o.r.sum, o.r.t);
         rc = tr ? write_atomic(a->trace, tr, &err)
@@ -242,6 +363,44 @@ static int cmd_diff(const cli_args *a)
     return rc ? report(&err) : 0;
 }
 
+static void progress_bar(void *ctx, size_t done, size_t total)
+{
+    (void)ctx;
+    int width = 40, fill = (int)(width * done / (total ? total : 1));
+    fprintf(stderr, "\r  [%.*s%*s] %zu/%zu points", fill, "########################################",
+            width - fill, "", done, total);
+    if (done == total) fputc('\n', stderr);
+}
+
+static int cmd_sweep(cli_args *a)
+{
+    if (!a->sweep.nvary) return usage_error("%s", "sweep needs at least one --vary PATH=V1,V2");
+    sweep_cfg *c = &a->sweep;
+    c->scenario = a->files[0];
+    c->sets = a->sets;
+    c->nsets = a->nsets;
+    c->threads = a->threads ? a->threads : 1;
+    c->stride = 1;
+    if (isatty(2) && !getenv("CI")) c->progress = progress_bar;
+    ss_err err;
+    ss_err_clear(&err);
+    char *rows = NULL, *head = sweep_header(c), *all = NULL;
+    int rc = head ? sweep_run(c, &rows, &err) : ss_fail(&err, SS_E_NOMEM, NULL, "out of memory");
+    if (!rc && !(all = malloc(strlen(head) + strlen(rows) + 1)))
+        rc = ss_fail(&err, SS_E_NOMEM, NULL, "out of memory");
+    if (!rc) {
+        strcpy(all, head);
+        strcat(all, rows);
+        if (a->out) rc = write_atomic(a->out, all, &err);
+        else fputs(all, stdout);
+    }
+    free(all);
+    free(rows);
+    free(head);
+    for (size_t k = 0; k < c->nvary; k++) sweep_vary_fini(&c->vary[k]);
+    return rc ? report(&err) : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) return usage_error("%s", "no command given");
@@ -253,11 +412,14 @@ int main(int argc, char **argv)
         puts("shardsim " SHARDSIM_VERSION);
         return 0;
     }
-    int is_run = !strcmp(argv[1], "run"), is_diff = !strcmp(argv[1], "diff");
+    int is_run = !strcmp(argv[1], "run") ? 1 : !strcmp(argv[1], "sweep") ? 2 : 0;
+    int is_diff = !strcmp(argv[1], "diff");
     if (!is_run && !is_diff && strcmp(argv[1], "check") != 0)
         return usage_error("unknown command %s", argv[1]);
     static cli_args a;
+    a.view = (dot_opts){0, UINT32_MAX, 0, 0, 16.0};
     int rc = parse_args(argc, argv, &a, is_run);
     if (rc) return rc;
+    if (is_run == 2) return cmd_sweep(&a);
     return is_run ? cmd_run(&a) : is_diff ? cmd_diff(&a) : cmd_check(&a);
 }

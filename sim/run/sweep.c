@@ -1,0 +1,235 @@
+#include "sweep.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../io/scenario.h"
+#include "run.h"
+
+/* ---- --vary parsing ---- */
+
+static int add_value(sweep_vary *v, const char *s, size_t n, ss_err *err)
+{
+    char **vals = realloc(v->values, (v->nvalues + 1) * sizeof *vals);
+    char *copy = malloc(n + 1);
+    if (!vals || !copy) {
+        free(copy);
+        if (vals) v->values = vals;
+        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    }
+    memcpy(copy, s, n);
+    copy[n] = '\0';
+    v->values = vals;
+    v->values[v->nvalues++] = copy;
+    return SS_OK;
+}
+
+int sweep_vary_parse(const char *arg, sweep_vary *v, ss_err *err)
+{
+    memset(v, 0, sizeof *v);
+    char where[300];
+    snprintf(where, sizeof where, "--vary %.280s", arg);
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || (size_t)(eq - arg) >= sizeof v->key || !eq[1])
+        return ss_fail(err, SS_E_INPUT, where, "expected KEY=VALUE1,VALUE2,...");
+    memcpy(v->key, arg, (size_t)(eq - arg));
+    int depth = 0, rc = SS_OK;
+    bool quoted = false;
+    const char *start = eq + 1;
+    for (const char *p = start;; p++) {
+        if (*p == '"') quoted = !quoted;
+        else if (!quoted && (*p == '{' || *p == '[')) depth++;
+        else if (!quoted && (*p == '}' || *p == ']')) depth--;
+        if (*p == '\0' || (*p == ',' && !depth && !quoted)) {
+            if (p == start) rc = ss_fail(err, SS_E_INPUT, where, "an empty value");
+            if (!rc) rc = add_value(v, start, (size_t)(p - start), err);
+            if (rc || !*p) break;
+            start = p + 1;
+        }
+    }
+    if (rc) sweep_vary_fini(v);
+    return rc;
+}
+
+void sweep_vary_fini(sweep_vary *v)
+{
+    for (size_t i = 0; i < v->nvalues; i++) free(v->values[i]);
+    free(v->values);
+    v->values = NULL;
+    v->nvalues = 0;
+}
+
+size_t sweep_points(const sweep_cfg *c)
+{
+    size_t n = 1;
+    for (size_t k = 0; k < c->nvary; k++) {
+        if (c->vary[k].nvalues && n > SIZE_MAX / c->vary[k].nvalues) return 0;
+        n *= c->vary[k].nvalues;
+    }
+    return n;
+}
+
+/* ---- rows ---- */
+
+static const char *const columns =
+    "status,step_time_s,compute_s,exposed_communication_s,max_peak_allocated_bytes,"
+    "max_peak_reserved_bytes,max_steady_bytes,fits,all_reduce_count,all_gather_count,"
+    "reduce_scatter_count,broadcast_count,error";
+
+/* Append s to a CSV line, quoted when it holds a comma, quote or newline. */
+static void csv_field(char *line, size_t cap, const char *s)
+{
+    size_t u = strlen(line);
+    bool q = strpbrk(s, ",\"\n") != NULL;
+    if (q && u + 1 < cap) line[u++] = '"';
+    for (; *s && u + 2 < cap; s++) {
+        if (*s == '"') line[u++] = '"';
+        line[u++] = *s == '\n' ? ' ' : *s;
+    }
+    if (q && u + 1 < cap) line[u++] = '"';
+    if (u + 1 < cap) line[u++] = ',';
+    line[u] = '\0';
+}
+
+char *sweep_header(const sweep_cfg *c)
+{
+    char *h = calloc(1, 4096);
+    if (!h) return NULL;
+    csv_field(h, 4096, "point");
+    for (size_t k = 0; k < c->nvary; k++) csv_field(h, 4096, c->vary[k].key);
+    snprintf(h + strlen(h), 4096 - strlen(h), "%s\n", columns);
+    return h;
+}
+
+static void figures(const sum_report *r, char *buf, size_t cap)
+{
+    ss_bytes peak = 0, res = 0, steady = 0;
+    bool fits = true;
+    for (uint32_t k = 0; k < r->nranks; k++) {
+        const mem_rank *m = &r->ranks[k].mem;
+        if (m->peak > peak) peak = m->peak;
+        if (m->peak_reserved > res) res = m->peak_reserved;
+        if (m->end > steady) steady = m->end;
+        fits = fits && !m->ooms;
+    }
+    snprintf(buf, cap, "ok,%.9g,%.9g,%.9g,%llu,%llu,%llu,%s,%llu,%llu,%llu,%llu,", r->step_ns * 1e-9,
+             r->compute_ns * 1e-9, r->exposed_comm_ns * 1e-9, (unsigned long long)peak,
+             (unsigned long long)res, (unsigned long long)steady, fits ? "true" : "false",
+             (unsigned long long)r->coll[PROG_COLL_ALL_REDUCE].count,
+             (unsigned long long)r->coll[PROG_COLL_ALL_GATHER].count,
+             (unsigned long long)r->coll[PROG_COLL_REDUCE_SCATTER].count,
+             (unsigned long long)r->coll[PROG_COLL_BROADCAST].count);
+}
+
+#define ROW_MAX 4096
+
+/* Simulate point i and format its row. Only out-of-memory fails the sweep. */
+static char *run_point(const sweep_cfg *c, size_t i)
+{
+    char *row = calloc(1, ROW_MAX), sets_buf[SWEEP_MAX_VARY][600];
+    const char *sets[256 + SWEEP_MAX_VARY];
+    if (!row) return NULL;
+    size_t n = 0, rest = i;
+    for (size_t k = 0; k < c->nsets && n < 256; k++) sets[n++] = c->sets[k];
+    snprintf(row, ROW_MAX, "%zu,", i);
+    const char *vals[SWEEP_MAX_VARY];
+    for (size_t k = c->nvary; k-- > 0;) {
+        vals[k] = c->vary[k].values[rest % c->vary[k].nvalues];
+        rest /= c->vary[k].nvalues;
+        snprintf(sets_buf[k], sizeof sets_buf[k], "%s=%s", c->vary[k].key, vals[k]);
+    }
+    for (size_t k = 0; k < c->nvary; k++) {
+        csv_field(row, ROW_MAX, vals[k]);
+        sets[n++] = sets_buf[k];
+    }
+    ss_err err;
+    ss_err_clear(&err);
+    spec_scenario s;
+    run_result r = {0};
+    int rc = scn_load(c->scenario, sets, n, &s, &err);
+    if (!rc) {
+        rc = run_step(&s, NULL, &r, &err);
+        spec_scenario_fini(&s);
+    }
+    char fig[512], msg[1200];
+    if (!rc) {
+        figures(&r.sum, fig, sizeof fig);
+        snprintf(row + strlen(row), ROW_MAX - strlen(row), "%s\n", fig);
+    } else {
+        snprintf(row + strlen(row), ROW_MAX - strlen(row), "error,,,,,,,,,,,,");
+        csv_field(row, ROW_MAX, ss_err_str(&err, msg, sizeof msg));
+        row[strlen(row) - 1] = '\n';
+    }
+    run_fini(&r);
+    return row;
+}
+
+/* ---- threads ---- */
+
+typedef struct pool {
+    const sweep_cfg *c;
+    pthread_mutex_t lock;
+    size_t next, done, count; /* local slots */
+    char **rows;
+    bool nomem;
+} pool;
+
+static void *worker(void *arg)
+{
+    pool *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        size_t slot = p->next < p->count && !p->nomem ? p->next++ : SIZE_MAX;
+        pthread_mutex_unlock(&p->lock);
+        if (slot == SIZE_MAX) return NULL;
+        char *row = run_point(p->c, p->c->first + slot * p->c->stride);
+        pthread_mutex_lock(&p->lock);
+        p->rows[slot] = row;
+        p->nomem = p->nomem || !row;
+        p->done++;
+        if (p->c->progress) p->c->progress(p->c->progress_ctx, p->done, p->count);
+        pthread_mutex_unlock(&p->lock);
+    }
+}
+
+static char *join(char **rows, size_t n)
+{
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++) len += strlen(rows[i]);
+    char *out = malloc(len), *w = out;
+    if (!out) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = strlen(rows[i]);
+        memcpy(w, rows[i], k);
+        w += k;
+    }
+    *w = '\0';
+    return out;
+}
+
+int sweep_run(const sweep_cfg *c, char **csv, ss_err *err)
+{
+    size_t total = sweep_points(c), stride = c->stride ? c->stride : 1;
+    if (!total) return ss_fail(err, SS_E_INPUT, NULL, "the sweep has no points or too many");
+    pool p = {.c = c, .count = c->first < total ? (total - c->first + stride - 1) / stride : 0};
+    p.rows = calloc(p.count ? p.count : 1, sizeof *p.rows);
+    if (!p.rows) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    pthread_mutex_init(&p.lock, NULL);
+    unsigned nt = c->threads ? c->threads : 1;
+    pthread_t th[64];
+    unsigned started = 0;
+    for (; started < nt && started < 64; started++)
+        if (pthread_create(&th[started], NULL, worker, &p)) break;
+    if (!started) worker(&p);
+    for (unsigned i = 0; i < started; i++) pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&p.lock);
+    int rc = SS_OK;
+    *csv = p.nomem ? NULL : join(p.rows, p.count);
+    if (!*csv) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    for (size_t i = 0; i < p.count; i++) free(p.rows[i]);
+    free(p.rows);
+    return rc;
+}

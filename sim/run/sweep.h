@@ -1,0 +1,60 @@
+/* sweep.h - many runs of one scenario: the cartesian product of --vary
+ * lists, simulated on worker threads, one CSV row per point.
+ *
+ * Point i of the product is the same whatever the thread count: the last
+ * --vary changes fastest, and rows are written in point order, so -j 1 and
+ * -j N give the same bytes. A point that fails (an invalid combination, a
+ * layout that does not fit the topology) does not stop the sweep: its row
+ * carries the error message and empty figures.
+ *
+ * Each thread loads and runs its own scenario: the simulator has no shared
+ * mutable state, which is what makes this safe. Progress: a callback
+ * called from the workers with the count of finished points (serialized by
+ * the sweep's own lock).
+ *
+ * Ownership: sweep_run returns the CSV text in *csv; the caller frees it
+ * with free().
+ */
+#ifndef SWEEP_H
+#define SWEEP_H
+
+#include <stddef.h>
+
+#include "../core/err.h"
+
+#define SWEEP_MAX_VARY 16
+
+typedef struct sweep_vary {
+    char key[256];       /* scenario key path */
+    char **values;       /* JSON or plain-string values */
+    size_t nvalues;
+} sweep_vary;
+
+typedef struct sweep_cfg {
+    const char *scenario;
+    const char *const *sets; /* applied to every point before the varied keys */
+    size_t nsets;
+    sweep_vary vary[SWEEP_MAX_VARY];
+    size_t nvary;
+    unsigned threads;          /* >= 1 */
+    size_t first, stride;      /* this process runs points first, first+stride, ... */
+    void (*progress)(void *ctx, size_t done, size_t total);
+    void *progress_ctx;
+} sweep_cfg;
+
+/* Parse "key=v1,v2,v3" into v (values split at commas outside brackets and
+ * quotes, so JSON objects and arrays can be values). */
+int sweep_vary_parse(const char *arg, sweep_vary *v, ss_err *err);
+void sweep_vary_fini(sweep_vary *v);
+
+/* Number of points of the product; 0 on overflow past SIZE_MAX. */
+size_t sweep_points(const sweep_cfg *c);
+
+/* The CSV header line (with its newline). Caller frees. */
+char *sweep_header(const sweep_cfg *c);
+
+/* Run this process's points; *csv holds their rows (no header), in point
+ * order, each line prefixed by its point index. */
+int sweep_run(const sweep_cfg *c, char **csv, ss_err *err);
+
+#endif

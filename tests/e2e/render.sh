@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The Graphviz timeline: `shardsim run --dot` gives DOT that neato -n2
+# renders with no warning, and `--svg` writes an SVG; a window and a rank
+# range give a smaller drawing; an empty window is a usage error.
+set -u
+bin=$1
+cd "$2" || exit 1
+d=$(mktemp -d)
+fails=0
+check() { if ! eval "$2"; then echo "FAIL: $1"; fails=$((fails + 1)); fi; }
+"$bin" run scenarios/seed002/zero3_full_shard_pre.json --quiet --dot "$d/a.dot" --svg "$d/a.svg"
+check "run --dot --svg exits 0" '[ $? -eq 0 ]'
+neato -n2 -Tsvg "$d/a.dot" -o "$d/b.svg" 2>"$d/err"
+check "neato renders without warnings" '[ $? -eq 0 ] && [ ! -s "$d/err" ]'
+check "the SVG is an SVG" 'grep -q "<svg" "$d/a.svg"'
+"$bin" run scenarios/seed002/zero3_full_shard_pre.json --quiet --dot "$d/w.dot" --window 2..6 --ranks 0..0
+check "a window draws less" '[ "$(wc -c <"$d/w.dot")" -lt "$(wc -c <"$d/a.dot")" ]'
+check "a rank range drops other ranks" '! grep -q "rank 1 compute" "$d/w.dot"'
+"$bin" run scenarios/seed002/zero3_full_shard_pre.json --quiet --dot "$d/e.dot" --window 5..5 2>/dev/null
+check "an empty window exits 2" '[ $? -eq 2 ]'
+rm -rf "$d"
+echo "$((6 - fails)) passed, $fails failed"
+[ $fails -eq 0 ]
