@@ -82,12 +82,18 @@ static int usage_error(const char *fmt, const char *arg)
 /* "A..B": a window in ms (--window) or a rank range (--ranks). */
 static int parse_range(const char *opt, const char *v, dot_opts *view)
 {
-    char *end;
-    double lo = strtod(v, &end);
-    if (end == v || strncmp(end, "..", 2) != 0) return usage_error("expected A..B, not %s", v);
-    const char *b = end + 2;
+    char a[64], *end;
+    const char *dots = strstr(v, "..");
+    if (!dots || dots == v || (size_t)(dots - v) >= sizeof a)
+        return usage_error("expected A..B, not %s", v);
+    memcpy(a, v, (size_t)(dots - v));
+    a[dots - v] = '\0';
+    double lo = strtod(a, &end);
+    if (end == a || *end) return usage_error("expected A..B, not %s", v);
+    const char *b = dots + 2;
     double hi = strtod(b, &end);
-    if (end == b || *end || hi < lo || lo < 0) return usage_error("expected A..B with 0 <= A <= B, not %s", v);
+    if (end == b || *end || hi < lo || lo < 0)
+        return usage_error("expected A..B with 0 <= A <= B, not %s", v);
     if (opt[2] == 'w') {
         view->t_lo = ss_ns_from_s(lo * 1e-3);
         view->t_hi = ss_ns_from_s(hi * 1e-3);
@@ -179,7 +185,8 @@ static int write_atomic(const char *path, const char *text, ss_err *err)
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "wb");
     if (!f) return ss_fail(err, SS_E_IO, path, "cannot write: %s", strerror(errno));
-    int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+    size_t n = strlen(text);
+    int ok = fputs(text, f) >= 0 && (n && text[n - 1] == '\n' ? 1 : fputc('\n', f) != EOF);
     ok = (fclose(f) == 0) && ok;
     if (!ok || rename(tmp, path) != 0) {
         int e = errno;

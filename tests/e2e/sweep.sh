@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# shardsim sweep: the cartesian product (3 strategies x 3 dp values = 9
+# points, the last --vary fastest), the CSV header, identical bytes for -j 1
+# and -j 2, a point that cannot run recorded as an error row, not a failure.
+set -u
+bin=$1
+cd "$2" || exit 1
+d=$(mktemp -d)
+fails=0
+check() { if ! eval "$2"; then echo "FAIL: $1"; fails=$((fails + 1)); fi; }
+s=scenarios/seed002/zero3_full_shard_pre.json
+args=(--vary sharding.strategy=full_shard,shard_grad_op,ddp --vary parallel.dp=2,4,8)
+"$bin" sweep "$s" "${args[@]}" -j 1 -o "$d/j1.csv"
+check "sweep -j 1 exits 0" '[ $? -eq 0 ]'
+"$bin" sweep "$s" "${args[@]}" -j 2 -o "$d/j2.csv"
+check "sweep -j 2 exits 0" '[ $? -eq 0 ]'
+check "-j 1 and -j 2 give the same bytes" 'cmp -s "$d/j1.csv" "$d/j2.csv"'
+check "header + 9 rows" '[ "$(wc -l <"$d/j1.csv")" -eq 10 ]'
+check "the header" 'head -1 "$d/j1.csv" | grep -qx "point,sharding.strategy,parallel.dp,status,step_time_s,compute_s,exposed_communication_s,max_peak_allocated_bytes,max_peak_reserved_bytes,max_steady_bytes,fits,all_reduce_count,all_gather_count,reduce_scatter_count,broadcast_count,error"'
+check "point 4 is shard_grad_op on 4 ranks" 'sed -n 6p "$d/j1.csv" | grep -q "^4,shard_grad_op,4,ok,"'
+check "dp = 8 does not fit the 4-GPU box: error rows" '[ "$(grep -c ",8,error," "$d/j1.csv")" -eq 3 ]'
+check "every row has 16 columns" '[ "$(sed 1d "$d/j1.csv" | grep -v error | awk -F, "{print NF}" | sort -u)" = 16 ]'
+"$bin" sweep "$s" --vary parallel.dp= -o "$d/x.csv" 2>/dev/null
+check "an empty value is a usage error (exit 2)" '[ $? -eq 2 ] && [ ! -e "$d/x.csv" ]'
+rm -rf "$d"
+echo "$((9 - fails)) passed, $fails failed"
+[ $fails -eq 0 ]
