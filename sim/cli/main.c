@@ -18,6 +18,7 @@
 #include "../out/expect.h"
 #include "../run/run.h"
 #include "../run/sweep.h"
+#include "dist.h"
 
 #define MAX_SETS 256
 #define MAX_FILES 4096
@@ -38,7 +39,8 @@ static const char usage[] =
     "  diff     compare two runs side by side; A and B are JSON summaries or\n"
     "           scenarios (simulated first, --set applying to both)\n"
     "  sweep    simulate the cartesian product of the --vary lists on THREADS\n"
-    "           threads (default 1) and write one CSV row per point\n"
+    "           threads (default 1) and write one CSV row per point; under\n"
+    "           mpirun -n K the points are split across the K processes\n"
     "  --json   also write the summary as JSON to FILE ('-' for stdout)\n"
     "  --trace  write a Chrome/Perfetto trace (Trace Event Format JSON) to FILE\n"
     "  --dot    write the timeline as Graphviz DOT (for neato -n2) to FILE\n"
@@ -392,10 +394,13 @@ static int cmd_sweep(cli_args *a)
     ss_err err;
     ss_err_clear(&err);
     char *rows = NULL, *head = sweep_header(c), *all = NULL;
-    int rc = head ? sweep_run(c, &rows, &err) : ss_fail(&err, SS_E_NOMEM, NULL, "out of memory");
-    if (!rc && !(all = malloc(strlen(head) + strlen(rows) + 1)))
+    bool root = true;
+    int rc = !head ? ss_fail(&err, SS_E_NOMEM, NULL, "out of memory")
+             : dist_active() ? dist_sweep(c, &rows, &root, &err)
+                             : sweep_run(c, &rows, &err);
+    if (!rc && root && !(all = malloc(strlen(head) + strlen(rows) + 1)))
         rc = ss_fail(&err, SS_E_NOMEM, NULL, "out of memory");
-    if (!rc) {
+    if (!rc && root) {
         strcpy(all, head);
         strcat(all, rows);
         if (a->out) rc = write_atomic(a->out, all, &err);
