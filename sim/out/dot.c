@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "span.h"
+
 /* ---- layout (points; rows are placed from the top edge down) ---- */
 
 #define TOP_PT 10.0
@@ -251,68 +253,12 @@ static void draw_lane(dw *w, uint32_t li)
 
 /* ---- exposed communication: collective time not covered by compute ---- */
 
-typedef struct span {
-    ss_ns a, b;
-} span;
-
-static int span_cmp(const void *x, const void *y)
-{
-    const span *p = x, *q = y;
-    if (p->a != q->a) return p->a < q->a ? -1 : 1;
-    return p->b < q->b ? -1 : p->b > q->b;
-}
-
-static size_t span_merge(span *s, size_t n)
-{
-    if (n == 0) return 0;
-    qsort(s, n, sizeof *s, span_cmp);
-    size_t k = 0;
-    for (size_t i = 1; i < n; i++) {
-        if (s[i].a <= s[k].b) {
-            if (s[i].b > s[k].b) s[k].b = s[i].b;
-        } else {
-            s[++k] = s[i];
-        }
-    }
-    return k + 1;
-}
-
-/* comm: the rank's collectives; else what runs on its compute stream. */
-static size_t rank_spans(const trc *t, uint32_t rank, bool comm, span *out)
-{
-    const prog_op *ops = prog_ops(t->p, rank);
-    size_t n = 0;
-    for (uint32_t i = 0; i < prog_nops(t->p, rank); i++) {
-        bool want = comm ? ops[i].kind == PROG_OP_COLL : ops[i].stream == PROG_COMPUTE;
-        const trc_op *x = &t->ops[rank][i];
-        if (want && x->end > x->start) out[n++] = (span){x->start, x->end};
-    }
-    return span_merge(out, n);
-}
-
-/* The parts of merged list m that merged list c does not cover; at most
- * nm + nc pieces (each piece ends where a span of c begins, or m's does). */
-static size_t span_minus(const span *m, size_t nm, const span *c, size_t nc, span *out)
-{
-    size_t k = 0, j = 0;
-    for (size_t i = 0; i < nm; i++) {
-        ss_ns a = m[i].a;
-        while (j < nc && c[j].b <= a) j++;
-        for (size_t q = j; q < nc && c[q].a < m[i].b; q++) {
-            if (c[q].a > a) out[k++] = (span){a, c[q].a};
-            if (c[q].b > a) a = c[q].b;
-        }
-        if (a < m[i].b) out[k++] = (span){a, m[i].b};
-    }
-    return k;
-}
-
 /* buf: room for 4 * nops spans of this rank. */
 static void draw_exposed_rank(dw *w, uint32_t k, span *buf)
 {
     size_t n = prog_nops(w->t->p, k);
-    size_t nc = rank_spans(w->t, k, false, buf);
-    size_t nm = rank_spans(w->t, k, true, buf + n);
+    size_t nc = span_rank(w->t, k, SPAN_COMPUTE, buf);
+    size_t nm = span_rank(w->t, k, SPAN_COMM, buf + n);
     size_t ne = span_minus(buf + n, nm, buf, nc, buf + 2 * n);
     double y = w->g.y_exp + (k - w->g.rank_lo) * EXP_PITCH + EXP_H / 2;
     char lab[64], id[48], tip[160];

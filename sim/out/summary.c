@@ -1,76 +1,11 @@
 #include "summary.h"
 
+#include "span.h"
+
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- busy time as unions of intervals ---- */
-
-typedef struct span {
-    ss_ns a, b;
-} span;
-
-static int span_cmp(const void *x, const void *y)
-{
-    const span *p = x, *q = y;
-    if (p->a != q->a) return p->a < q->a ? -1 : 1;
-    return p->b < q->b ? -1 : p->b > q->b;
-}
-
-/* Sort and merge in place; returns the new count. */
-static size_t span_merge(span *s, size_t n)
-{
-    if (n == 0) return 0;
-    qsort(s, n, sizeof *s, span_cmp);
-    size_t k = 0;
-    for (size_t i = 1; i < n; i++) {
-        if (s[i].a <= s[k].b) {
-            if (s[i].b > s[k].b) s[k].b = s[i].b;
-        } else {
-            s[++k] = s[i];
-        }
-    }
-    return k + 1;
-}
-
-static ss_ns span_total(const span *s, size_t n)
-{
-    ss_ns t = 0;
-    for (size_t i = 0; i < n; i++) t += s[i].b - s[i].a;
-    return t;
-}
-
-/* Measure of the intersection of two merged span lists. */
-static ss_ns span_overlap(const span *x, size_t nx, const span *y, size_t ny)
-{
-    ss_ns t = 0;
-    size_t i = 0, j = 0;
-    while (i < nx && j < ny) {
-        ss_ns a = x[i].a > y[j].a ? x[i].a : y[j].a;
-        ss_ns b = x[i].b < y[j].b ? x[i].b : y[j].b;
-        if (a < b) t += b - a;
-        if (x[i].b < y[j].b) i++;
-        else j++;
-    }
-    return t;
-}
-
-typedef enum { KIND_COMPUTE, KIND_COMM, KIND_HOST } busy_kind;
-
-static size_t collect_spans(const trc *t, uint32_t rank, busy_kind k, span *out)
-{
-    const prog_op *ops = prog_ops(t->p, rank);
-    size_t n = 0;
-    for (uint32_t i = 0; i < prog_nops(t->p, rank); i++) {
-        busy_kind ki = ops[i].kind == PROG_OP_COLL ? KIND_COMM
-                       : ops[i].kind == PROG_OP_HOST ? KIND_HOST : KIND_COMPUTE;
-        const trc_op *r = &t->ops[rank][i];
-        if (ki != k || r->end <= r->start) continue;
-        out[n++] = (span){r->start, r->end};
-    }
-    return span_merge(out, n);
-}
 
 static int busy_times(const trc *t, sum_report *r, ss_err *err)
 {
@@ -81,13 +16,13 @@ static int busy_times(const trc *t, sum_report *r, ss_err *err)
         free(m);
         return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     }
-    size_t nc = collect_spans(t, 0, KIND_COMPUTE, c);
-    size_t nm = collect_spans(t, 0, KIND_COMM, m);
+    size_t nc = span_rank(t, 0, SPAN_COMPUTE, c);
+    size_t nm = span_rank(t, 0, SPAN_COMM, m);
     r->compute_ns = span_total(c, nc);
     r->comm_ns = span_total(m, nm);
     r->overlap_ns = span_overlap(c, nc, m, nm);
     r->exposed_comm_ns = r->comm_ns - r->overlap_ns;
-    size_t nh = collect_spans(t, 0, KIND_HOST, c);
+    size_t nh = span_rank(t, 0, SPAN_HOST, c);
     r->host_ns = span_total(c, nh);
     free(c);
     free(m);
