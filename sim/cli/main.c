@@ -28,7 +28,7 @@ static const char usage[] =
     "                    [--window MS..MS] [--ranks A..B] [--set PATH=VALUE]...\n"
     "                    [--memory] [--quiet]\n"
     "       shardsim check SCENARIO... [--set PATH=VALUE]...\n"
-    "       shardsim diff A B [--set PATH=VALUE]...\n"
+    "       shardsim diff A B [--set PATH=VALUE]... [--svg FILE] [--ranks A..B]\n"
     "       shardsim sweep SCENARIO --vary PATH=V1,V2,... [--vary ...] [--set ...]\n"
     "                      [-j THREADS] [-o FILE.csv]\n"
     "       shardsim --version | --help\n"
@@ -37,7 +37,8 @@ static const char usage[] =
     "  check    simulate every SCENARIO and test its \"expect\" block; exit 1 if any\n"
     "           expectation is violated, with a table of what failed\n"
     "  diff     compare two runs side by side; A and B are JSON summaries or\n"
-    "           scenarios (simulated first, --set applying to both)\n"
+    "           scenarios (simulated first, --set applying to both); --svg draws\n"
+    "           the two timelines one above the other on one time scale\n"
     "  sweep    simulate the cartesian product of the --vary lists on THREADS\n"
     "           threads (default 1) and write one CSV row per point; under\n"
     "           mpirun -n K the points are split across the K processes\n"
@@ -139,13 +140,14 @@ static int parse_opt(int argc, char **argv, int *i, cli_args *a, int is_run)
         if (!has_val) return usage_error("%s needs a value", s);
         if (a->nsets == MAX_SETS) return usage_error("too many --set (%s)", "max 256");
         a->sets[a->nsets++] = argv[++*i];
-    } else if (is_run == 1 && (!strcmp(s, "--json") || !strcmp(s, "--trace") ||
-                               !strcmp(s, "--dot") || !strcmp(s, "--svg"))) {
+    } else if ((is_run == 1 && (!strcmp(s, "--json") || !strcmp(s, "--trace") ||
+                                !strcmp(s, "--dot"))) ||
+               ((is_run == 1 || is_run == 3) && !strcmp(s, "--svg"))) {
         if (!has_val) return usage_error("%s needs a value", s);
         const char **dst = s[2] == 'j' ? &a->json : s[2] == 't' ? &a->trace
                            : s[2] == 'd' ? &a->dot : &a->svg;
         *dst = argv[++*i];
-    } else if (is_run == 1 && (!strcmp(s, "--window") || !strcmp(s, "--ranks"))) {
+    } else if ((is_run == 1 || is_run == 3) && (!strcmp(s, "--window") || !strcmp(s, "--ranks"))) {
         if (!has_val) return usage_error("%s needs a value", s);
         return parse_range(s, argv[++*i], &a->view);
     } else if (is_run == 1 && !strcmp(s, "--quiet")) {
@@ -164,7 +166,7 @@ static int parse_args(int argc, char **argv, cli_args *a, int is_run)
         if (argv[i][0] == '-' && argv[i][1]) {
             int rc = parse_opt(argc, argv, &i, a, is_run);
             if (rc) return rc;
-        } else if (a->nfiles == (is_run ? 1u : MAX_FILES)) {
+        } else if (a->nfiles == (is_run == 1 || is_run == 2 ? 1u : MAX_FILES)) {
             return usage_error("too many scenario files (%s)", argv[i]);
         } else {
             a->files[a->nfiles++] = argv[i];
@@ -358,9 +360,107 @@ static int summary_of(const char *file, const cli_args *a, char **text, ss_err *
     return rc;
 }
 
+/* The file's text from its "<svg" on, and the height in points it declares. */
+static char *svg_body(const char *path, double *width, double *height, ss_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t len = 0, cap = 0, n;
+    char chunk[65536];
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (len + n + 1 > cap) {
+            cap = (len + n + 1) * 2;
+            char *nb = realloc(buf, cap);
+            if (!nb) break;
+            buf = nb;
+        }
+        memcpy(buf + len, chunk, n);
+        len += n;
+    }
+    fclose(f);
+    if (!buf) return NULL;
+    buf[len] = '\0';
+    char *svg = strstr(buf, "<svg"), *w = svg ? strstr(svg, "width=\"") : NULL;
+    char *h = svg ? strstr(svg, "height=\"") : NULL;
+    if (!svg || !w || !h) {
+        free(buf);
+        ss_fail(err, SS_E_IO, path, "neato wrote no SVG size");
+        return NULL;
+    }
+    *width = strtod(w + 7, NULL);
+    *height = strtod(h + 8, NULL);
+    memmove(buf, svg, strlen(svg) + 1);
+    return buf;
+}
+
+/* Two timelines on one time scale, A above B, as one SVG of two nested ones. */
+static int diff_svg(const cli_args *a, const sim_one *o, ss_err *err)
+{
+    char dots[2][4096], svgs[2][4096];
+    double w[2], h[2];
+    char *body[2] = {NULL, NULL};
+    dot_opts view = a->view;
+    ss_ns ta = o[0].r.t->step_ns, tb = o[1].r.t->step_ns;
+    if (!view.t_hi) view.t_hi = ta > tb ? ta : tb;
+    int rc = SS_OK;
+    for (int k = 0; k < 2 && !rc; k++) {
+        char *text = NULL;
+        snprintf(dots[k], sizeof dots[k], "%s.%c.dot.tmp.%ld", a->svg, 'a' + k, (long)getpid());
+        snprintf(svgs[k], sizeof svgs[k], "%s.%c.svg.tmp.%ld", a->svg, 'a' + k, (long)getpid());
+        rc = dot_text(&o[k], &view, &text, err);
+        if (!rc) rc = write_atomic(dots[k], text, err);
+        if (!rc) rc = render_svg(dots[k], svgs[k], err);
+        if (!rc && !(body[k] = svg_body(svgs[k], &w[k], &h[k], err)))
+            rc = ss_fail(err, SS_E_IO, svgs[k], "cannot read the rendered SVG");
+        free(text);
+        remove(dots[k]);
+        remove(svgs[k]);
+    }
+    if (!rc) {
+        size_t n = strlen(body[0]) + strlen(body[1]) + 512;
+        char *all = malloc(n);
+        if (!all) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+        else {
+            snprintf(all, n, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                     "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0fpt\" height=\"%.0fpt\">\n"
+                     "<svg x=\"0\" y=\"0\"%s\n<svg x=\"0\" y=\"%.0fpt\"%s\n</svg>\n",
+                     w[0] > w[1] ? w[0] : w[1], h[0] + h[1], body[0] + 4, h[0], body[1] + 4);
+            rc = write_atomic(a->svg, all, err);
+            free(all);
+        }
+    }
+    free(body[0]);
+    free(body[1]);
+    return rc;
+}
+
 static int cmd_diff(const cli_args *a)
 {
     if (a->nfiles != 2) return usage_error("%s", "diff needs two files, A and B");
+    if (a->svg) {
+        ss_err err;
+        ss_err_clear(&err);
+        sim_one o[2];
+        memset(o, 0, sizeof o);
+        int rc = SS_OK;
+        for (int k = 0; k < 2 && !rc; k++) {
+            char *txt = NULL;
+            bool summary = false;
+            rc = scn_read_summary(a->files[k], &txt, &summary, &err);
+            free(txt);
+            if (!rc && summary)
+                rc = ss_fail(&err, SS_E_INPUT, a->files[k],
+                             "is a summary; --svg draws timelines, so it needs scenarios");
+        }
+        if (!rc) rc = sim_run(a->files[0], a, &o[0], &err);
+        if (!rc) rc = sim_run(a->files[1], a, &o[1], &err);
+        if (!rc) rc = diff_text(o[0].json, a->files[0], o[1].json, a->files[1], stdout, &err);
+        if (!rc) rc = diff_svg(a, o, &err);
+        sim_fini(&o[0]);
+        sim_fini(&o[1]);
+        return rc ? report(&err) : 0;
+    }
     ss_err err;
     ss_err_clear(&err);
     char *ta = NULL, *tb = NULL;
@@ -424,8 +524,8 @@ int main(int argc, char **argv)
         puts("shardsim " SHARDSIM_VERSION);
         return 0;
     }
-    int is_run = !strcmp(argv[1], "run") ? 1 : !strcmp(argv[1], "sweep") ? 2 : 0;
     int is_diff = !strcmp(argv[1], "diff");
+    int is_run = !strcmp(argv[1], "run") ? 1 : !strcmp(argv[1], "sweep") ? 2 : is_diff ? 3 : 0;
     if (!is_run && !is_diff && strcmp(argv[1], "check") != 0)
         return usage_error("unknown command %s", argv[1]);
     static cli_args a;
@@ -433,5 +533,5 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &a, is_run);
     if (rc) return rc;
     if (is_run == 2) return cmd_sweep(&a);
-    return is_run ? cmd_run(&a) : is_diff ? cmd_diff(&a) : cmd_check(&a);
+    return is_run == 1 ? cmd_run(&a) : is_diff ? cmd_diff(&a) : cmd_check(&a);
 }

@@ -18,6 +18,12 @@ check "a window draws less" '[ "$(wc -c <"$d/w.dot")" -lt "$(wc -c <"$d/a.dot")"
 check "a rank range drops other ranks" '! grep -q "rank 1 compute" "$d/w.dot"'
 "$bin" run scenarios/seed002/zero3_full_shard_pre.json --quiet --dot "$d/e.dot" --window 5..5 2>/dev/null
 check "an empty window exits 2" '[ $? -eq 2 ]'
+"$bin" diff scenarios/seed002/zero2_fsdp_sgo.json scenarios/seed002/zero0_ddp.json --svg "$d/d.svg" --ranks 0..0 >/dev/null
+check "diff --svg exits 0" '[ $? -eq 0 ]'
+check "diff --svg nests two drawings" '[ "$(grep -c "<svg" "$d/d.svg")" -eq 3 ]'
+"$bin" run scenarios/seed002/zero0_ddp.json --quiet --json "$d/s.json"
+"$bin" diff "$d/s.json" scenarios/seed002/zero0_ddp.json --svg "$d/e.svg" >/dev/null 2>&1
+check "diff --svg of a summary is an input error" '[ $? -eq 2 ] && [ ! -e "$d/e.svg" ]'
 rm -rf "$d"
-echo "$((6 - fails)) passed, $fails failed"
+echo "$((9 - fails)) passed, $fails failed"
 [ $fails -eq 0 ]
