@@ -55,6 +55,7 @@ static const char usage[] =
 typedef struct cli_args {
     const char *json, *trace, *dot, *svg;
     dot_opts view;
+    char win_from[128], win_to[128]; /* --window by op names, resolved after the run */
     const char *files[MAX_FILES];
     size_t nfiles;
     const char *sets[MAX_SETS];
@@ -83,7 +84,7 @@ static int usage_error(const char *fmt, const char *arg)
 }
 
 /* "A..B": a window in ms (--window) or a rank range (--ranks). */
-static int parse_range(const char *opt, const char *v, dot_opts *view)
+static int parse_range(const char *opt, const char *v, dot_opts *view, cli_args *names)
 {
     char a[64], *end;
     const char *dots = strstr(v, "..");
@@ -92,8 +93,13 @@ static int parse_range(const char *opt, const char *v, dot_opts *view)
     memcpy(a, v, (size_t)(dots - v));
     a[dots - v] = '\0';
     double lo = strtod(a, &end);
-    if (end == a || *end) return usage_error("expected A..B, not %s", v);
     const char *b = dots + 2;
+    if (opt[2] == 'w' && (end == a || *end)) { /* op names: fwd.layers.3..bwd.layers.3 */
+        snprintf(names->win_from, sizeof names->win_from, "%s", a);
+        snprintf(names->win_to, sizeof names->win_to, "%s", b);
+        return *b ? 0 : usage_error("expected NAME..NAME, not %s", v);
+    }
+    if (end == a || *end) return usage_error("expected A..B, not %s", v);
     double hi = strtod(b, &end);
     if (end == b || *end || hi < lo || lo < 0)
         return usage_error("expected A..B with 0 <= A <= B, not %s", v);
@@ -149,7 +155,7 @@ static int parse_opt(int argc, char **argv, int *i, cli_args *a, int is_run)
         *dst = argv[++*i];
     } else if ((is_run == 1 || is_run == 3) && (!strcmp(s, "--window") || !strcmp(s, "--ranks"))) {
         if (!has_val) return usage_error("%s needs a value", s);
-        return parse_range(s, argv[++*i], &a->view);
+        return parse_range(s, argv[++*i], &a->view, a);
     } else if (is_run == 1 && !strcmp(s, "--quiet")) {
         a->quiet = 1;
     } else if (is_run == 1 && !strcmp(s, "--memory")) {
@@ -275,12 +281,32 @@ static void print_expectations(const sim_one *o, const char *file, bool only_fai
     }
 }
 
+/* --window NAME..NAME: from the start of rank 0's first op whose name
+ * contains the first name to the end of the first op after it whose name
+ * contains the second. */
+static int window_by_names(const cli_args *a, const sim_one *o, dot_opts *view, ss_err *err)
+{
+    const prog *p = o->r.p;
+    const trc *t = o->r.t;
+    uint32_t n = prog_nops(p, 0), i = 0, j;
+    while (i < n && !strstr(prog_str_get(p, prog_ops(p, 0)[i].name), a->win_from)) i++;
+    for (j = i; j < n && !strstr(prog_str_get(p, prog_ops(p, 0)[j].name), a->win_to); j++) {}
+    if (i == n || j == n)
+        return ss_fail(err, SS_E_INPUT, "--window", "no op of rank 0 is named like \"%s\"%s",
+                       i == n ? a->win_from : a->win_to, i == n ? "" : " after the first one");
+    view->t_lo = t->ops[0][i].start;
+    view->t_hi = t->ops[0][j].end > view->t_lo ? t->ops[0][j].end : view->t_lo + 1;
+    return SS_OK;
+}
+
 /* --dot and --svg: the SVG is rendered from the DOT file (a temporary one
  * when no --dot was asked for). */
 static int write_timeline(const cli_args *a, const sim_one *o, ss_err *err)
 {
     char *text = NULL, tmp[4096];
-    int rc = dot_text(o, &a->view, &text, err);
+    dot_opts view = a->view;
+    int rc = a->win_from[0] ? window_by_names(a, o, &view, err) : SS_OK;
+    if (!rc) rc = dot_text(o, &view, &text, err);
     const char *dotfile = a->dot;
     if (!dotfile) {
         snprintf(tmp, sizeof tmp, "%s.dot.tmp.%ld", a->svg, (long)getpid());

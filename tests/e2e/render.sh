@@ -24,6 +24,10 @@ check "diff --svg nests two drawings" '[ "$(grep -c "<svg" "$d/d.svg")" -eq 3 ]'
 "$bin" run scenarios/seed002/zero0_ddp.json --quiet --json "$d/s.json"
 "$bin" diff "$d/s.json" scenarios/seed002/zero0_ddp.json --svg "$d/e.svg" >/dev/null 2>&1
 check "diff --svg of a summary is an input error" '[ $? -eq 2 ] && [ ! -e "$d/e.svg" ]'
+"$bin" run scenarios/seed002/zero3_full_shard_pre.json --quiet --dot "$d/n.dot" --window fwd.layers.3..fwd.layers.6
+check "a window by op names draws those ops" 'grep -q "fwd.layers.4" "$d/n.dot" && ! grep -q "bwd.layers.2" "$d/n.dot"'
+"$bin" run scenarios/seed002/zero3_full_shard_pre.json --quiet --dot "$d/m.dot" --window fwd.nope..x 2>/dev/null
+check "a window naming no op exits 2" '[ $? -eq 2 ]'
 rm -rf "$d"
-echo "$((9 - fails)) passed, $fails failed"
+echo "$((11 - fails)) passed, $fails failed"
 [ $fails -eq 0 ]
