@@ -65,7 +65,10 @@ int js_doc_parse(js_doc *d, const char *file, const char *text, size_t len, ss_e
         return ss_fail(err, SS_E_INPUT, file, "file contains NUL bytes: not JSON text");
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (end && root) end += strspn(end, " \t\r\n"); /* trailing text is an error */
+    /* Trailing text is an error; the buffer need not end with a NUL. */
+    while (end && root && end < text + len &&
+           (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n'))
+        end++;
     if (!root || (end && end < text + len)) {
         unsigned line, col;
         line_col(text, end ? end : text, &line, &col);
@@ -150,6 +153,8 @@ int js_want_obj(js_node n, ss_err *err)
 
 int js_keys_check(js_node n, const char *const *allowed, size_t nallowed, ss_err *err)
 {
+    int rc = js_want_obj(n, err); /* array members have no keys to check */
+    if (rc) return rc;
     for (const cJSON *c = n.j ? n.j->child : NULL; c; c = c->next) {
         bool ok = false;
         for (size_t i = 0; i < nallowed && !ok; i++) ok = strcmp(c->string, allowed[i]) == 0;

@@ -458,13 +458,31 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
     return rc;
 }
 
+static int scn_from_doc(js_doc *doc, int rc, const char *file, const char *const *overrides,
+                        size_t noverrides, spec_scenario *out, ss_err *err);
+
 int scn_load(const char *file, const char *const *overrides, size_t noverrides,
              spec_scenario *out, ss_err *err)
 {
     js_doc doc = {0};
+    int rc = js_doc_load(&doc, file, err);
+    return scn_from_doc(&doc, rc, file, overrides, noverrides, out, err);
+}
+
+int scn_load_text(const char *name, const char *text, size_t len, const char *const *overrides,
+                  size_t noverrides, spec_scenario *out, ss_err *err)
+{
+    js_doc doc = {0};
+    int rc = js_doc_parse(&doc, name, text, len, err);
+    return scn_from_doc(&doc, rc, name, overrides, noverrides, out, err);
+}
+
+static int scn_from_doc(js_doc *d, int rc, const char *file, const char *const *overrides,
+                        size_t noverrides, spec_scenario *out, ss_err *err)
+{
+    js_doc doc = *d;
     spec_scenario s = {0};
     snprintf(s.file, sizeof s.file, "%s", file);
-    int rc = js_doc_load(&doc, file, err);
     for (size_t i = 0; i < noverrides && !rc; i++) rc = js_doc_set(&doc, overrides[i], err);
     if (!rc) rc = load_root(js_root(&doc), &s, err);
     js_doc_fini(&doc);

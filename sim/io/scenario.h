@@ -29,4 +29,9 @@ int scn_read_summary(const char *file, char **text, bool *is_summary, ss_err *er
 int scn_load(const char *file, const char *const *overrides, size_t noverrides,
              spec_scenario *out, ss_err *err);
 
+/* The same from text in memory; `name` stands for the file in messages and
+ * is the base that relative references resolve against. */
+int scn_load_text(const char *name, const char *text, size_t len, const char *const *overrides,
+                  size_t noverrides, spec_scenario *out, ss_err *err);
+
 #endif

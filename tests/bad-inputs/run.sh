@@ -19,7 +19,7 @@ while IFS='|' read -r code frag args; do
     fails=$((fails + 1))
   fi
   rm -f "$out/summary.json"
-done < tests/bad/cases.txt
+done < tests/bad-inputs/cases.txt
 rm -rf "$out"
 echo "$((total - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]
