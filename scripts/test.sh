@@ -8,6 +8,15 @@ jobs=$(nproc)
 cmake -S . -B build-test -DSS_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-test -j"$jobs"
 ctest --test-dir build-test --output-on-failure -j"$jobs"
+# valgrind memcheck: every test program, then the CLI on the bad-input corpus.
+if command -v valgrind >/dev/null; then
+  vg="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect"
+  for t in build-test/tests/test_*; do
+    $vg "$t" >/dev/null 2>build-test/valgrind.log || { echo "valgrind: $t"; cat build-test/valgrind.log; exit 1; }
+  done
+  SS_WRAP="$vg" tests/bad-inputs/run.sh build-test/shardsim .
+  echo "valgrind: clean"
+fi
 # MPI is left out of the sanitizer build: OpenMPI's own allocations would
 # drown LeakSanitizer's report.
 cmake -S . -B build-asan -DSS_WERROR=ON -DSS_SANITIZE=ON -DSS_NO_MPI=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null

@@ -1,44 +1,103 @@
+/* json.c - strict, path-aware reading of JSON input (contract in json.h). */
 #include "json.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define EXACT_MAX 9007199254740992.0 /* 2^53 */
+#define EXACT_MAX 9007199254740992.0 /* 2^53: above it doubles skip integers */
+#define READ_CHUNK (64u * 1024u)
+#define WHERE_MAX 512 /* sizeof ss_err.where: longer text is cut there anyway */
+
+static const char *type_name(const cJSON *j)
+{
+    if (!j) return "nothing";
+    if (cJSON_IsObject(j)) return "an object";
+    if (cJSON_IsArray(j)) return "an array";
+    if (cJSON_IsString(j)) return "a string";
+    if (cJSON_IsNumber(j)) return "a number";
+    if (cJSON_IsBool(j)) return "a boolean";
+    if (cJSON_IsNull(j)) return "null";
+    return "an invalid value";
+}
+
+/* Shortest %g that reads back as v, so a message shows 0.1 as "0.1" and
+ * 2^53 + 2 as "9007199254740994" rather than a rounded neighbour. */
+static const char *fmt_num(double v, char buf[32])
+{
+    for (int prec = 15; prec < 17; prec++) {
+        snprintf(buf, 32, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) return buf;
+    }
+    snprintf(buf, 32, "%.17g", v);
+    return buf;
+}
+
+/* "a, b, c" (or "\"a\", \"b\"") into buf; a list that does not fit ends in
+ * "..." so the reader knows it was cut. size must be at least 4. */
+static void join_names(char *buf, size_t size, const char *const *names, size_t n, bool quote)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        int w = snprintf(buf + used, size - used, quote ? "%s\"%s\"" : "%s%s", i ? ", " : "",
+                         names[i]);
+        if (w < 0 || (size_t)w >= size - used) {
+            memcpy(buf + size - 4, "...", 4);
+            return;
+        }
+        used += (size_t)w;
+    }
+}
 
 /* ---- documents ---- */
 
-static int read_file(const char *file, char **text, size_t *len, ss_err *err)
+/* Reads at most JS_MAX_FILE_BYTES + 1 bytes (one more than allowed, to tell
+ * "too large" from "exactly the limit"), growing the buffer, so a small file
+ * costs a small buffer and a pipe works like a file. */
+static int read_stream(FILE *f, const char *file, char **text, size_t *len, ss_err *err)
 {
-    FILE *f = fopen(file, "rb");
-    if (!f) return ss_fail(err, SS_E_IO, file, "cannot read file: %s", strerror(errno));
-    char *buf = malloc(JS_MAX_FILE_BYTES + 1);
-    if (!buf) {
-        fclose(f);
-        return ss_fail(err, SS_E_NOMEM, file, "out of memory reading the file");
+    size_t cap = 0, n = 0;
+    char *buf = NULL;
+    for (;;) {
+        if (n == cap) {
+            if (cap > JS_MAX_FILE_BYTES) break; /* one byte too many: too large */
+            size_t ncap = cap ? 2 * cap : READ_CHUNK;
+            ncap = ncap > JS_MAX_FILE_BYTES + 1u ? JS_MAX_FILE_BYTES + 1u : ncap;
+            char *nb = realloc(buf, ncap);
+            if (!nb) {
+                free(buf);
+                return ss_fail(err, SS_E_NOMEM, file, "out of memory reading the file");
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t want = cap - n, got = fread(buf + n, 1, want, f);
+        n += got;
+        if (got < want) break; /* end of file, or an error (ferror below) */
     }
-    size_t n = fread(buf, 1, JS_MAX_FILE_BYTES + 1, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
+    int rc = SS_OK;
+    if (ferror(f))
+        rc = ss_fail(err, SS_E_IO, file, "cannot read file: %s", strerror(errno));
+    else if (n > JS_MAX_FILE_BYTES)
+        rc = ss_fail(err, SS_E_INPUT, file, "file is larger than %u bytes", JS_MAX_FILE_BYTES);
+    if (rc) {
         free(buf);
-        return ss_fail(err, SS_E_IO, file, "cannot read file: read error");
+        return rc;
     }
-    if (n > JS_MAX_FILE_BYTES) {
-        free(buf);
-        return ss_fail(err, SS_E_INPUT, file, "file is larger than %u bytes",
-                       JS_MAX_FILE_BYTES);
-    }
-    buf[n] = '\0';
     *text = buf;
     *len = n;
     return SS_OK;
 }
 
+/* Line and column (1-based) of `at`; the column counts characters, not
+ * bytes, so it matches what an editor shows for UTF-8 text. */
 static void line_col(const char *text, const char *at, unsigned *line, unsigned *col)
 {
     *line = 1;
@@ -47,28 +106,28 @@ static void line_col(const char *text, const char *at, unsigned *line, unsigned 
         if (*c == '\n') {
             (*line)++;
             *col = 1;
-        } else {
+        } else if (((unsigned char)*c & 0xC0u) != 0x80u) {
             (*col)++;
         }
     }
 }
+
+static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 int js_doc_parse(js_doc *d, const char *file, const char *text, size_t len, ss_err *err)
 {
     d->root = NULL;
     snprintf(d->file, sizeof d->file, "%s", file);
     size_t i = 0;
-    while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r'))
-        i++;
+    while (i < len && is_space(text[i])) i++;
     if (i == len) return ss_fail(err, SS_E_INPUT, file, "file is empty: expected a JSON object");
     if (memchr(text, '\0', len))
         return ss_fail(err, SS_E_INPUT, file, "file contains NUL bytes: not JSON text");
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    /* Trailing text is an error; the buffer need not end with a NUL. */
-    while (end && root && end < text + len &&
-           (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n'))
-        end++;
+    /* Trailing text is an error; the buffer need not end with a NUL, so the
+     * scan is bounded by len. */
+    while (end && root && end < text + len && is_space(*end)) end++;
     if (!root || (end && end < text + len)) {
         unsigned line, col;
         line_col(text, end ? end : text, &line, &col);
@@ -85,7 +144,10 @@ int js_doc_load(js_doc *d, const char *file, ss_err *err)
     size_t len = 0;
     d->root = NULL;
     snprintf(d->file, sizeof d->file, "%s", file);
-    int rc = read_file(file, &text, &len, err);
+    FILE *f = fopen(file, "rb");
+    if (!f) return ss_fail(err, SS_E_IO, file, "cannot read file: %s", strerror(errno));
+    int rc = read_stream(f, file, &text, &len, err);
+    fclose(f);
     if (rc) return rc;
     rc = js_doc_parse(d, file, text, len, err);
     free(text);
@@ -107,39 +169,38 @@ js_node js_root(const js_doc *d)
 
 /* ---- nodes and messages ---- */
 
-/* Keys that are not plain identifiers are quoted: $.expect["memory.fits"]. */
-static void child_path(js_node *c, const char *parent, const char *key, long idx)
+/* Path of a member (key) or an element (key NULL, index idx). Keys that are
+ * not plain identifiers are quoted, $.expect["memory.fits"], so the path
+ * stays unambiguous. A path that does not fit ends in "...". */
+static void child_path(char *out, const char *parent, const char *key, size_t idx)
 {
     bool plain = key && key[0] && strcspn(key, ".[]\" ") == strlen(key);
-    int w = !key ? snprintf(c->path, sizeof c->path, "%s[%ld]", parent, idx)
-            : plain ? snprintf(c->path, sizeof c->path, "%s.%s", parent, key)
-                    : snprintf(c->path, sizeof c->path, "%s[\"%s\"]", parent, key);
-    if (w >= (int)sizeof c->path) memcpy(c->path + sizeof c->path - 4, "...", 4);
+    int w = !key  ? snprintf(out, JS_PATH_MAX, "%s[%zu]", parent, idx)
+            : plain ? snprintf(out, JS_PATH_MAX, "%s.%s", parent, key)
+                    : snprintf(out, JS_PATH_MAX, "%s[\"%s\"]", parent, key);
+    if (w < 0 || w >= JS_PATH_MAX) memcpy(out + JS_PATH_MAX - 4, "...", 4);
+}
+
+static js_node make_child(js_node parent, const cJSON *j, const char *key, size_t idx)
+{
+    js_node c;
+    c.j = j;
+    c.file = parent.file;
+    child_path(c.path, parent.path, key, idx);
+    return c;
 }
 
 int js_failf(js_node n, ss_err *err, const char *fmt, ...)
 {
-    if (!err || err->code != SS_OK) return SS_E_INPUT;
+    if (!err || err->code != SS_OK) return SS_E_INPUT; /* the first error wins */
     char where[JS_FILE_MAX + JS_PATH_MAX + 4];
     snprintf(where, sizeof where, "%s: %s", n.file, n.path);
-    char msg[512];
+    char msg[sizeof err->msg];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     return ss_fail(err, SS_E_INPUT, where, "%s", msg);
-}
-
-static const char *type_name(const cJSON *j)
-{
-    if (!j) return "nothing";
-    if (cJSON_IsObject(j)) return "an object";
-    if (cJSON_IsArray(j)) return "an array";
-    if (cJSON_IsString(j)) return "a string";
-    if (cJSON_IsNumber(j)) return "a number";
-    if (cJSON_IsBool(j)) return "a boolean";
-    if (cJSON_IsNull(j)) return "null";
-    return "an invalid value";
 }
 
 bool js_is_obj(js_node n) { return cJSON_IsObject(n.j); }
@@ -151,23 +212,29 @@ int js_want_obj(js_node n, ss_err *err)
     return js_failf(n, err, "expected an object, found %s", type_name(n.j));
 }
 
+static bool key_allowed(const char *key, const char *const *allowed, size_t nallowed)
+{
+    for (size_t i = 0; i < nallowed; i++)
+        if (strcmp(key, allowed[i]) == 0) return true;
+    return false;
+}
+
+/* cJSON keeps every duplicate and lookups find the first, so a repeated key
+ * would silently drop the user's later value: it is an error instead. Only
+ * allowed keys reach the duplicate scan, so it is bounded by nallowed^2. */
 int js_keys_check(js_node n, const char *const *allowed, size_t nallowed, ss_err *err)
 {
     int rc = js_want_obj(n, err); /* array members have no keys to check */
     if (rc) return rc;
-    for (const cJSON *c = n.j ? n.j->child : NULL; c; c = c->next) {
-        bool ok = false;
-        for (size_t i = 0; i < nallowed && !ok; i++) ok = strcmp(c->string, allowed[i]) == 0;
-        for (const cJSON *d = n.j->child; d != c && ok; d = d->next)
-            if (strcmp(d->string, c->string) == 0)
+    for (const cJSON *c = n.j->child; c; c = c->next) {
+        if (!key_allowed(c->string, allowed, nallowed)) {
+            char list[400];
+            join_names(list, sizeof list, allowed, nallowed, false);
+            return js_failf(n, err, "unknown key \"%s\" (allowed: %s)", c->string, list);
+        }
+        for (const cJSON *p = n.j->child; p != c; p = p->next)
+            if (strcmp(p->string, c->string) == 0)
                 return js_failf(n, err, "duplicate key \"%s\"", c->string);
-        if (ok) continue;
-        char list[400] = "";
-        size_t used = 0;
-        for (size_t i = 0; i < nallowed && used < sizeof list; i++)
-            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
-                                     allowed[i]);
-        return js_failf(n, err, "unknown key \"%s\" (allowed: %s)", c->string, list);
     }
     return SS_OK;
 }
@@ -176,29 +243,15 @@ bool js_get(js_node n, const char *key, js_node *child)
 {
     const cJSON *c = cJSON_IsObject(n.j) ? cJSON_GetObjectItemCaseSensitive(n.j, key) : NULL;
     if (!c) return false;
-    child->j = c;
-    child->file = n.file;
-    child_path(child, n.path, key, 0);
+    *child = make_child(n, c, key, 0);
     return true;
 }
 
 int js_need(js_node n, const char *key, js_node *child, ss_err *err)
 {
     if (js_get(n, key, child)) return SS_OK;
+    if (!cJSON_IsObject(n.j)) return js_want_obj(n, err); /* "missing" would mislead */
     return js_failf(n, err, "missing required key \"%s\"", key);
-}
-
-int js_arr(js_node n, const char *key, bool required, js_node *arr, size_t *len, ss_err *err)
-{
-    if (!js_get(n, key, arr)) {
-        *len = 0;
-        *arr = n;
-        return required ? js_need(n, key, arr, err) : SS_OK;
-    }
-    if (!cJSON_IsArray(arr->j))
-        return js_failf(*arr, err, "expected an array, found %s", type_name(arr->j));
-    *len = (size_t)cJSON_GetArraySize(arr->j);
-    return SS_OK;
 }
 
 size_t js_nmembers(js_node obj)
@@ -208,32 +261,58 @@ size_t js_nmembers(js_node obj)
 
 js_node js_member(js_node obj, size_t i, const char **key)
 {
-    const cJSON *c = cJSON_GetArrayItem(obj.j, (int)i);
-    js_node n = {c, obj.file, ""};
-    *key = c ? c->string : "";
-    child_path(&n, obj.path, *key, 0);
-    return n;
+    const cJSON *c = i <= INT_MAX ? cJSON_GetArrayItem(obj.j, (int)i) : NULL;
+    *key = c && c->string ? c->string : "";
+    return make_child(obj, c, c && c->string ? c->string : NULL, i);
+}
+
+int js_arr(js_node n, const char *key, bool required, js_node *arr, size_t *len, ss_err *err)
+{
+    js_node c;
+    if (!js_get(n, key, &c)) {
+        if (required) return js_need(n, key, &c, err);
+        /* An absent optional array is an empty one that still has a path. */
+        *arr = make_child(n, NULL, key, 0);
+        *len = 0;
+        return SS_OK;
+    }
+    if (!cJSON_IsArray(c.j)) return js_failf(c, err, "expected an array, found %s", type_name(c.j));
+    *arr = c;
+    *len = (size_t)cJSON_GetArraySize(c.j);
+    return SS_OK;
 }
 
 js_node js_at(js_node arr, size_t i)
 {
-    js_node c = {cJSON_GetArrayItem(arr.j, (int)i), arr.file, ""};
-    child_path(&c, arr.path, NULL, (long)i);
-    return c;
+    const cJSON *c = i <= INT_MAX ? cJSON_GetArrayItem(arr.j, (int)i) : NULL;
+    return make_child(arr, c, NULL, i);
 }
 
 /* ---- scalars ---- */
 
+/* n[key] into *c; false when absent, with *rc = SS_OK (use the default) or
+ * the "missing required key" error. */
+static bool lookup(js_node n, const char *key, bool required, js_node *c, int *rc, ss_err *err)
+{
+    *rc = SS_OK;
+    if (js_get(n, key, c)) return true;
+    if (required) *rc = js_need(n, key, c, err);
+    return false;
+}
+
 int js_u64_val(js_node n, uint64_t min, uint64_t max, uint64_t *out, ss_err *err)
 {
+    char b[32];
     if (!cJSON_IsNumber(n.j))
         return js_failf(n, err, "expected an integer, found %s", type_name(n.j));
     double v = n.j->valuedouble;
-    if (!isfinite(v) || v != floor(v))
-        return js_failf(n, err, "expected an integer, found %g", v);
-    if (v < 0) return js_failf(n, err, "expected a non-negative integer, found %.17g", v);
+    if (!isfinite(v))
+        return js_failf(n, err, "expected an integer, found a number too large to represent");
+    if (v != floor(v)) return js_failf(n, err, "expected an integer, found %s", fmt_num(v, b));
+    if (v < 0) return js_failf(n, err, "expected a non-negative integer, found %s", fmt_num(v, b));
     if (v > EXACT_MAX)
-        return js_failf(n, err, "%.17g is too large to be exact (at most 2^53)", v);
+        return js_failf(n, err, "%s is too large to be exact (integers may be at most 2^53)",
+                        fmt_num(v, b));
     uint64_t u = (uint64_t)v;
     if (u < min || u > max)
         return js_failf(n, err, "expected an integer in [%llu, %llu], found %llu",
@@ -247,27 +326,27 @@ int js_u64(js_node n, const char *key, bool required, uint64_t def, uint64_t min
            uint64_t max, uint64_t *out, ss_err *err)
 {
     js_node c;
-    if (!js_get(n, key, &c)) {
-        if (required) return js_need(n, key, &c, err);
-        *out = def;
-        return SS_OK;
-    }
-    return js_u64_val(c, min, max, out, err);
+    int rc;
+    if (lookup(n, key, required, &c, &rc, err)) return js_u64_val(c, min, max, out, err);
+    if (!rc) *out = def;
+    return rc;
 }
 
 int js_num(js_node n, const char *key, bool required, double def, double min, double max,
            double *out, ss_err *err)
 {
     js_node c;
-    if (!js_get(n, key, &c)) {
-        if (required) return js_need(n, key, &c, err);
-        *out = def;
-        return SS_OK;
+    int rc;
+    char b0[32], b1[32], b2[32];
+    if (!lookup(n, key, required, &c, &rc, err)) {
+        if (!rc) *out = def;
+        return rc;
     }
     if (!cJSON_IsNumber(c.j)) return js_failf(c, err, "expected a number, found %s", type_name(c.j));
     double v = c.j->valuedouble;
     if (!isfinite(v) || v < min || v > max)
-        return js_failf(c, err, "expected a number in [%g, %g], found %g", min, max, v);
+        return js_failf(c, err, "expected a number in [%s, %s], found %s", fmt_num(min, b0),
+                        fmt_num(max, b1), fmt_num(v, b2));
     *out = v;
     return SS_OK;
 }
@@ -275,12 +354,13 @@ int js_num(js_node n, const char *key, bool required, double def, double min, do
 int js_bool(js_node n, const char *key, bool required, bool def, bool *out, ss_err *err)
 {
     js_node c;
-    if (!js_get(n, key, &c)) {
-        if (required) return js_need(n, key, &c, err);
-        *out = def;
-        return SS_OK;
+    int rc;
+    if (!lookup(n, key, required, &c, &rc, err)) {
+        if (!rc) *out = def;
+        return rc;
     }
-    if (!cJSON_IsBool(c.j)) return js_failf(c, err, "expected true or false, found %s", type_name(c.j));
+    if (!cJSON_IsBool(c.j))
+        return js_failf(c, err, "expected true or false, found %s", type_name(c.j));
     *out = cJSON_IsTrue(c.j);
     return SS_OK;
 }
@@ -296,142 +376,223 @@ int js_str(js_node n, const char *key, bool required, const char *def, const cha
            ss_err *err)
 {
     js_node c;
-    if (!js_get(n, key, &c)) {
-        if (required) return js_need(n, key, &c, err);
-        *out = def;
-        return SS_OK;
-    }
-    return js_str_val(c, out, err);
+    int rc;
+    if (lookup(n, key, required, &c, &rc, err)) return js_str_val(c, out, err);
+    if (!rc) *out = def;
+    return rc;
 }
 
 int js_enum(js_node n, const char *key, bool required, int def, const char *const *names,
             size_t nnames, int *out, ss_err *err)
 {
-    const char *s = NULL;
     js_node c;
-    if (!js_get(n, key, &c)) {
-        if (required) return js_need(n, key, &c, err);
-        *out = def;
-        return SS_OK;
+    int rc;
+    const char *s = NULL;
+    if (!lookup(n, key, required, &c, &rc, err)) {
+        if (!rc) *out = def;
+        return rc;
     }
-    int rc = js_str_val(c, &s, err);
-    if (rc) return rc;
+    if ((rc = js_str_val(c, &s, err))) return rc;
     for (size_t i = 0; i < nnames; i++)
         if (strcmp(s, names[i]) == 0) {
             *out = (int)i;
             return SS_OK;
         }
-    char list[400] = "";
-    size_t used = 0;
-    for (size_t i = 0; i < nnames && used < sizeof list; i++)
-        used += (size_t)snprintf(list + used, sizeof list - used, "%s\"%s\"", i ? ", " : "",
-                                 names[i]);
+    char list[400];
+    join_names(list, sizeof list, names, nnames, true);
     return js_failf(c, err, "expected one of %s; found \"%s\"", list, s);
 }
 
 /* ---- overrides ---- */
 
+/* One piece of an override's key path: a member key, or an array index. */
+typedef struct set_tok {
+    char key[JS_PATH_MAX]; /* "" for an index */
+    long idx;              /* -1 for a key */
+    size_t end;            /* offset just past the token in the path */
+} set_tok;
+
+static int read_index(const char *path, size_t pos, set_tok *t, const char *where, ss_err *err)
+{
+    const char *p = path + pos + 1;
+    char *e = NULL;
+    long v = -1;
+    errno = 0;
+    if (isdigit((unsigned char)*p)) v = strtol(p, &e, 10); /* digits only: no sign, no space */
+    if (v < 0 || errno || v > INT_MAX || *e != ']')
+        return ss_fail(err, SS_E_INPUT, where,
+                       "bad path: expected a non-negative index and ']' after '[' at "
+                       "character %zu", pos + 1);
+    t->key[0] = '\0';
+    t->idx = v;
+    t->end = (size_t)(e + 1 - path);
+    return SS_OK;
+}
+
+/* The token at path[pos]: "[N]", or a key (after a '.' unless it is first).
+ * The whole path is shorter than JS_PATH_MAX, so any key fits t->key. */
+static int next_tok(const char *path, size_t pos, set_tok *t, const char *where, ss_err *err)
+{
+    if (path[pos] == '[') return read_index(path, pos, t, where, err);
+    size_t k = pos;
+    if (pos > 0 && path[k++] != '.')
+        return ss_fail(err, SS_E_INPUT, where,
+                       "bad path: expected '.' or '[' at character %zu, found '%c'", pos + 1,
+                       path[pos]);
+    size_t klen = strcspn(path + k, ".[]");
+    if (klen == 0 || path[k + klen] == ']')
+        return ss_fail(err, SS_E_INPUT, where, "bad path: %s at character %zu",
+                       klen ? "unexpected ']'" : "empty key", k + klen + 1);
+    memcpy(t->key, path + k, klen);
+    t->key[klen] = '\0';
+    t->idx = -1;
+    t->end = k + klen;
+    return SS_OK;
+}
+
+/* Copy the key path of "PATH=VALUE" into path and check its syntax, so a bad
+ * path fails before the tree is touched. */
+static int split_assignment(const char *assignment, char path[JS_PATH_MAX], const char *where,
+                            ss_err *err)
+{
+    const char *eq = strchr(assignment, '=');
+    if (!eq || eq == assignment)
+        return ss_fail(err, SS_E_INPUT, where,
+                       "expected PATH=VALUE, e.g. sharding.strategy=full_shard");
+    size_t plen = (size_t)(eq - assignment);
+    if (plen >= JS_PATH_MAX)
+        return ss_fail(err, SS_E_INPUT, where, "the path is longer than %d characters",
+                       JS_PATH_MAX - 1);
+    memcpy(path, assignment, plen);
+    path[plen] = '\0';
+    set_tok t;
+    for (size_t pos = 0; pos < plen; pos = t.end) {
+        int rc = next_tok(path, pos, &t, where, err);
+        if (rc) return rc;
+    }
+    return SS_OK;
+}
+
+/* VALUE as JSON when all of it is JSON, else as a plain string, so
+ * strategy=full_shard needs no shell-quoted quotes. */
 static cJSON *parse_value(const char *v)
 {
     const char *end = NULL;
     cJSON *j = cJSON_ParseWithLengthOpts(v, strlen(v), &end, 0);
-    if (j && end && *end == '\0') return j;
+    if (j && end) {
+        end += strspn(end, " \t\r\n"); /* v is NUL-terminated */
+        if (*end == '\0') return j;
+    }
     cJSON_Delete(j);
     return cJSON_CreateString(v);
 }
 
-/* Walk one path segment: "key" or "key[3]". Creates missing object keys. */
-static int set_step(cJSON **cur, const char *seg, size_t len, const char *where, ss_err *err)
+/* "the document" or "\"a.b[2]\"": the part of the path that names node. */
+static int not_a(const char *path, size_t prefix, const cJSON *node, const char *want,
+                 const char *where, ss_err *err)
 {
-    char key[256];
-    const char *br = memchr(seg, '[', len);
-    size_t klen = br ? (size_t)(br - seg) : len;
-    if (klen == 0 || klen >= sizeof key)
-        return ss_fail(err, SS_E_INPUT, where, "expected KEY or KEY[INDEX] in the path");
-    memcpy(key, seg, klen);
-    key[klen] = '\0';
-    if (!cJSON_IsObject(*cur))
-        return ss_fail(err, SS_E_INPUT, where, "the parent of \"%s\" is %s, not an object", key,
-                       type_name(*cur));
-    cJSON *next = cJSON_GetObjectItemCaseSensitive(*cur, key);
-    if (!next && !(next = cJSON_AddObjectToObject(*cur, key)))
-        return ss_fail(err, SS_E_NOMEM, where, "out of memory");
-    while (br && br < seg + len) {
-        char *e;
-        long idx = strtol(br + 1, &e, 10);
-        if (e == br + 1 || *e != ']' || idx < 0)
-            return ss_fail(err, SS_E_INPUT, where, "bad array index in \"%.*s\"", (int)len, seg);
-        if (!cJSON_IsArray(next) || idx >= cJSON_GetArraySize(next))
-            return ss_fail(err, SS_E_INPUT, where, "\"%s\" has no element %ld", key, idx);
-        next = cJSON_GetArrayItem(next, (int)idx);
-        br = e + 1 < seg + len && e[1] == '[' ? e + 1 : NULL;
-    }
-    *cur = next;
-    return SS_OK;
+    if (prefix == 0)
+        return ss_fail(err, SS_E_INPUT, where, "the document is %s, not %s", type_name(node),
+                       want);
+    return ss_fail(err, SS_E_INPUT, where, "\"%.*s\" is %s, not %s", (int)prefix, path,
+                   type_name(node), want);
 }
 
-static int set_leaf(cJSON *parent, const char *seg, const char *value, const char *where,
-                    ss_err *err)
+/* path[pos..] starts with a key that obj lacks: build the missing objects
+ * detached, with v at the end, and attach them in one step, so a failure
+ * leaves the tree as it was. Array indexes are never created. */
+static int add_chain(cJSON *obj, const char *path, size_t pos, cJSON *v, const char *where,
+                     ss_err *err)
 {
-    cJSON *v = parse_value(value);
-    if (!v) return ss_fail(err, SS_E_NOMEM, where, "out of memory");
-    const char *br = strchr(seg, '[');
-    if (br) {
-        /* KEY[i]: walk to the array, replace element i. */
-        const char *lb = strrchr(seg, '[');
-        cJSON *arr = parent;
-        int rc = set_step(&arr, seg, (size_t)(lb - seg), where, err);
-        long idx = strtol(lb + 1, NULL, 10);
-        if (!rc && (!cJSON_IsArray(arr) || idx < 0 || idx >= cJSON_GetArraySize(arr)))
-            rc = ss_fail(err, SS_E_INPUT, where, "no element %ld to replace", idx);
-        if (!rc && !cJSON_ReplaceItemInArray(arr, (int)idx, v)) rc = SS_E_NOMEM;
-        if (rc) cJSON_Delete(v);
-        return rc;
+    set_tok first, t;
+    next_tok(path, pos, &first, NULL, NULL); /* the syntax was checked */
+    for (size_t p = first.end; path[p]; p = t.end) {
+        next_tok(path, p, &t, NULL, NULL);
+        if (t.idx >= 0)
+            return ss_fail(err, SS_E_INPUT, where,
+                           "\"%.*s\" does not exist, so it has no index %ld (arrays are not "
+                           "created)", (int)p, path, t.idx);
     }
-    if (!cJSON_IsObject(parent)) {
-        cJSON_Delete(v);
-        return ss_fail(err, SS_E_INPUT, where, "the parent of \"%s\" is %s, not an object", seg,
-                       type_name(parent));
+    cJSON *top = path[first.end] ? cJSON_CreateObject() : v, *deep = top;
+    for (size_t p = first.end; top && path[p]; p = t.end) {
+        next_tok(path, p, &t, NULL, NULL);
+        if (!path[t.end]) break; /* the last key holds v */
+        if (!(deep = cJSON_AddObjectToObject(deep, t.key))) break;
     }
-    if (cJSON_GetObjectItemCaseSensitive(parent, seg))
-        cJSON_ReplaceItemInObjectCaseSensitive(parent, seg, v);
-    else
-        cJSON_AddItemToObject(parent, seg, v);
-    return SS_OK;
+    bool ok = top && deep && (top == v || cJSON_AddItemToObject(deep, t.key, v));
+    if (ok && cJSON_AddItemToObject(obj, first.key, top)) return SS_OK;
+    if (ok && top != v) cJSON_DetachItemViaPointer(deep, v); /* the caller frees v */
+    if (top != v) cJSON_Delete(top);
+    return ss_fail(err, SS_E_NOMEM, where, "out of memory");
+}
+
+/* Stores v under t->key / t->idx of node, replacing what is there. */
+static int store(cJSON *node, const set_tok *t, cJSON *v, const char *where, ss_err *err)
+{
+    bool ok = t->idx < 0 ? cJSON_ReplaceItemInObjectCaseSensitive(node, t->key, v)
+                         : cJSON_ReplaceItemInArray(node, (int)t->idx, v);
+    return ok ? SS_OK : ss_fail(err, SS_E_NOMEM, where, "out of memory");
+}
+
+/* One step of the walk at token t (which starts at path[pos]): descend into
+ * *cur, or, at the last token or a missing key, store v. Returns 1 when v
+ * was stored, 0 to go on, or an error. */
+static int set_step(cJSON **cur, const char *path, size_t pos, const set_tok *t, cJSON *v,
+                    const char *where, ss_err *err)
+{
+    cJSON *next;
+    if (t->idx < 0) {
+        if (!cJSON_IsObject(*cur)) return not_a(path, pos, *cur, "an object", where, err);
+        next = cJSON_GetObjectItemCaseSensitive(*cur, t->key);
+        if (!next) {
+            int rc = add_chain(*cur, path, pos, v, where, err);
+            return rc ? rc : 1;
+        }
+    } else {
+        if (!cJSON_IsArray(*cur)) return not_a(path, pos, *cur, "an array", where, err);
+        int n = cJSON_GetArraySize(*cur);
+        if (t->idx >= n)
+            return ss_fail(err, SS_E_INPUT, where, "\"%.*s\" has %d element%s, no index %ld",
+                           (int)pos, path, n, n == 1 ? "" : "s", t->idx);
+        next = cJSON_GetArrayItem(*cur, (int)t->idx);
+    }
+    if (path[t->end] == '\0') {
+        int rc = store(*cur, t, v, where, err);
+        return rc ? rc : 1;
+    }
+    *cur = next;
+    return 0;
 }
 
 int js_doc_set(js_doc *d, const char *assignment, ss_err *err)
 {
-    char where[600];
+    char where[WHERE_MAX], path[JS_PATH_MAX];
     snprintf(where, sizeof where, "--set %s", assignment);
-    const char *eq = strchr(assignment, '=');
-    if (!eq || eq == assignment)
-        return ss_fail(err, SS_E_INPUT, where, "expected PATH=VALUE, e.g. sharding.strategy=full_shard");
-    char path[512];
-    size_t plen = (size_t)(eq - assignment);
-    if (plen >= sizeof path) return ss_fail(err, SS_E_INPUT, where, "path too long");
-    memcpy(path, assignment, plen);
-    path[plen] = '\0';
+    int rc = split_assignment(assignment, path, where, err);
+    if (rc) return rc;
+    cJSON *v = parse_value(strchr(assignment, '=') + 1);
+    if (!v) return ss_fail(err, SS_E_NOMEM, where, "out of memory");
     cJSON *cur = d->root;
-    char *seg = path;
-    for (char *dot; (dot = strchr(seg, '.')) != NULL; seg = dot + 1) {
-        int rc = set_step(&cur, seg, (size_t)(dot - seg), where, err);
-        if (rc) return rc;
+    set_tok t;
+    for (size_t pos = 0; rc == 0; pos = t.end) {
+        next_tok(path, pos, &t, NULL, NULL); /* the syntax was checked */
+        rc = set_step(&cur, path, pos, &t, v, where, err);
     }
-    if (!*seg) return ss_fail(err, SS_E_INPUT, where, "the path ends with '.'");
-    return set_leaf(cur, seg, eq + 1, where, err);
+    if (rc < 0) cJSON_Delete(v); /* on success the tree owns v */
+    return rc < 0 ? rc : SS_OK;
 }
 
 int js_path_resolve(const char *base_file, const char *rel, char *out, size_t outlen,
                     ss_err *err)
 {
-    int w;
     const char *slash = strrchr(base_file, '/');
-    if (rel[0] == '/' || !slash)
-        w = snprintf(out, outlen, "%s", rel);
-    else
-        w = snprintf(out, outlen, "%.*s/%s", (int)(slash - base_file), base_file, rel);
-    if (w < 0 || (size_t)w >= outlen)
-        return ss_fail(err, SS_E_INPUT, base_file, "path \"%s\" is too long", rel);
+    size_t dir = rel[0] == '/' || !slash ? 0 : (size_t)(slash - base_file) + 1;
+    size_t rlen = strlen(rel);
+    if (dir + rlen >= outlen)
+        return ss_fail(err, SS_E_INPUT, base_file,
+                       "path \"%s\" resolved against this file's directory is longer than "
+                       "%zu characters", rel, outlen ? outlen - 1 : 0);
+    memmove(out + dir, rel, rlen + 1); /* rel first: out may be rel's buffer */
+    memmove(out, base_file, dir);
     return SS_OK;
 }

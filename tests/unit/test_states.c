@@ -136,6 +136,29 @@ static void test_mixed_precision(void **state)
     assert_int_equal(st_optim_elem_bytes(&sgd, SPEC_DT_FP32), 0);
 }
 
+/* A 5T-parameter model with 16 bytes of state per parameter (bf16 params
+ * and grads, fp32 master and Adam moments): 8e13 bytes whole under ZeRO-0,
+ * 5e12 * 16 / 16384 per rank under ZeRO-3 on 16k ranks, and 16k ranks of
+ * it add up to 1.3e18, still inside 64 bits. */
+static void test_five_trillion(void **state)
+{
+    (void)state;
+    spec_precision mp = {SPEC_DT_BF16, SPEC_DT_BF16, SPEC_DT_BF16, SPEC_DT_BF16,
+                         SPEC_DT_FP32, SPEC_DT_FP32};
+    uint64_t n[1] = {5000000000000ull};
+    st_input in = {ST_ZERO0, 16384, 0, n, 1, mp, adamw, false};
+    st_bytes b;
+    assert_int_equal(st_compute(&in, &b, NULL), SS_OK);
+    assert_int_equal(b.total_physical, 80000000000000ull);
+    in.kind = ST_ZERO3;
+    assert_int_equal(st_compute(&in, &b, NULL), SS_OK);
+    uint64_t per = (5000000000000ull + 16383) / 16384;
+    assert_int_equal(b.total_physical, per * 16);
+    uint64_t all;
+    assert_int_equal(ss_mul_u64(b.total_physical, 16384, &all), SS_OK);
+    assert_true(all >= 80000000000000ull);
+}
+
 /* 2^62 elements x 4 bytes overflows: an error, not a wrapped number. */
 static void test_overflow(void **state)
 {
@@ -156,7 +179,7 @@ int main(void)
         cmocka_unit_test(test_canonical_stages), cmocka_unit_test(test_seed002_rows),
         cmocka_unit_test(test_padding),          cmocka_unit_test(test_single_rank),
         cmocka_unit_test(test_zro_owners),       cmocka_unit_test(test_mixed_precision),
-        cmocka_unit_test(test_overflow),
+        cmocka_unit_test(test_overflow),         cmocka_unit_test(test_five_trillion),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
