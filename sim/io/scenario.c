@@ -69,14 +69,15 @@ static int load_peaks(js_node dev, spec_device *d, ss_err *err)
 static int load_device(js_node n, spec_device *d, ss_err *err)
 {
     int rc = js_keys_check(n, KEYS("name", "source", "hbm_bytes", "hbm_bw_GBps",
-                                   "peak_tflops", "gemm_efficiency", "mem_efficiency",
-                                   "launch_us", "kernel_min_us"), err);
+                                   "peak_tflops", "gemm_efficiency", "gemm_half_dim",
+                                   "mem_efficiency", "launch_us", "kernel_min_us"), err);
     double bw, launch, kmin;
     if (rc || (rc = copy_name(n, "name", true, d->name, err)) ||
         (rc = js_u64(n, "hbm_bytes", true, 0, 1, UINT64_MAX, &d->hbm_bytes, err)) ||
         (rc = js_num(n, "hbm_bw_GBps", true, 0, 1e-3, 1e7, &bw, err)) ||
         (rc = load_peaks(n, d, err)) ||
         (rc = js_num(n, "gemm_efficiency", true, 0, 1e-3, 1.0, &d->gemm_efficiency, err)) ||
+        (rc = js_num(n, "gemm_half_dim", false, 0, 0, 1e6, &d->gemm_half_dim, err)) ||
         (rc = js_num(n, "mem_efficiency", true, 0, 1e-3, 1.0, &d->mem_efficiency, err)) ||
         (rc = js_num(n, "launch_us", true, 0, 0.0, 1e6, &launch, err)) ||
         (rc = js_num(n, "kernel_min_us", false, 0, 0.0, 1e6, &kmin, err)))
@@ -163,14 +164,101 @@ static int load_block(js_node b, spec_block *out, ss_err *err)
     return SS_OK;
 }
 
+static int load_moe(js_node a, spec_arch *x, ss_err *err)
+{
+    js_node n;
+    if (!js_get(a, "moe", &n)) return SS_OK;
+    int rc = js_want_obj(n, err);
+    if (rc || (rc = js_keys_check(n, KEYS("experts", "top_k", "shared_experts", "expert_ffn_hidden",
+                                          "dense_layers", "capacity_factor"), err)) ||
+        (rc = js_u64(n, "experts", true, 0, 1, 1u << 20, &x->experts, err)) ||
+        (rc = js_u64(n, "top_k", true, 0, 1, x->experts, &x->top_k, err)) ||
+        (rc = js_u64(n, "shared_experts", false, 0, 0, 1024, &x->shared_experts, err)) ||
+        (rc = js_u64(n, "expert_ffn_hidden", true, 0, 1, 1u << 24, &x->expert_ffn_hidden, err)) ||
+        (rc = js_u64(n, "dense_layers", false, 0, 0, x->layers, &x->dense_layers, err)) ||
+        (rc = js_num(n, "capacity_factor", false, 1.0, 1.0, 64.0, &x->capacity_factor, err)))
+        return rc;
+    return SS_OK;
+}
+
+static int load_mla(js_node a, spec_arch *x, ss_err *err)
+{
+    js_node n;
+    if (!js_get(a, "mla", &n)) return SS_OK;
+    int rc = js_want_obj(n, err);
+    if (rc || (rc = js_keys_check(n, KEYS("q_lora_rank", "kv_lora_rank", "qk_rope_dim",
+                                          "qk_nope_dim", "v_head_dim"), err)) ||
+        (rc = js_u64(n, "q_lora_rank", true, 0, 1, 1u << 20, &x->q_lora_rank, err)) ||
+        (rc = js_u64(n, "kv_lora_rank", true, 0, 1, 1u << 20, &x->kv_lora_rank, err)) ||
+        (rc = js_u64(n, "qk_rope_dim", true, 0, 1, 1u << 16, &x->qk_rope_dim, err)) ||
+        (rc = js_u64(n, "qk_nope_dim", true, 0, 1, 1u << 16, &x->qk_nope_dim, err)) ||
+        (rc = js_u64(n, "v_head_dim", true, 0, 1, 1u << 16, &x->v_head_dim, err)))
+        return rc;
+    return SS_OK;
+}
+
+static int load_arch(js_node a, spec_model *m, ss_err *err)
+{
+    spec_arch x = {0};
+    int act;
+    const char *norm;
+    int rc = js_want_obj(a, err);
+    if (rc || (rc = js_keys_check(a, KEYS("type", "layers", "hidden", "heads", "kv_heads", "head_dim",
+                                          "ffn_hidden", "activation", "vocab", "tied_embeddings",
+                                          "bias", "norm", "max_positions", "moe", "mla"), err)) ||
+        (rc = js_str(a, "type", true, "", &norm, err)))
+        return rc;
+    if (strcmp(norm, "transformer") != 0) {
+        js_node t;
+        js_get(a, "type", &t);
+        return js_failf(t, err, "expected \"transformer\", found \"%s\"", norm);
+    }
+    if ((rc = js_u64(a, "layers", true, 0, 1, 1u << 16, &x.layers, err)) ||
+        (rc = js_u64(a, "hidden", true, 0, 1, 1u << 20, &x.hidden, err)) ||
+        (rc = js_u64(a, "heads", true, 0, 1, 1u << 16, &x.heads, err)) ||
+        (rc = js_u64(a, "kv_heads", false, x.heads, 1, x.heads, &x.kv_heads, err)) ||
+        (rc = js_u64(a, "head_dim", false, 0, 0, 1u << 16, &x.head_dim, err)) ||
+        (rc = js_u64(a, "ffn_hidden", true, 0, 1, 1u << 24, &x.ffn_hidden, err)) ||
+        (rc = js_enum(a, "activation", false, SPEC_ACT_SWIGLU, spec_act_names, SPEC_NACT, &act, err)) ||
+        (rc = js_u64(a, "vocab", true, 0, 1, 1u << 24, &x.vocab, err)) ||
+        (rc = js_bool(a, "tied_embeddings", false, false, &x.tied_embeddings, err)) ||
+        (rc = js_bool(a, "bias", false, false, &x.bias, err)) ||
+        (rc = js_str(a, "norm", false, "rmsnorm", &norm, err)) ||
+        (rc = js_u64(a, "max_positions", false, 0, 0, 1u << 24, &x.max_positions, err)) ||
+        (rc = load_moe(a, &x, err)) || (rc = load_mla(a, &x, err)))
+        return rc;
+    if (strcmp(norm, "rmsnorm") && strcmp(norm, "layernorm")) {
+        js_node t;
+        js_get(a, "norm", &t);
+        return js_failf(t, err, "expected \"rmsnorm\" or \"layernorm\", found \"%s\"", norm);
+    }
+    if (x.heads % x.kv_heads) {
+        js_node t;
+        js_get(a, "kv_heads", &t);
+        return js_failf(t, err, "%llu heads do not divide into %llu key/value heads",
+                        (unsigned long long)x.heads, (unsigned long long)x.kv_heads);
+    }
+    x.act = (spec_activation)act;
+    x.layernorm = !strcmp(norm, "layernorm");
+    if (!x.head_dim) x.head_dim = x.hidden / x.heads;
+    m->arch = x;
+    m->is_arch = true;
+    return SS_OK;
+}
+
 static int load_model(js_node n, spec_model *m, ss_err *err)
 {
-    js_node arr;
+    js_node arr, a;
     size_t len;
     uint64_t total;
-    int rc = js_keys_check(n, KEYS("name", "source", "blocks"), err);
-    if (rc || (rc = copy_name(n, "name", true, m->name, err)) ||
-        (rc = js_arr(n, "blocks", true, &arr, &len, err)) ||
+    int rc = js_keys_check(n, KEYS("name", "source", "blocks", "architecture"), err);
+    if (rc || (rc = copy_name(n, "name", true, m->name, err))) return rc;
+    if (js_get(n, "architecture", &a)) {
+        if (js_get(n, "blocks", &arr))
+            return js_failf(arr, err, "a model has \"blocks\" or an \"architecture\", not both");
+        return load_arch(a, m, err);
+    }
+    if ((rc = js_arr(n, "blocks", true, &arr, &len, err)) ||
         (rc = count_blocks(arr, len, &total, err)))
         return rc;
     if (len == 0) return js_failf(arr, err, "expected at least one block");
@@ -399,14 +487,19 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
 {
     js_node par, tr;
     uint64_t dp, mb;
+    int recomp;
     int rc = js_need(root, "parallel", &par, err);
     if (rc || (rc = js_want_obj(par, err)) ||
         (rc = js_keys_check(par, KEYS("dp"), err)) ||
         (rc = js_u64(par, "dp", true, 0, 1, 1u << 24, &dp, err)) ||
         (rc = js_need(root, "training", &tr, err)) || (rc = js_want_obj(tr, err)) ||
-        (rc = js_keys_check(tr, KEYS("micro_batch"), err)) ||
-        (rc = js_u64(tr, "micro_batch", true, 0, 1, 1ull << 32, &mb, err)))
+        (rc = js_keys_check(tr, KEYS("micro_batch", "seq_len", "recompute"), err)) ||
+        (rc = js_u64(tr, "micro_batch", true, 0, 1, 1ull << 32, &mb, err)) ||
+        (rc = js_u64(tr, "seq_len", s->model.is_arch, 1, 1, 1ull << 24, &s->seq_len, err)) ||
+        (rc = js_enum(tr, "recompute", false, SPEC_RECOMP_NONE, spec_recompute_names, SPEC_NRECOMP,
+                      &recomp, err)))
         return rc;
+    s->recompute = (spec_recompute)recomp;
     uint64_t gpus = (uint64_t)s->topo.nodes * s->topo.gpus_per_node;
     if (dp > gpus) {
         js_node d;

@@ -177,6 +177,20 @@ static void json_timeline(cJSON *mem, const mem_rank *m)
     }
 }
 
+/* Tokens per second per GPU and MFU with the FLOP count users' tools use
+ * (torchtitan's get_num_flop_per_token: 6 x non-embedding parameters a
+ * token uses + 12 L H Q T for attention). */
+static void json_throughput(cJSON *root, const sum_report *r)
+{
+    cJSON *t = cJSON_AddObjectToObject(root, "throughput");
+    double s = secs(r->step_ns), tps = s > 0 ? (double)r->tokens / s : 0;
+    add_u64(t, "tokens_per_step_per_gpu", r->tokens);
+    cJSON_AddNumberToObject(t, "tokens_per_s_per_gpu", tps);
+    cJSON_AddNumberToObject(t, "flops_per_token", r->flops_per_token);
+    cJSON_AddNumberToObject(t, "mfu", r->peak_flops > 0 ? tps * r->flops_per_token / r->peak_flops : 0);
+    cJSON_AddStringToObject(t, "flops_convention", "6N+12LHQT (torchtitan)");
+}
+
 static void json_time(cJSON *root, const sum_report *r)
 {
     cJSON *t = cJSON_AddObjectToObject(root, "time");
@@ -197,6 +211,7 @@ char *sum_json(const sum_report *r)
     add_u64(root, "ranks", r->nranks);
     cJSON_AddNumberToObject(root, "step_time_s", secs(r->step_ns));
     json_time(root, r);
+    json_throughput(root, r);
     cJSON *mem = cJSON_AddObjectToObject(root, "memory");
     cJSON_AddStringToObject(mem, "allocator", mem_model_names[r->s->alloc_model]);
     cJSON_AddBoolToObject(mem, "expandable_segments", r->s->expandable_segments);
@@ -257,6 +272,11 @@ void sum_text(const sum_report *r, FILE *f)
     fprintf(f, "  comm busy        %10.3f ms  (overlapped %.3f, exposed %.3f)\n",
             secs(r->comm_ns) * 1e3, secs(r->overlap_ns) * 1e3, secs(r->exposed_comm_ns) * 1e3);
     fprintf(f, "  host busy        %10.3f ms\n", secs(r->host_ns) * 1e3);
+    if (r->step_ns && r->peak_flops > 0) {
+        double tps = (double)r->tokens / secs(r->step_ns);
+        fprintf(f, "  throughput       %10.0f tokens/s/GPU, MFU %.1f%% (6N+12LHQT)\n", tps,
+                100.0 * tps * r->flops_per_token / r->peak_flops);
+    }
     fprintf(f, "\n  %-15s %6s %14s\n", "collective", "count", "MiB/rank/step");
     for (int c = 0; c < PROG_NCOLLS; c++) {
         const sum_coll *sc = &r->coll[c];

@@ -40,6 +40,10 @@ typedef struct sum_report {
     uint32_t nranks;
     sum_rank *ranks;
     uint64_t nops, nevents;
+    /* set by the caller from the plan: the MFU convention's inputs */
+    uint64_t tokens;        /* per rank per step */
+    double flops_per_token; /* 6 N + 12 L H Q T (torchtitan) */
+    double peak_flops;      /* the device's dense rate in the compute dtype */
 } sum_report;
 
 /* st[r]: rank r's state bytes. The memory series is recorded for rank 0,

@@ -1,5 +1,7 @@
 #include "plan.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,12 +33,16 @@ ss_ns plan_optim_ns(const plan *p, uint64_t numel)
     return plan_mem_ns(p, numel * elem * optim_accesses(&p->s->opt));
 }
 
-/* Roofline of one GEMM m x k x n in the compute dtype. */
-static ss_ns gemm_ns(const plan *p, uint64_t m, uint64_t k, uint64_t n)
+/* Roofline of one GEMM m x k x n in the compute dtype. Small GEMMs are far
+ * from peak: efficiency = gemm_efficiency * g / (g + gemm_half_dim), g the
+ * geometric mean of the three dimensions (flat when gemm_half_dim is 0). */
+ss_ns plan_gemm_ns(const plan *p, uint64_t m, uint64_t k, uint64_t n)
 {
     const spec_device *d = &p->s->topo.device;
     double flops = 2.0 * (double)m * (double)k * (double)n;
-    double peak = d->peak_flops[p->s->prec.compute] * d->gemm_efficiency;
+    double g = cbrt((double)m * (double)k * (double)n);
+    double eff = d->gemm_efficiency * (d->gemm_half_dim > 0 ? g / (g + d->gemm_half_dim) : 1.0);
+    double peak = d->peak_flops[p->s->prec.compute] * eff;
     double bytes = (double)(m * k + k * n + m * n) * p->compute_elem;
     double tc = flops / peak;
     double tm = bytes / (d->hbm_bw_Bps * d->mem_efficiency);
@@ -46,15 +52,18 @@ static ss_ns gemm_ns(const plan *p, uint64_t m, uint64_t k, uint64_t n)
 static int add_params(plan *p, ss_err *err)
 {
     const spec_model *m = &p->s->model;
+    p->nblocks = m->nblocks;
     p->blocks = calloc(m->nblocks, sizeof *p->blocks);
     p->params = calloc(2 * (size_t)m->nblocks, sizeof *p->params);
     if (!p->blocks || !p->params)
         return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for the plan");
-    uint64_t rows = p->s->micro_batch;
+    uint64_t rows = p->tokens;
     for (uint32_t i = 0; i < m->nblocks; i++) {
         const spec_block *sb = &m->blocks[i];
         plan_block *b = &p->blocks[i];
         b->spec = sb;
+        snprintf(b->name, sizeof b->name, "%s", sb->name);
+        snprintf(b->group, sizeof b->group, "%s", sb->name);
         b->param0 = p->nparams;
         uint64_t w;
         if (ss_mul_u64(sb->in, sb->out, &w))
@@ -73,7 +82,7 @@ static int add_params(plan *p, ss_err *err)
         b->dgrad = i > 0;
         b->fwd_flops = 2 * rows * b->numel;
         b->bwd_flops = b->fwd_flops * (b->dgrad ? 2 : 1);
-        b->fwd_ns = gemm_ns(p, rows, sb->in, sb->out);
+        b->fwd_ns = plan_gemm_ns(p, rows, sb->in, sb->out);
         b->bwd_ns = b->fwd_ns * (b->dgrad ? 2 : 1);
     }
     return SS_OK;
@@ -84,6 +93,14 @@ static bool name_matches(const char *module, const char *name)
 {
     size_t n = strlen(module);
     return strncmp(name, module, n) == 0 && (name[n] == '\0' || name[n] == '.');
+}
+
+/* 6 N per token for a model without attention (the MLP models); the
+ * architecture expansion sets its own. */
+static int add_flops_per_token(plan *p)
+{
+    if (!p->s->model.is_arch) p->flops_per_token = 6.0 * (double)p->total_numel;
+    return SS_OK;
 }
 
 static bool wrapped_by_name(const spec_sharding *sh, const char *name)
@@ -99,7 +116,7 @@ static bool block_wrapped(const plan *p, const plan_block *b)
     switch (sh->wrap) {
     case SPEC_WRAP_PER_BLOCK: return true;
     case SPEC_WRAP_SIZE: return b->numel >= sh->wrap_min_params;
-    default: return wrapped_by_name(sh, b->spec->name);
+    default: return wrapped_by_name(sh, b->name) || wrapped_by_name(sh, b->group);
     }
 }
 
@@ -120,7 +137,8 @@ static int add_units(plan *p, ss_err *err)
     for (uint32_t k = 0; k < sh->nwrap_modules; k++) {
         bool hit = false;
         for (uint32_t i = 0; i < p->nblocks && !hit; i++)
-            hit = name_matches(sh->wrap_modules[k], p->blocks[i].spec->name);
+            hit = name_matches(sh->wrap_modules[k], p->blocks[i].name) ||
+                  name_matches(sh->wrap_modules[k], p->blocks[i].group);
         if (!hit)
             return ss_fail(err, SS_E_INPUT, p->s->file,
                            "$.sharding.wrap.modules[%u]: \"%s\" names no block "
@@ -134,8 +152,18 @@ static int add_units(plan *p, ss_err *err)
     for (uint32_t i = 0; i < p->nblocks; i++) {
         plan_block *b = &p->blocks[i];
         if (block_wrapped(p, b)) {
-            plan_unit *u = &p->units[p->nunits++];
-            *u = (plan_unit){.block0 = i, .nblocks = 1, .numel = b->numel};
+            /* Consecutive blocks of one group (a transformer layer's
+             * attention and MLP) share a unit. */
+            plan_unit *u = &p->units[p->nunits - 1];
+            bool same = p->nunits > 1 && i > 0 && u->block0 + u->nblocks == i &&
+                        !strcmp(p->blocks[i - 1].group, b->group);
+            if (same) {
+                u->nblocks++;
+                u->numel += b->numel;
+            } else {
+                u = &p->units[p->nunits++];
+                *u = (plan_unit){.block0 = i, .nblocks = 1, .numel = b->numel};
+            }
             unit_close(p, u);
         } else {
             if (root->block0 == UINT32_MAX) root->block0 = i;
@@ -188,13 +216,14 @@ int plan_new(plan **out, const spec_scenario *s, ss_err *err)
     if (!p) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for the plan");
     p->s = s;
     p->n = s->dp;
-    p->nblocks = s->model.nblocks;
+    p->tokens = s->micro_batch * s->seq_len;
     p->param_elem = spec_dtype_size(s->prec.param);
     p->compute_elem = spec_dtype_size(s->prec.compute);
     p->grad_elem = spec_dtype_size(s->prec.grad);
     p->reduce_elem = spec_dtype_size(s->prec.reduce);
-    if ((rc = add_params(p, err)) || (rc = add_units(p, err)) ||
-        (rc = add_buckets(p, err))) {
+    rc = s->model.is_arch ? plan_arch_blocks(p, err) : add_params(p, err);
+    if (!rc) rc = add_flops_per_token(p);
+    if (rc || (rc = add_units(p, err)) || (rc = add_buckets(p, err))) {
         plan_free(p);
         return rc;
     }

@@ -21,13 +21,19 @@ typedef struct plan_param {
     uint64_t numel;
 } plan_param;
 
+#define PLAN_NAME_MAX SPEC_NAME_MAX
+
 typedef struct plan_block {
-    const spec_block *spec;
+    const spec_block *spec;  /* linear models; NULL for architecture blocks */
+    char name[PLAN_NAME_MAX]; /* "layers.3", "layers.3.attn", "embed", ... */
+    char group[PLAN_NAME_MAX]; /* what per-block wrapping makes one unit */
     uint32_t param0, nparam; /* params[param0 .. param0 + nparam) */
     uint64_t numel;
     uint32_t unit;           /* FSDP wrap unit that owns it */
     ss_bytes in_bytes;       /* activation entering, per micro-batch */
     ss_bytes out_bytes;      /* activation leaving */
+    ss_bytes saved_bytes;    /* kept for backward besides the input */
+    ss_bytes recompute_bytes; /* re-materialized during backward (recompute) */
     uint64_t fwd_flops, bwd_flops;
     ss_ns fwd_ns, bwd_ns;    /* device time */
     bool dgrad;              /* backward computes the input gradient */
@@ -61,12 +67,20 @@ typedef struct plan {
     plan_bucket *buckets;
     uint32_t nbuckets;
     uint64_t total_numel;
+    uint64_t tokens;          /* per rank per micro-batch: micro_batch x seq_len */
+    double flops_per_token;   /* the MFU convention: 6 N + 12 L H Q T */
 } plan;
 
 /* Build the plan. Errors (SS_E_INPUT, naming the scenario file): a wrap
  * module that names no block, a dtype the device cannot compute in. */
 int plan_new(plan **out, const spec_scenario *s, ss_err *err);
 void plan_free(plan *p);
+
+/* Device time of a GEMM m x k x n in the compute dtype: a roofline with the
+ * device's efficiency curve. */
+ss_ns plan_gemm_ns(const plan *p, uint64_t m, uint64_t k, uint64_t n);
+/* Internal to plan/: expand an architecture model into blocks (plan_arch.c). */
+int plan_arch_blocks(plan *p, ss_err *err);
 
 /* Device time of an elementwise kernel touching `bytes` of HBM. */
 ss_ns plan_mem_ns(const plan *p, ss_bytes bytes);

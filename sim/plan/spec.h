@@ -109,11 +109,47 @@ typedef struct spec_block {
     bool bias;
 } spec_block;
 
+/* A transformer described by its architecture (model "architecture"): the
+ * planner expands it into embedding, per-layer attention and MLP (or MoE)
+ * blocks, final norm and output head. head_dim 0 means hidden / heads.
+ * MLA (DeepSeek's multi-head latent attention) when kv_lora_rank > 0. */
+#define SPEC_ACTIVATIONS(X)                                                    \
+    X(SWIGLU, "swiglu")                                                        \
+    X(GELU, "gelu")
+#define SPEC_ENUM2_(id, name) SPEC_ACT_##id,
+typedef enum { SPEC_ACTIVATIONS(SPEC_ENUM2_) SPEC_NACT } spec_activation;
+#undef SPEC_ENUM2_
+extern const char *const spec_act_names[SPEC_NACT];
+
+typedef struct spec_arch {
+    uint64_t layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab;
+    uint64_t max_positions; /* learned position embeddings; 0 = rotary */
+    spec_activation act;
+    bool tied_embeddings, bias, layernorm; /* layernorm has a bias; rmsnorm not */
+    /* MoE (experts > 0) */
+    uint64_t experts, top_k, shared_experts, expert_ffn_hidden, dense_layers;
+    double capacity_factor;
+    /* MLA */
+    uint64_t q_lora_rank, kv_lora_rank, qk_rope_dim, qk_nope_dim, v_head_dim;
+} spec_arch;
+
 typedef struct spec_model {
     char name[SPEC_NAME_MAX];
-    spec_block *blocks;
+    spec_block *blocks; /* linear models */
     uint32_t nblocks;
+    bool is_arch;       /* described by arch instead of blocks */
+    spec_arch arch;
 } spec_model;
+
+/* Activation recomputation (training.recompute). */
+#define SPEC_RECOMPUTE(X)                                                      \
+    X(NONE, "none")                                                            \
+    X(SELECTIVE, "selective")                                                  \
+    X(FULL, "full")
+#define SPEC_ENUM2_(id, name) SPEC_RECOMP_##id,
+typedef enum { SPEC_RECOMPUTE(SPEC_ENUM2_) SPEC_NRECOMP } spec_recompute;
+#undef SPEC_ENUM2_
+extern const char *const spec_recompute_names[SPEC_NRECOMP];
 
 typedef struct spec_device {
     char name[SPEC_NAME_MAX];
@@ -121,6 +157,7 @@ typedef struct spec_device {
     double hbm_bw_Bps;         /* bytes per second */
     double peak_flops[SPEC_NDT]; /* dense FLOP/s per dtype, 0 = unsupported */
     double gemm_efficiency;    /* fraction of peak a large GEMM reaches */
+    double gemm_half_dim;      /* GEMM size (geometric mean of m, n, k) at half that */
     double mem_efficiency;     /* fraction of HBM bandwidth a stream reaches */
     ss_ns launch_ns;           /* host time to launch one kernel */
     ss_ns kernel_min_ns;       /* shortest kernel on the device */
@@ -187,7 +224,9 @@ typedef struct spec_scenario {
     spec_model model;
     spec_topology topo;
     uint32_t dp;          /* data-parallel ranks */
-    uint64_t micro_batch; /* rows (samples x tokens) per rank per micro-batch */
+    uint64_t micro_batch; /* samples per rank per micro-batch */
+    uint64_t seq_len;     /* tokens per sample (1 for row-wise models) */
+    spec_recompute recompute;
     spec_precision prec;
     spec_optimizer_cfg opt;
     spec_sharding shard;

@@ -39,6 +39,11 @@ int run_step(const spec_scenario *s, const run_opts *o, run_result *out, ss_err 
     if (!rc) rc = eng_run(r.p, &net, &r.t, err);
     if (!rc) rc = states(&r, err);
     if (!rc) rc = sum_build(s, r.t, r.st, o && o->series_all, &r.sum, err);
+    if (!rc) {
+        r.sum.tokens = r.pl->tokens;
+        r.sum.flops_per_token = r.pl->flops_per_token;
+        r.sum.peak_flops = s->topo.device.peak_flops[s->prec.compute];
+    }
     for (uint32_t k = 0; !rc && k < r.pl->n; k++)
         rc = sched_init_peak(r.pl, k, &r.sum.ranks[k].init_peak, err);
     if (rc) {

@@ -15,7 +15,8 @@ int em_init(em *e, const plan *pl, prog *p, uint32_t rank, ss_err *err)
     size_t n = pl->nblocks ? pl->nblocks : 1;
     e->t_act = malloc(n * sizeof *e->t_act);
     e->t_dact = malloc(n * sizeof *e->t_dact);
-    if (!e->t_act || !e->t_dact) {
+    e->t_saved = malloc(n * sizeof *e->t_saved);
+    if (!e->t_act || !e->t_dact || !e->t_saved) {
         em_fini(e);
         return ss_fail(err, SS_E_NOMEM, NULL, "out of memory emitting ops");
     }
@@ -30,9 +31,10 @@ void em_fini(em *e)
     free(e->mem);
     free(e->t_act);
     free(e->t_dact);
+    free(e->t_saved);
     e->deps = NULL;
     e->mem = NULL;
-    e->t_act = e->t_dact = NULL;
+    e->t_act = e->t_dact = e->t_saved = NULL;
 }
 
 int em_done(em *e) { return e->rc; }
@@ -210,11 +212,15 @@ uint32_t em_fwd_block(em *e, uint32_t i, uint32_t dep)
 {
     const plan_block *b = &e->pl->blocks[i];
     e->t_act[i] = em_tensor(e, PROG_MEM_ACTIVATION, b->out_bytes, false,
-                            "act.%s", b->spec->name);
-    em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_FORWARD, "fwd.%s", b->spec->name);
+                            "act.%s", b->name);
+    e->t_saved[i] = b->saved_bytes ? em_tensor(e, PROG_MEM_ACTIVATION, b->saved_bytes, false,
+                                               "saved.%s", b->name)
+                                   : EM_NONE;
+    em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_FORWARD, "fwd.%s", b->name);
     em_cost(e, em_launch_ns(e), b->fwd_ns, b->fwd_flops);
     em_dep(e, dep);
     em_mem(e, e->t_act[i], PROG_ALLOC_AT_ISSUE);
+    em_mem(e, e->t_saved[i], PROG_ALLOC_AT_ISSUE);
     return em_end(e);
 }
 
@@ -231,7 +237,7 @@ uint32_t em_loss(em *e)
     em_mem(e, e->t_act[last], PROG_FREE_AT_ISSUE);
     em_end(e);
     e->t_dact[last] = em_tensor(e, PROG_MEM_ACTIVATION, b->out_bytes, false,
-                                "dact.%s", b->spec->name);
+                                "dact.%s", b->name);
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "loss.backward");
     em_cost(e, em_launch_ns(e), plan_mem_ns(e->pl, b->out_bytes), 0);
     em_mem(e, e->t_dact[last], PROG_ALLOC_AT_ISSUE);
@@ -245,12 +251,19 @@ uint32_t em_bwd_block(em *e, uint32_t i, uint32_t dep, const uint32_t *grads,
     const plan_block *b = &e->pl->blocks[i];
     if (b->dgrad)
         e->t_dact[i - 1] = em_tensor(e, PROG_MEM_ACTIVATION, b->in_bytes, false,
-                                     "dact.%s", e->pl->blocks[i - 1].spec->name);
-    em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "bwd.%s", b->spec->name);
+                                     "dact.%s", e->pl->blocks[i - 1].name);
+    /* Recomputed activations live while the backward kernels run. */
+    uint32_t recomp = b->recompute_bytes ? em_tensor(e, PROG_MEM_ACTIVATION, b->recompute_bytes,
+                                                     false, "recomputed.%s", b->name)
+                                         : EM_NONE;
+    em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "bwd.%s", b->name);
     em_cost(e, em_launch_ns(e) * (b->dgrad ? 2 : 1), b->bwd_ns, b->bwd_flops);
     em_dep(e, dep);
     if (b->dgrad) em_mem(e, e->t_dact[i - 1], PROG_ALLOC_AT_ISSUE);
     for (uint32_t g = 0; g < ngrads; g++) em_mem(e, grads[g], PROG_ALLOC_AT_ISSUE);
+    em_mem(e, recomp, PROG_ALLOC_AT_ISSUE);
+    em_mem(e, recomp, PROG_FREE_AT_END);
+    em_mem(e, e->t_saved[i], PROG_FREE_AT_ISSUE);
     em_mem(e, e->t_dact[i], PROG_FREE_AT_ISSUE);
     /* The saved input: the previous block's output (the batch itself stays
      * referenced by the training loop). */

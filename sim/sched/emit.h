@@ -37,6 +37,7 @@ typedef struct em {
     uint32_t t_input, t_loss, t_dloss;
     uint32_t *t_act;  /* output of block i */
     uint32_t *t_dact; /* gradient of the output of block i */
+    uint32_t *t_saved; /* what block i keeps for its backward, besides its input */
     st_bytes st;      /* this rank's states */
 } em;
 

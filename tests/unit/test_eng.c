@@ -1,230 +1,462 @@
-/* Engine: stream order, event deps, host issue, host blocking, collectives
- * that wait for every member, deadlock reports, determinism. Expected times
- * are worked out by hand in each test's comment. The fake network charges
- * 100 ns + 1 ns per byte for every collective and counts its calls. */
+/* Engine: stream order, event deps, host issue cost, host blocking,
+ * collectives that wait for every member, deadlock reports, errors,
+ * determinism. Expected times are worked out by hand in each test's
+ * comment from prog.h's rules. The fake network charges alpha + bytes /
+ * beta = 100 ns + bytes / 2 ns for every collective and logs its calls. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "../../sim/eng/eng.h"
 
+enum { ALPHA = 100, BETA = 2, MAXCALLS = 16, BAD_BYTES = 13 };
+
+typedef struct call {
+    prog_coll coll;
+    ss_bytes bytes;
+    uint32_t size, rank0;
+} call;
+
 typedef struct fake {
-    int calls;
-    ss_bytes last_bytes;
+    int ncalls;
+    call calls[MAXCALLS];
 } fake;
 
+/* alpha + bytes / beta; BAD_BYTES makes it fail, to test propagation. */
 static int fake_coll(void *ctx, prog_coll c, prog_group g, ss_bytes bytes, ss_ns *out,
                      ss_err *err)
 {
-    (void)c, (void)g, (void)err;
     fake *f = ctx;
-    f->calls++;
-    f->last_bytes = bytes;
-    *out = 100 + bytes;
+    if (bytes == BAD_BYTES) return ss_fail(err, SS_E_INPUT, NULL, "fake network refuses 13 bytes");
+    if (f->ncalls < MAXCALLS) f->calls[f->ncalls] = (call){c, bytes, g.size, g.ranks[0]};
+    f->ncalls++;
+    *out = ALPHA + bytes / BETA;
     return SS_OK;
 }
 
-static uint32_t op(prog *p, uint32_t r, prog_opkind k, prog_stream s, ss_ns host, ss_ns dev,
-                   const uint32_t *deps, uint32_t nd)
+static prog *new_prog(uint32_t nranks)
 {
-    prog_op_spec sp = {.kind = k, .stream = s, .name = "op", .host_ns = host, .dev_ns = dev,
-                       .deps = deps, .ndeps = nd};
+    prog *p = NULL;
+    assert_int_equal(prog_new(&p, nranks, NULL), SS_OK);
+    return p;
+}
+
+static uint32_t group(prog *p, const uint32_t *ranks, uint32_t n)
+{
+    uint32_t g;
+    assert_int_equal(prog_group_add(p, ranks, n, &g, NULL), SS_OK);
+    return g;
+}
+
+static uint32_t add(prog *p, uint32_t r, const prog_op_spec *sp)
+{
     uint32_t id;
-    assert_int_equal(prog_op_add(p, r, &sp, &id, NULL), SS_OK);
+    assert_int_equal(prog_op_add(p, r, sp, &id, NULL), SS_OK);
     return id;
 }
 
-static uint32_t coll(prog *p, uint32_t r, uint32_t g, ss_ns host, ss_bytes bytes)
+/* A COMPUTE op on stream s (or a HOST op when s is PROG_HOST), at most one
+ * dep (NULL for none). */
+static uint32_t op(prog *p, uint32_t r, const char *name, prog_stream s, ss_ns host, ss_ns dev,
+                   const uint32_t *dep)
 {
-    prog_op_spec sp = {.kind = PROG_OP_COLL, .stream = PROG_REDUCE, .name = "ar",
-                       .coll = PROG_COLL_ALL_REDUCE, .group = g, .host_ns = host,
-                       .bytes = bytes};
-    uint32_t id;
-    assert_int_equal(prog_op_add(p, r, &sp, &id, NULL), SS_OK);
-    return id;
+    prog_op_spec sp = {.kind = s == PROG_HOST ? PROG_OP_HOST : PROG_OP_COMPUTE, .stream = s,
+                       .name = name, .host_ns = host, .dev_ns = dev, .deps = dep,
+                       .ndeps = dep != NULL};
+    return add(p, r, &sp);
 }
 
-static trc *run_ok(prog *p, fake *f)
+/* A collective with no host cost. */
+static uint32_t coll(prog *p, uint32_t r, const char *name, prog_coll c, uint32_t g,
+                     prog_stream s, ss_bytes bytes, const uint32_t *dep)
+{
+    prog_op_spec sp = {.kind = PROG_OP_COLL, .stream = s, .name = name, .coll = c, .group = g,
+                       .bytes = bytes, .deps = dep, .ndeps = dep != NULL};
+    return add(p, r, &sp);
+}
+
+static trc *run_ok(const prog *p, fake *f)
 {
     eng_net net = {f, fake_coll};
     trc *t = NULL;
     ss_err err;
     ss_err_clear(&err);
-    int rc = eng_run(p, &net, &t, &err);
-    if (rc) fail_msg("eng_run: %s", err.msg);
+    if (eng_run(p, &net, &t, &err) != SS_OK) fail_msg("eng_run: %s", err.msg);
+    assert_non_null(t);
     return t;
 }
 
-/* Three compute ops, 10 ns host each, 100/200/300 ns device: issued at 10,
- * 20, 30; run back to back [10,110) [110,310) [310,610). */
+static void assert_times(const trc_op *o, ss_ns issue, ss_ns start, ss_ns end)
+{
+    assert_int_equal(o->issue, issue);
+    assert_int_equal(o->start, start);
+    assert_int_equal(o->end, end);
+}
+
+/* One rank, three compute ops on one stream, 10 ns host each, 100/200/300
+ * ns device. The host issues them at 10, 20, 30; the stream runs them back
+ * to back: [10,110) [110,310) [310,610); ends are running sums 10+100,
+ * +200, +300. Events: 1 host kick + 3 issues + 3 ends = 7. seq, in
+ * processing order: t=10 issue0 0, start0 1; t=20 issue1 2; t=30 issue2
+ * 3; t=110 end0 4, start1 5; t=310 end1 6, start2 7; t=610 end2 8. */
 static void test_chain(void **state)
 {
     (void)state;
-    prog *p;
-    prog_new(&p, 1, NULL);
-    for (int i = 1; i <= 3; i++) op(p, 0, PROG_OP_COMPUTE, PROG_COMPUTE, 10, 100 * (ss_ns)i, NULL, 0);
+    prog *p = new_prog(1);
+    for (int i = 1; i <= 3; i++) op(p, 0, "mm", PROG_COMPUTE, 10, 100 * (ss_ns)i, NULL);
     fake f = {0};
     trc *t = run_ok(p, &f);
-    ss_ns want[3][3] = {{10, 10, 110}, {20, 110, 310}, {30, 310, 610}};
+    const trc_op *o = t->ops[0];
+    assert_times(&o[0], 10, 10, 110);
+    assert_times(&o[1], 20, 110, 310);
+    assert_times(&o[2], 30, 310, 610);
+    const uint64_t seq[3][3] = {{0, 1, 4}, {2, 5, 6}, {3, 7, 8}};
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(t->ops[0][i].issue, want[i][0]);
-        assert_int_equal(t->ops[0][i].start, want[i][1]);
-        assert_int_equal(t->ops[0][i].end, want[i][2]);
+        assert_int_equal(o[i].seq_issue, seq[i][0]);
+        assert_int_equal(o[i].seq_start, seq[i][1]);
+        assert_int_equal(o[i].seq_end, seq[i][2]);
     }
     assert_int_equal(t->step_ns, 610);
+    assert_int_equal(t->nevents, 7);
+    assert_int_equal(f.ncalls, 0);
     trc_free(t);
     prog_free(p);
 }
 
-/* Two streams: A (compute, 0 host, 500 ns) and B (copy, 0 host, 100 ns)
- * overlap: both start at 0. C on copy depends on A: starts at 500, not at
- * B's end (100). */
-static void test_event_dep(void **state)
+/* Two streams, no host cost, all issued at 0: A (compute, 500 ns) and B
+ * (copy, 100 ns) overlap, both start at 0. C (copy, 50 ns) depends on A:
+ * it starts at max(issue 0, B ends 100, A ends 500) = 500, ends 550. D
+ * (copy, 10 ns, no deps) is FIFO behind C: [550, 560). step = 560. */
+static void test_two_streams_event_dep(void **state)
 {
     (void)state;
-    prog *p;
-    prog_new(&p, 1, NULL);
-    uint32_t a = op(p, 0, PROG_OP_COMPUTE, PROG_COMPUTE, 0, 500, NULL, 0);
-    op(p, 0, PROG_OP_COMPUTE, PROG_COPY, 0, 100, NULL, 0);
-    op(p, 0, PROG_OP_COMPUTE, PROG_COPY, 0, 50, &a, 1);
+    prog *p = new_prog(1);
+    uint32_t a = op(p, 0, "A", PROG_COMPUTE, 0, 500, NULL);
+    op(p, 0, "B", PROG_COPY, 0, 100, NULL);
+    op(p, 0, "C", PROG_COPY, 0, 50, &a);
+    op(p, 0, "D", PROG_COPY, 0, 10, NULL);
     fake f = {0};
     trc *t = run_ok(p, &f);
-    assert_int_equal(t->ops[0][1].start, 0);
-    assert_int_equal(t->ops[0][1].end, 100);
-    assert_int_equal(t->ops[0][2].start, 500);
-    assert_int_equal(t->ops[0][2].end, 550);
+    assert_times(&t->ops[0][0], 0, 0, 500);
+    assert_times(&t->ops[0][1], 0, 0, 100);
+    assert_times(&t->ops[0][2], 0, 500, 550);
+    assert_times(&t->ops[0][3], 0, 550, 560);
+    assert_int_equal(t->step_ns, 560);
     trc_free(t);
     prog_free(p);
 }
 
-/* A host op that depends on a device op blocks the host: X (compute, 1000
- * ns) then H (host, 20 ns, dep X) then Y (compute, host 5): H runs
- * [1000,1020), Y is issued at 1025 and runs [1025,1035). */
+/* Host issue cost delays device ops: op0 (compute, host 300, dev 100) is
+ * issued at 300 and runs [300,400); op1 (compute, host 50, dev 100) is
+ * issued at 350 and waits behind op0: [400,500); op2 (copy, host 50, dev
+ * 10, dep op0) is issued at 400, the instant op0 ends: [400,410). At 400
+ * the END (class END) is processed before the ISSUE (class ISSUE): seq
+ * t=300 issue0 0, start0 1; t=350 issue1 2; t=400 end0 3, start1 4,
+ * issue2 5, start2 6; t=410 end2 7; t=500 end1 8. */
+static void test_host_issue_cost(void **state)
+{
+    (void)state;
+    prog *p = new_prog(1);
+    uint32_t a = op(p, 0, "op0", PROG_COMPUTE, 300, 100, NULL);
+    op(p, 0, "op1", PROG_COMPUTE, 50, 100, NULL);
+    op(p, 0, "op2", PROG_COPY, 50, 10, &a);
+    fake f = {0};
+    trc *t = run_ok(p, &f);
+    const trc_op *o = t->ops[0];
+    assert_times(&o[0], 300, 300, 400);
+    assert_times(&o[1], 350, 400, 500);
+    assert_times(&o[2], 400, 400, 410);
+    assert_int_equal(o[0].seq_end, 3);
+    assert_int_equal(o[1].seq_start, 4);
+    assert_int_equal(o[2].seq_issue, 5);
+    assert_int_equal(o[2].seq_start, 6);
+    assert_int_equal(o[1].seq_end, 8);
+    assert_int_equal(t->step_ns, 500);
+    trc_free(t);
+    prog_free(p);
+}
+
+/* A HOST op with a dep blocks the host until the device op ends: X
+ * (compute, host 0, dev 1000) runs [0,1000); H (host, 20 ns, dep X)
+ * cannot start before 1000, so H has issue = start = 1000, end 1020; Y
+ * (compute, host 5, dev 10) is issued only after H: at 1020 + 5 = 1025,
+ * runs [1025,1035). Without the block Y would have been issued at 5. */
 static void test_host_block(void **state)
 {
     (void)state;
-    prog *p;
-    prog_new(&p, 1, NULL);
-    uint32_t x = op(p, 0, PROG_OP_COMPUTE, PROG_COMPUTE, 0, 1000, NULL, 0);
-    op(p, 0, PROG_OP_HOST, PROG_HOST, 20, 0, &x, 1);
-    op(p, 0, PROG_OP_COMPUTE, PROG_COMPUTE, 5, 10, NULL, 0);
+    prog *p = new_prog(1);
+    uint32_t x = op(p, 0, "X", PROG_COMPUTE, 0, 1000, NULL);
+    op(p, 0, "H", PROG_HOST, 20, 0, &x);
+    op(p, 0, "Y", PROG_COMPUTE, 5, 10, NULL);
     fake f = {0};
     trc *t = run_ok(p, &f);
-    assert_int_equal(t->ops[0][1].start, 1000);
-    assert_int_equal(t->ops[0][1].end, 1020);
-    assert_int_equal(t->ops[0][2].issue, 1025);
-    assert_int_equal(t->ops[0][2].start, 1025);
+    const trc_op *o = t->ops[0];
+    assert_times(&o[0], 0, 0, 1000);
+    assert_times(&o[1], 1000, 1000, 1020);
+    assert_times(&o[2], 1025, 1025, 1035);
+    assert_true(o[0].seq_end < o[1].seq_issue);
+    assert_true(o[1].seq_issue < o[1].seq_start);
+    assert_int_equal(t->step_ns, 1035);
     trc_free(t);
     prog_free(p);
 }
 
-/* Three ranks all-reduce 1000 bytes; rank 2 computes 700 ns first. All
- * start at 700 and end at 700 + 100 + 1000 = 1800; the network is asked
- * once. A second group (ranks 0,1) runs its own collective afterwards:
- * [1800, 2000) for 100 bytes. */
-static void test_collective_waits(void **state)
+/* All-gather over ranks {0,1,2}, payloads 1000/2000/3000 bytes on ranks
+ * 0/1/2; rank 2 first computes 700 ns and its call depends on that.
+ * Ranks 0 and 1 are ready at 0, rank 2 at 700: all start at 700. The
+ * network is asked once, with the lowest member's op: all_gather, 1000
+ * bytes, group of 3: 100 + 1000/2 = 600 ns, so all end at 1300. Rank 0's
+ * "after" (compute kind, on the reduce stream, issued at 0, 10 ns) waits
+ * behind the collective that holds the stream while it waits for rank 2:
+ * [1300,1310), not [0,10). */
+static void test_coll_late_arrival(void **state)
 {
     (void)state;
-    prog *p;
-    prog_new(&p, 3, NULL);
-    uint32_t all[3] = {0, 1, 2}, two[2] = {0, 1}, g0, g1;
-    prog_group_add(p, all, 3, &g0, NULL);
-    prog_group_add(p, two, 2, &g1, NULL);
-    op(p, 2, PROG_OP_COMPUTE, PROG_COMPUTE, 0, 700, NULL, 0);
-    for (uint32_t r = 0; r < 3; r++) {
-        uint32_t prev = r == 2 ? 0 : UINT32_MAX;
-        prog_op_spec sp = {.kind = PROG_OP_COLL, .stream = PROG_REDUCE, .name = "ar",
-                           .coll = PROG_COLL_ALL_REDUCE, .group = g0, .bytes = 1000,
-                           .deps = &prev, .ndeps = r == 2};
-        uint32_t id;
-        assert_int_equal(prog_op_add(p, r, &sp, &id, NULL), SS_OK);
-    }
-    coll(p, 0, g1, 0, 100);
-    coll(p, 1, g1, 0, 100);
+    prog *p = new_prog(3);
+    uint32_t all[3] = {0, 1, 2};
+    uint32_t g = group(p, all, 3);
+    uint32_t c = op(p, 2, "fwd", PROG_COMPUTE, 0, 700, NULL);
+    for (uint32_t r = 0; r < 3; r++)
+        coll(p, r, "ag", PROG_COLL_ALL_GATHER, g, PROG_UNSHARD, 1000 * ((ss_bytes)r + 1),
+             r == 2 ? &c : NULL);
+    op(p, 0, "after", PROG_UNSHARD, 0, 10, NULL);
     fake f = {0};
     trc *t = run_ok(p, &f);
     for (uint32_t r = 0; r < 3; r++) {
         uint32_t i = r == 2 ? 1 : 0;
-        assert_int_equal(t->ops[r][i].start, 700);
-        assert_int_equal(t->ops[r][i].end, 1800);
+        assert_times(&t->ops[r][i], 0, 700, 1300);
     }
-    assert_int_equal(t->ops[0][1].start, 1800);
-    assert_int_equal(t->ops[0][1].end, 2000);
-    assert_int_equal(f.calls, 2);
-    assert_int_equal(f.last_bytes, 100);
+    assert_times(&t->ops[0][1], 0, 1300, 1310);
+    assert_int_equal(f.ncalls, 1);
+    assert_int_equal(f.calls[0].coll, PROG_COLL_ALL_GATHER);
+    assert_int_equal(f.calls[0].bytes, 1000);
+    assert_int_equal(f.calls[0].size, 3);
+    assert_int_equal(f.calls[0].rank0, 0);
+    assert_int_equal(t->step_ns, 1310);
     trc_free(t);
     prog_free(p);
 }
 
-static void expect_deadlock(prog *p, const char *fragment)
+/* Two groups, A = {0,1} and B = {2,3}, all host costs 0.
+ * rank 0: A#0 (reduce, 400 B), A#1 (reduce, 1000 B)
+ * rank 1: A#0 (reduce, 400 B), c1 (compute 2000), A#1 (unshard, 1000 B, dep c1)
+ * rank 2: c2 (compute 1000), B#0 (reduce, 0 B, dep c2)
+ * rank 3: B#0 (reduce, 0 B)
+ * A#0: both ready at 0, 100 + 400/2 = 300: [0,300). B#0 does not wait for
+ * A: ready 0 (rank 3) and 1000 (rank 2), 100 + 0 = 100: [1000,1100). A#1
+ * matches the second A call on each rank, whatever its stream: rank 0
+ * ready at 300 (behind A#0), rank 1 at 2000: 100 + 1000/2 = 600:
+ * [2000,2600). Network calls in start order: (A, 400), (B, 0), (A, 1000),
+ * with lowest members 0, 2, 0. */
+static void test_two_groups(void **state)
+{
+    (void)state;
+    prog *p = new_prog(4);
+    uint32_t ra[2] = {0, 1}, rb[2] = {2, 3};
+    uint32_t ga = group(p, ra, 2), gb = group(p, rb, 2);
+    coll(p, 0, "a0", PROG_COLL_ALL_REDUCE, ga, PROG_REDUCE, 400, NULL);
+    coll(p, 0, "a1", PROG_COLL_ALL_REDUCE, ga, PROG_REDUCE, 1000, NULL);
+    coll(p, 1, "a0", PROG_COLL_ALL_REDUCE, ga, PROG_REDUCE, 400, NULL);
+    uint32_t c1 = op(p, 1, "c1", PROG_COMPUTE, 0, 2000, NULL);
+    coll(p, 1, "a1", PROG_COLL_ALL_REDUCE, ga, PROG_UNSHARD, 1000, &c1);
+    uint32_t c2 = op(p, 2, "c2", PROG_COMPUTE, 0, 1000, NULL);
+    coll(p, 2, "b0", PROG_COLL_REDUCE_SCATTER, gb, PROG_REDUCE, 0, &c2);
+    coll(p, 3, "b0", PROG_COLL_REDUCE_SCATTER, gb, PROG_REDUCE, 0, NULL);
+    fake f = {0};
+    trc *t = run_ok(p, &f);
+    assert_times(&t->ops[0][0], 0, 0, 300);
+    assert_times(&t->ops[1][0], 0, 0, 300);
+    assert_times(&t->ops[2][1], 0, 1000, 1100);
+    assert_times(&t->ops[3][0], 0, 1000, 1100);
+    assert_times(&t->ops[0][1], 0, 2000, 2600);
+    assert_times(&t->ops[1][2], 0, 2000, 2600);
+    assert_int_equal(f.ncalls, 3);
+    const call want[3] = {{PROG_COLL_ALL_REDUCE, 400, 2, 0},
+                          {PROG_COLL_REDUCE_SCATTER, 0, 2, 2},
+                          {PROG_COLL_ALL_REDUCE, 1000, 2, 0}};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(f.calls[i].coll, want[i].coll);
+        assert_int_equal(f.calls[i].bytes, want[i].bytes);
+        assert_int_equal(f.calls[i].size, want[i].size);
+        assert_int_equal(f.calls[i].rank0, want[i].rank0);
+    }
+    assert_int_equal(t->step_ns, 2600);
+    trc_free(t);
+    prog_free(p);
+}
+
+/* eng_run must fail with `code`, leave *out untouched, and say each of the
+ * fragments. */
+static void expect_fail(const prog *p, int code, const char *const *frag, int nfrag)
 {
     fake f = {0};
     eng_net net = {&f, fake_coll};
-    trc *t = NULL;
+    trc sentinel, *t = &sentinel;
     ss_err err;
     ss_err_clear(&err);
-    assert_int_equal(eng_run(p, &net, &t, &err), SS_E_DEADLOCK);
-    assert_null(t);
-    if (!strstr(err.msg, fragment)) fail_msg("message \"%s\" lacks \"%s\"", err.msg, fragment);
+    assert_int_equal(eng_run(p, &net, &t, &err), code);
+    assert_ptr_equal(t, &sentinel);
+    for (int i = 0; i < nfrag; i++)
+        if (!strstr(err.msg, frag[i])) fail_msg("message \"%s\" lacks \"%s\"", err.msg, frag[i]);
 }
 
-/* A collective only one of its two members calls never runs. */
+/* Group {0,1}; only rank 0 calls its all-reduce "lonely_ar" (rank 1 just
+ * computes). Instance 0 never has rank 1, so rank 0 op 0 never ends. */
 static void test_deadlock_missing_peer(void **state)
 {
     (void)state;
-    prog *p;
-    prog_new(&p, 2, NULL);
-    uint32_t two[2] = {0, 1}, g;
-    prog_group_add(p, two, 2, &g, NULL);
-    coll(p, 0, g, 0, 10);
-    expect_deadlock(p, "only 1 of 2 members arrived");
+    prog *p = new_prog(2);
+    uint32_t two[2] = {0, 1};
+    uint32_t g = group(p, two, 2);
+    coll(p, 0, "lonely_ar", PROG_COLL_ALL_REDUCE, g, PROG_REDUCE, 10, NULL);
+    op(p, 1, "busy", PROG_COMPUTE, 0, 5, NULL);
+    const char *frag[] = {"rank 0 op 0 (lonely_ar)", "1 of 2 members",
+                          "waits for rank 1, which never makes that call"};
+    expect_fail(p, SS_E_DEADLOCK, frag, 3);
     prog_free(p);
 }
 
-/* A cross-rank cycle: rank 0 calls group A's collective and blocks its
- * host on it before calling group B's; rank 1 does the same with B first.
- * Neither instance ever has both members. */
-static void test_deadlock_cycle(void **state)
+/* A dependency on an op queued behind a waiting collective on another
+ * stream. Groups G = {0,1} (id 0), H = {0,1} (id 1):
+ * rank 0: h_r0 (H, reduce), g_r0 (G, reduce)
+ * rank 1: g_r1 (G, reduce), d (reduce, queued behind g_r1),
+ *         x (compute, dep d), h_r1 (H, unshard, dep x)
+ * rank 0's reduce stream holds h_r0 waiting for h_r1; h_r1 waits for x,
+ * x for d, d sits behind g_r1, and g_r1 waits for g_r0, which sits behind
+ * h_r0: a cycle. The first op that never ends is rank 0 op 0; the report
+ * follows it to rank 1's h_r1 and its dep x. */
+static void test_deadlock_dep_behind_stream(void **state)
 {
     (void)state;
-    prog *p;
-    prog_new(&p, 2, NULL);
-    uint32_t two[2] = {0, 1}, ga, gb;
-    prog_group_add(p, two, 2, &ga, NULL);
-    prog_group_add(p, two, 2, &gb, NULL);
-    uint32_t a0 = coll(p, 0, ga, 0, 1);
-    op(p, 0, PROG_OP_HOST, PROG_HOST, 0, 0, &a0, 1);
-    coll(p, 0, gb, 0, 1);
-    uint32_t b1 = coll(p, 1, gb, 0, 1);
-    op(p, 1, PROG_OP_HOST, PROG_HOST, 0, 0, &b1, 1);
-    coll(p, 1, ga, 0, 1);
-    expect_deadlock(p, "only 1 of 2 members arrived");
+    prog *p = new_prog(2);
+    uint32_t two[2] = {0, 1};
+    uint32_t gg = group(p, two, 2), gh = group(p, two, 2);
+    coll(p, 0, "h_r0", PROG_COLL_ALL_REDUCE, gh, PROG_REDUCE, 8, NULL);
+    coll(p, 0, "g_r0", PROG_COLL_ALL_REDUCE, gg, PROG_REDUCE, 8, NULL);
+    coll(p, 1, "g_r1", PROG_COLL_ALL_REDUCE, gg, PROG_REDUCE, 8, NULL);
+    uint32_t d = op(p, 1, "d", PROG_REDUCE, 0, 5, NULL);
+    uint32_t x = op(p, 1, "x", PROG_COMPUTE, 0, 5, &d);
+    coll(p, 1, "h_r1", PROG_COLL_ALL_REDUCE, gh, PROG_UNSHARD, 8, &x);
+    const char *frag[] = {"rank 0 op 0 (h_r0)", "group 1", "rank 1, whose matching op 3 (h_r1)",
+                          "dependency op 2 (x"};
+    expect_fail(p, SS_E_DEADLOCK, frag, 4);
     prog_free(p);
 }
 
-/* Same program twice: identical trace records, byte for byte. */
+/* NCCL ordering bug: rank 0 calls A then B on its reduce stream, rank 1 B
+ * then A. Each stream holds the first call waiting for a peer whose
+ * matching call sits behind on its stream. Report: rank 0 op 0 (a_r0)
+ * waits for rank 1's op 1 (a_r1), stuck on the reduce stream behind op 0
+ * (b_r1). */
+static void test_deadlock_stream_order(void **state)
+{
+    (void)state;
+    prog *p = new_prog(2);
+    uint32_t two[2] = {0, 1};
+    uint32_t ga = group(p, two, 2), gb = group(p, two, 2);
+    coll(p, 0, "a_r0", PROG_COLL_ALL_GATHER, ga, PROG_REDUCE, 8, NULL);
+    coll(p, 0, "b_r0", PROG_COLL_ALL_GATHER, gb, PROG_REDUCE, 8, NULL);
+    coll(p, 1, "b_r1", PROG_COLL_ALL_GATHER, gb, PROG_REDUCE, 8, NULL);
+    coll(p, 1, "a_r1", PROG_COLL_ALL_GATHER, ga, PROG_REDUCE, 8, NULL);
+    const char *frag[] = {"rank 0 op 0 (a_r0)", "rank 1, whose matching op 1 (a_r1)",
+                          "reduce stream behind op 0 (b_r1)"};
+    expect_fail(p, SS_E_DEADLOCK, frag, 3);
+    prog_free(p);
+}
+
+/* The network's error is the engine's error: a 13-byte collective makes
+ * the fake fail with SS_E_INPUT and its message; no trace comes back. */
+static void test_net_error(void **state)
+{
+    (void)state;
+    prog *p = new_prog(1);
+    uint32_t one[1] = {0};
+    uint32_t g = group(p, one, 1);
+    coll(p, 0, "bad", PROG_COLL_BROADCAST, g, PROG_UNSHARD, BAD_BYTES, NULL);
+    const char *frag[] = {"refuses 13 bytes"};
+    expect_fail(p, SS_E_INPUT, frag, 1);
+    prog_free(p);
+}
+
+/* Issue at 1 ns plus UINT64_MAX ns of device time does not fit: the
+ * engine reports SS_E_OVERFLOW naming the op instead of wrapping. */
+static void test_overflow(void **state)
+{
+    (void)state;
+    prog *p = new_prog(1);
+    op(p, 0, "huge", PROG_COMPUTE, 1, UINT64_MAX, NULL);
+    const char *frag[] = {"rank 0 op 0 (huge)"};
+    expect_fail(p, SS_E_OVERFLOW, frag, 1);
+    prog_free(p);
+}
+
+/* Ranks without ops: nothing runs, step 0, one host kick per rank. */
+static void test_empty(void **state)
+{
+    (void)state;
+    prog *p = new_prog(2);
+    fake f = {0};
+    trc *t = run_ok(p, &f);
+    assert_int_equal(t->step_ns, 0);
+    assert_int_equal(t->nevents, 2);
+    trc_free(t);
+    prog_free(p);
+}
+
+/* A mixed program over 4 ranks: every rank computes, issues to two streams
+ * with deps, calls a world all-reduce every 4th op and a pair all-gather
+ * every 5th, and syncs the host every 7th op. */
+static prog *mixed_prog(void)
+{
+    prog *p = new_prog(4);
+    uint32_t w[4] = {0, 1, 2, 3}, lo[2] = {0, 1}, hi[2] = {2, 3};
+    uint32_t gw = group(p, w, 4), gp[2] = {group(p, lo, 2), group(p, hi, 2)};
+    for (uint32_t r = 0; r < 4; r++) {
+        uint32_t prev = op(p, r, "c", PROG_COMPUTE, 3, 40 + 7 * r, NULL);
+        for (uint32_t i = 1; i < 40; i++) {
+            uint32_t id;
+            if (i % 4 == 0) id = coll(p, r, "ar", PROG_COLL_ALL_REDUCE, gw, PROG_REDUCE, 64 * i, &prev);
+            else if (i % 5 == 0) id = coll(p, r, "ag", PROG_COLL_ALL_GATHER, gp[r / 2], PROG_UNSHARD, 32, NULL);
+            else if (i % 7 == 0) id = op(p, r, "sync", PROG_HOST, 2, 0, &prev);
+            else id = op(p, r, "c", i % 2 ? PROG_COMPUTE : PROG_COPY, 1 + r, 10 + (i * (r + 1)) % 23, &prev);
+            prev = id;
+        }
+    }
+    return p;
+}
+
+/* Same program twice: identical trace records, byte for byte, and the
+ * same step time and event count. Within one run the 3 x 160 issue, start
+ * and end seqs are exactly 0 .. 479, each once: every record has its own
+ * place in the total order. */
 static void test_deterministic(void **state)
 {
     (void)state;
-    prog *p;
-    prog_new(&p, 2, NULL);
-    uint32_t two[2] = {0, 1}, g;
-    prog_group_add(p, two, 2, &g, NULL);
-    for (uint32_t r = 0; r < 2; r++)
-        for (int i = 0; i < 20; i++) {
-            op(p, r, PROG_OP_COMPUTE, PROG_COMPUTE, 3, 10 + (ss_ns)(i * (r + 1)), NULL, 0);
-            if (i % 4 == 0) coll(p, r, g, 1, 64);
-        }
+    prog *p = mixed_prog();
     fake f = {0};
     trc *a = run_ok(p, &f), *b = run_ok(p, &f);
-    for (uint32_t r = 0; r < 2; r++)
+    for (uint32_t r = 0; r < 4; r++)
         assert_memory_equal(a->ops[r], b->ops[r], prog_nops(p, r) * sizeof(trc_op));
     assert_int_equal(a->step_ns, b->step_ns);
     assert_int_equal(a->nevents, b->nevents);
+    enum { N = 4 * 40 * 3 };
+    unsigned char seen[N] = {0};
+    for (uint32_t r = 0; r < 4; r++)
+        for (uint32_t i = 0; i < prog_nops(p, r); i++) {
+            const trc_op *o = &a->ops[r][i];
+            const uint64_t s[3] = {o->seq_issue, o->seq_start, o->seq_end};
+            for (int k = 0; k < 3; k++) {
+                assert_true(s[k] < N);
+                assert_int_equal(seen[s[k]], 0);
+                seen[s[k]] = 1;
+            }
+            assert_true(o->issue <= o->start && o->start <= o->end && o->end <= a->step_ns);
+        }
     trc_free(a);
     trc_free(b);
     prog_free(p);
@@ -234,11 +466,17 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chain),
-        cmocka_unit_test(test_event_dep),
+        cmocka_unit_test(test_two_streams_event_dep),
+        cmocka_unit_test(test_host_issue_cost),
         cmocka_unit_test(test_host_block),
-        cmocka_unit_test(test_collective_waits),
+        cmocka_unit_test(test_coll_late_arrival),
+        cmocka_unit_test(test_two_groups),
         cmocka_unit_test(test_deadlock_missing_peer),
-        cmocka_unit_test(test_deadlock_cycle),
+        cmocka_unit_test(test_deadlock_dep_behind_stream),
+        cmocka_unit_test(test_deadlock_stream_order),
+        cmocka_unit_test(test_net_error),
+        cmocka_unit_test(test_overflow),
+        cmocka_unit_test(test_empty),
         cmocka_unit_test(test_deterministic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -26,6 +26,7 @@ static spec_scenario make(uint32_t dp, spec_wrap wrap)
     s.model.nblocks = 7;
     s.dp = dp;
     s.micro_batch = 16;
+    s.seq_len = 1;
     s.prec = (spec_precision){SPEC_DT_FP32, SPEC_DT_FP32, SPEC_DT_FP32, SPEC_DT_FP32,
                               SPEC_DT_NONE, SPEC_DT_FP32};
     s.opt = (spec_optimizer_cfg){SPEC_OPT_ADAMW, SPEC_IMPL_FOREACH, false};

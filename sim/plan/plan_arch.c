@@ -1,0 +1,298 @@
+/* Expansion of a transformer architecture into plan blocks.
+ *
+ * Blocks, in execution order: embed; per layer an attention block (input
+ * norm, projections, causal attention core) and an MLP or MoE block (norm,
+ * gated or plain MLP, or router + routed and shared experts); final norm;
+ * output head. A layer's two blocks share the wrap group "layers.N"; the
+ * embedding is "embed", the final norm and head "output".
+ *
+ * Costs: every projection is its own GEMM through plan_gemm_ns (forward
+ * m x k x n; backward the input gradient and the weight gradient); the
+ * causal attention core is b a s^2 (d_qk + d_v) FLOPs forward as
+ * FlashAttention computes it, 2.5x that backward (it recomputes the
+ * scores). MoE experts run t k cf / E tokens each, as E small GEMMs.
+ *
+ * Activations saved for backward are counted tensor by tensor (FlashAttention:
+ * no s^2 scores); "selective" recomputes the attention core (its output is
+ * not kept), "full" keeps only each block's input and re-runs the forward in
+ * backward. Parameter counts follow the published architectures; tests
+ * check them against the published totals.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan.h"
+
+typedef struct ab {
+    plan *p;
+    const spec_arch *a;
+    uint32_t capb, capp;
+    uint64_t t, c; /* tokens per micro-batch, bytes per activation element */
+    ss_err *err;
+    int rc;
+} ab;
+
+static plan_block *blk(ab *x, const char *group, const char *fmt, unsigned l)
+{
+    plan *p = x->p;
+    if (x->rc || p->nblocks == x->capb) {
+        if (!x->rc) x->rc = ss_fail(x->err, SS_E_INTERNAL, NULL, "too many blocks");
+        return NULL;
+    }
+    plan_block *b = &p->blocks[p->nblocks];
+    memset(b, 0, sizeof *b);
+    snprintf(b->name, sizeof b->name, fmt, l);
+    snprintf(b->group, sizeof b->group, group, l);
+    b->param0 = p->nparams;
+    b->unit = 0;
+    b->dgrad = true;
+    b->in_bytes = b->out_bytes = x->t * x->a->hidden * x->c;
+    return b;
+}
+
+static void blk_done(ab *x, plan_block *b)
+{
+    if (!b) return;
+    x->p->nblocks++;
+    for (uint32_t i = b->param0; i < b->param0 + b->nparam; i++)
+        x->p->params[i].block = (uint32_t)(b - x->p->blocks);
+}
+
+static void param(ab *x, plan_block *b, uint64_t numel)
+{
+    if (!b || !numel || x->rc) return;
+    if (x->p->nparams == x->capp) {
+        x->rc = ss_fail(x->err, SS_E_INTERNAL, NULL, "too many parameters");
+        return;
+    }
+    x->p->params[x->p->nparams++] = (plan_param){0, numel};
+    b->nparam++;
+    b->numel += numel;
+    x->p->total_numel += numel;
+}
+
+/* A weight k x n applied to m tokens: forward m x k x n; backward the input
+ * gradient m x n x k and the weight gradient k x m x n. */
+static void gemm(ab *x, plan_block *b, uint64_t m, uint64_t k, uint64_t n)
+{
+    if (!b || !m) return;
+    plan *p = x->p;
+    uint64_t f = 2 * m * k * n;
+    b->fwd_flops += f;
+    b->bwd_flops += 2 * f;
+    b->fwd_ns += plan_gemm_ns(p, m, k, n);
+    b->bwd_ns += plan_gemm_ns(p, m, n, k) + plan_gemm_ns(p, k, m, n);
+}
+
+/* A linear layer with its parameters: weight k x n (+ bias n). */
+static void linear(ab *x, plan_block *b, uint64_t k, uint64_t n, uint64_t m)
+{
+    param(x, b, k * n);
+    if (x->a->bias) param(x, b, n);
+    gemm(x, b, m, k, n);
+}
+
+static void norm(ab *x, plan_block *b, uint64_t dim)
+{
+    param(x, b, dim);
+    if (x->a->layernorm) param(x, b, dim);
+    ss_ns t = plan_mem_ns(x->p, 3 * x->t * dim * x->c);
+    if (b) b->fwd_ns += t, b->bwd_ns += 2 * t;
+}
+
+static void embed(ab *x)
+{
+    const spec_arch *a = x->a;
+    plan_block *b = blk(x, "embed", "embed", 0);
+    param(x, b, a->vocab * a->hidden);
+    if (a->max_positions) param(x, b, a->max_positions * a->hidden);
+    if (!b) return;
+    b->in_bytes = x->t * 8; /* token ids */
+    b->dgrad = false;
+    b->fwd_ns = plan_mem_ns(x->p, x->t * a->hidden * x->c);
+    b->bwd_ns = plan_mem_ns(x->p, 2 * x->t * a->hidden * x->c);
+    blk_done(x, b);
+}
+
+/* Saved tensors of attention besides the input (bytes), and the core's
+ * output, which selective recomputation drops. */
+static void attention(ab *x, unsigned l)
+{
+    const spec_arch *a = x->a;
+    uint64_t t = x->t, h = a->hidden, s = x->p->s->seq_len, bs = t / s;
+    plan_block *b = blk(x, "layers.%u", "layers.%u.attn", l);
+    norm(x, b, h);
+    uint64_t dqk, dv, kv_saved;
+    if (a->kv_lora_rank) { /* MLA */
+        dqk = a->qk_nope_dim + a->qk_rope_dim, dv = a->v_head_dim;
+        linear(x, b, h, a->q_lora_rank, t);
+        norm(x, b, a->q_lora_rank);
+        linear(x, b, a->q_lora_rank, a->heads * dqk, t);
+        linear(x, b, h, a->kv_lora_rank + a->qk_rope_dim, t);
+        norm(x, b, a->kv_lora_rank);
+        linear(x, b, a->kv_lora_rank, a->heads * (a->qk_nope_dim + dv), t);
+        kv_saved = t * (a->q_lora_rank + a->kv_lora_rank + a->qk_rope_dim + a->heads * (dqk + dv));
+    } else {
+        dqk = dv = a->head_dim;
+        linear(x, b, h, a->heads * dqk, t);
+        linear(x, b, h, a->kv_heads * dqk, t);
+        linear(x, b, h, a->kv_heads * dv, t);
+        kv_saved = t * a->kv_heads * (dqk + dv);
+    }
+    linear(x, b, a->heads * dv, h, t);
+    if (!b) return;
+    double core = (double)bs * a->heads * (double)s * s * (dqk + dv);
+    double g = cbrt((double)s * s * dqk);
+    const spec_device *d = &x->p->s->topo.device;
+    double eff = d->gemm_efficiency * (d->gemm_half_dim > 0 ? g / (g + d->gemm_half_dim) : 1.0);
+    ss_ns core_ns = ss_ns_from_s(core / (d->peak_flops[x->p->s->prec.compute] * eff));
+    b->fwd_flops += (uint64_t)core;
+    b->bwd_flops += (uint64_t)(2.5 * core);
+    b->fwd_ns += core_ns;
+    b->bwd_ns += (ss_ns)(2.5 * (double)core_ns);
+    uint64_t out = t * a->heads * dv * x->c;
+    b->saved_bytes = (t * h + t * a->heads * dqk + kv_saved) * x->c + out + t * a->heads * 4;
+    b->recompute_bytes = out;
+    blk_done(x, b);
+}
+
+/* One expert-sized MLP (or the dense MLP): params and, for m tokens, GEMMs. */
+static void mlp_weights(ab *x, plan_block *b, uint64_t f, uint64_t m, bool params)
+{
+    const spec_arch *a = x->a;
+    uint64_t h = a->hidden, mats = a->act == SPEC_ACT_SWIGLU ? 3 : 2;
+    if (params)
+        for (uint64_t i = 0; i < mats; i++) {
+            param(x, b, h * f);
+            if (a->bias) param(x, b, i + 1 == mats ? h : f);
+        }
+    for (uint64_t i = 0; i + 1 < mats; i++) gemm(x, b, m, h, f);
+    gemm(x, b, m, f, h);
+}
+
+static void mlp(ab *x, unsigned l)
+{
+    const spec_arch *a = x->a;
+    plan_block *b = blk(x, "layers.%u", "layers.%u.mlp", l);
+    norm(x, b, a->hidden);
+    mlp_weights(x, b, a->ffn_hidden, x->t, true);
+    if (!b) return;
+    uint64_t inter = a->act == SPEC_ACT_SWIGLU ? 3 : 2;
+    b->saved_bytes = x->t * (a->hidden + inter * a->ffn_hidden) * x->c;
+    blk_done(x, b);
+}
+
+static void moe(ab *x, unsigned l)
+{
+    const spec_arch *a = x->a;
+    uint64_t t = x->t, h = a->hidden, fe = a->expert_ffn_hidden;
+    plan_block *b = blk(x, "layers.%u", "layers.%u.moe", l);
+    norm(x, b, h);
+    param(x, b, h * a->experts); /* router */
+    gemm(x, b, t, h, a->experts);
+    uint64_t routed = (uint64_t)ceil((double)t * a->top_k * a->capacity_factor);
+    uint64_t per = ss_div_ceil(routed, a->experts);
+    for (uint64_t e = 0; e < a->experts && !x->rc; e++) mlp_weights(x, b, fe, 0, true);
+    plan_block one = {0}; /* the costs of one expert's `per` tokens, times E */
+    mlp_weights(x, &one, fe, per, false);
+    if (b) {
+        b->fwd_ns += one.fwd_ns * a->experts;
+        b->bwd_ns += one.bwd_ns * a->experts;
+        b->fwd_flops += one.fwd_flops * a->experts;
+        b->bwd_flops += one.bwd_flops * a->experts;
+    }
+    for (uint64_t e = 0; e < a->shared_experts; e++) mlp_weights(x, b, fe, t, true);
+    if (!b) return;
+    uint64_t inter = a->act == SPEC_ACT_SWIGLU ? 3 : 2;
+    b->saved_bytes = (t * h + routed * h + routed * inter * fe + t * a->shared_experts * inter * fe) * x->c +
+                     t * a->experts * 4;
+    blk_done(x, b);
+}
+
+static void output(ab *x)
+{
+    const spec_arch *a = x->a;
+    plan_block *n = blk(x, "output", "norm", 0);
+    norm(x, n, a->hidden);
+    if (n) n->saved_bytes = 0;
+    blk_done(x, n);
+    plan_block *b = blk(x, "output", "head", 0);
+    if (a->tied_embeddings) gemm(x, b, x->t, a->hidden, a->vocab);
+    else linear(x, b, a->hidden, a->vocab, x->t);
+    if (!b) return;
+    b->out_bytes = x->t * a->vocab * x->c;
+    b->saved_bytes = x->t * a->vocab * 4; /* fp32 logits for the loss */
+    blk_done(x, b);
+}
+
+/* Full recomputation keeps only each layer block's input and re-runs the
+ * forward inside backward; selective drops the attention core's output. */
+static void apply_recompute(plan *p)
+{
+    spec_recompute r = p->s->recompute;
+    for (uint32_t i = 0; i < p->nblocks; i++) {
+        plan_block *b = &p->blocks[i];
+        if (strncmp(b->name, "layers.", 7) != 0) {
+            b->recompute_bytes = 0;
+            continue;
+        }
+        if (r == SPEC_RECOMP_FULL) {
+            b->recompute_bytes = b->saved_bytes;
+            b->saved_bytes = 0;
+            b->bwd_ns += b->fwd_ns;
+            b->bwd_flops += b->fwd_flops;
+        } else if (r == SPEC_RECOMP_SELECTIVE && b->recompute_bytes) {
+            b->saved_bytes -= b->recompute_bytes;
+        } else {
+            b->recompute_bytes = 0;
+        }
+    }
+}
+
+/* torchtitan's convention: 6 x (parameters a token uses, without the
+ * embedding) + 12 L H Q T for attention. */
+static void flops_per_token(plan *p, const spec_arch *a)
+{
+    double n = 0;
+    for (uint32_t i = 0; i < p->nblocks; i++) {
+        const plan_block *b = &p->blocks[i];
+        if (!strcmp(b->name, "embed")) continue;
+        double numel = (double)b->numel;
+        if (strstr(b->name, ".moe")) {
+            uint64_t mats = a->act == SPEC_ACT_SWIGLU ? 3 : 2;
+            double expert = (double)(mats * a->hidden * a->expert_ffn_hidden);
+            numel -= expert * (double)(a->experts - a->top_k);
+        }
+        n += numel;
+    }
+    double q = a->kv_lora_rank ? (a->qk_nope_dim + a->qk_rope_dim + a->v_head_dim) / 2.0
+                               : (double)a->head_dim;
+    p->flops_per_token = 6.0 * n + 12.0 * a->layers * a->heads * q * (double)p->s->seq_len;
+}
+
+int plan_arch_blocks(plan *p, ss_err *err)
+{
+    const spec_arch *a = &p->s->model.arch;
+    ab x = {p, a, (uint32_t)(2 * a->layers + 3), 0, p->tokens, p->compute_elem, err, SS_OK};
+    uint64_t per_layer = 16 + (a->experts + a->shared_experts) * 6;
+    if (a->layers * per_layer + 16 > UINT32_MAX)
+        return ss_fail(err, SS_E_INPUT, p->s->file, "model %s has too many parameter tensors",
+                       p->s->model.name);
+    x.capp = (uint32_t)(a->layers * per_layer + 16);
+    p->blocks = calloc(x.capb, sizeof *p->blocks);
+    p->params = calloc(x.capp, sizeof *p->params);
+    if (!p->blocks || !p->params) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    embed(&x);
+    for (unsigned l = 0; l < a->layers && !x.rc; l++) {
+        attention(&x, l);
+        if (a->experts && l >= a->dense_layers) moe(&x, l);
+        else mlp(&x, l);
+    }
+    output(&x);
+    if (x.rc) return x.rc;
+    apply_recompute(p);
+    flops_per_token(p, a);
+    return SS_OK;
+}
