@@ -13,6 +13,8 @@
  *   post-backward reshard (not NO_SHARD); reduce-scatter the unsharded
  *                 gradient on the reduce stream into a new shard (NO_SHARD:
  *                 all-reduce in place); BACKWARD_POST prefetches now.
+ * MixedPrecision: unsharded parameters and gradients are in the compute
+ * dtype (param_dtype), the shards in the parameter and gradient dtypes.
  * With use_orig_params the optimizer's zero_grad only drops the original
  * parameters' views: the flat gradient shards stay allocated until the root
  * pre-forward of the next step resets them (seeds/002's steady memory). */
@@ -47,7 +49,7 @@ static void fs_tensors(fs *f)
         f->gdone[u] = false;
         if (!fs_live(f, u)) continue;
         f->t_grad[u] = noshard ? EM_NONE
-                               : em_tensor(f->e, PROG_MEM_GRAD, pu->padded * pl->grad_elem,
+                               : em_tensor(f->e, PROG_MEM_GRAD, pu->padded * pl->compute_elem,
                                            false, "fsdp.u%u.grad", u);
         prog_memcat gc = noshard ? PROG_MEM_GRAD : PROG_MEM_GRAD_SHARD;
         if (linger)
@@ -75,10 +77,10 @@ static void fs_unshard(fs *f, uint32_t u, prog_phase ph)
     fs_rate_limit(f);
     /* A fresh buffer each time: the previous one may still wait for the
      * compute stream before it is released. */
-    f->t_full[u] = em_tensor(f->e, PROG_MEM_PARAM_UNSHARDED, pu->padded * f->pl->param_elem,
+    f->t_full[u] = em_tensor(f->e, PROG_MEM_PARAM_UNSHARDED, pu->padded * f->pl->compute_elem,
                              false, "fsdp.u%u.unsharded.%s", u, prog_phase_name(ph));
     em_begin(f->e, PROG_OP_COLL, PROG_UNSHARD, ph, "fsdp.all_gather.u%u", u);
-    em_coll(f->e, PROG_COLL_ALL_GATHER, pu->padded * f->pl->param_elem);
+    em_coll(f->e, PROG_COLL_ALL_GATHER, pu->padded * f->pl->compute_elem);
     em_mem(f->e, f->t_full[u], PROG_ALLOC_AT_ISSUE);
     f->ag[u] = em_end(f->e);
     f->unsharded[u] = true;
@@ -109,6 +111,12 @@ static void fs_reduce(fs *f, uint32_t u, uint32_t last_bwd)
 {
     const plan_unit *pu = &f->pl->units[u];
     bool noshard = f->strat == SPEC_NO_SHARD;
+    /* MixedPrecision with reduce_dtype: the gradient is cast before it is
+     * reduced; the copy lives until the reduce-scatter ends. */
+    uint32_t cast = !noshard && f->pl->reduce_elem != f->pl->compute_elem
+                        ? em_tensor(f->e, PROG_MEM_COMM_BUFFER, pu->padded * f->pl->reduce_elem,
+                                    false, "fsdp.u%u.grad.reduce_dtype", u)
+                        : EM_NONE;
     em_begin(f->e, PROG_OP_COLL, PROG_REDUCE, PROG_PH_BACKWARD,
              noshard ? "fsdp.all_reduce.u%u" : "fsdp.reduce_scatter.u%u", u);
     em_coll(f->e, noshard ? PROG_COLL_ALL_REDUCE : PROG_COLL_REDUCE_SCATTER,
@@ -116,6 +124,8 @@ static void fs_reduce(fs *f, uint32_t u, uint32_t last_bwd)
     em_dep(f->e, last_bwd);
     if (!noshard) {
         em_mem(f->e, f->t_new[u], PROG_ALLOC_AT_ISSUE);
+        em_mem(f->e, cast, PROG_ALLOC_AT_ISSUE);
+        em_mem(f->e, cast, PROG_FREE_AT_END);
         em_mem(f->e, f->t_grad[u], PROG_FREE_AT_END);
     }
     f->reduce[u] = em_end(f->e);
