@@ -1,3 +1,4 @@
+#include "../core/vec.h"
 #include "cache.h"
 
 #include <stdlib.h>
@@ -55,28 +56,16 @@ void mem_cache_free(mem_cache *c)
     free(c);
 }
 
-static bool grow(void **buf, uint32_t *cap, uint32_t need, size_t size)
-{
-    if (need <= *cap) return true;
-    uint32_t n = *cap ? *cap * 2 : 64;
-    while (n < need) n *= 2;
-    void *p = realloc(*buf, (size_t)n * size);
-    if (!p) return false;
-    *buf = p;
-    *cap = n;
-    return true;
-}
-
 static uint32_t blk_new(mem_cache *c)
 {
     if (c->nspare) return c->spare[--c->nspare];
-    if (!grow((void **)&c->b, &c->capb, c->nb + 1, sizeof *c->b)) return MEM_CACHE_NONE;
+    if (!ss_grow((void **)&c->b, &c->capb, c->nb + 1, sizeof *c->b)) return MEM_CACHE_NONE;
     return c->nb++;
 }
 
 static bool free_add(mem_cache *c, uint32_t id)
 {
-    if (!grow((void **)&c->freel, &c->capfree, c->nfree + 1, sizeof *c->freel)) return false;
+    if (!ss_grow((void **)&c->freel, &c->capfree, c->nfree + 1, sizeof *c->freel)) return false;
     c->freel[c->nfree++] = id;
     c->b[id].free = true;
     return true;
@@ -95,7 +84,7 @@ static void free_del(mem_cache *c, uint32_t id)
 static void blk_kill(mem_cache *c, uint32_t id)
 {
     c->b[id].dead = true;
-    if (grow((void **)&c->spare, &c->capspare, c->nspare + 1, sizeof *c->spare))
+    if (ss_grow((void **)&c->spare, &c->capspare, c->nspare + 1, sizeof *c->spare))
         c->spare[c->nspare++] = id;
 }
 

@@ -1,5 +1,7 @@
 #include "prog.h"
 
+#include "../core/vec.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,14 +14,7 @@ typedef struct vec {
 static int vec_push(vec *v, const void *item, size_t size, uint32_t *idx)
 {
     if (v->len == UINT32_MAX) return SS_E_OVERFLOW;
-    if (v->len == v->cap) {
-        uint32_t cap = v->cap ? v->cap * 2 : 16;
-        if (cap < v->cap) cap = UINT32_MAX;
-        void *d = realloc(v->data, (size_t)cap * size);
-        if (!d) return SS_E_NOMEM;
-        v->data = d;
-        v->cap = cap;
-    }
+    if (!ss_grow(&v->data, &v->cap, v->len + 1, size)) return SS_E_NOMEM;
     memcpy((char *)v->data + (size_t)v->len * size, item, size);
     if (idx) *idx = v->len;
     v->len++;

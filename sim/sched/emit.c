@@ -1,5 +1,7 @@
 #include "emit.h"
 
+#include "../core/vec.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,24 +69,12 @@ void em_begin(em *e, prog_opkind kind, prog_stream st, prog_phase ph,
     if (kind != PROG_OP_HOST) e->s.host_ns = em_launch_ns(e);
 }
 
-static bool grow(void **buf, uint32_t *cap, uint32_t need, size_t size)
-{
-    if (need <= *cap) return true;
-    uint32_t c = *cap ? *cap * 2 : 16;
-    while (c < need) c *= 2;
-    void *b = realloc(*buf, (size_t)c * size);
-    if (!b) return false;
-    *buf = b;
-    *cap = c;
-    return true;
-}
-
 void em_dep(em *e, uint32_t op)
 {
     if (e->rc || op == EM_NONE) return;
     for (uint32_t i = 0; i < e->ndeps; i++)
         if (e->deps[i] == op) return;
-    if (!grow((void **)&e->deps, &e->capdeps, e->ndeps + 1, sizeof *e->deps)) {
+    if (!ss_grow((void **)&e->deps, &e->capdeps, e->ndeps + 1, sizeof *e->deps)) {
         em_nomem(e);
         return;
     }
@@ -94,7 +84,7 @@ void em_dep(em *e, uint32_t op)
 void em_mem(em *e, uint32_t tensor, prog_memact act)
 {
     if (e->rc || tensor == EM_NONE) return;
-    if (!grow((void **)&e->mem, &e->capmem, e->nmem + 1, sizeof *e->mem)) {
+    if (!ss_grow((void **)&e->mem, &e->capmem, e->nmem + 1, sizeof *e->mem)) {
         em_nomem(e);
         return;
     }
