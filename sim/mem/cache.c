@@ -1,7 +1,8 @@
-#include "../core/vec.h"
 #include "cache.h"
 
 #include <stdlib.h>
+
+#include "../core/vec.h"
 
 #define MIN_BLOCK 512ull
 #define SMALL_SIZE (1ull << 20)
