@@ -18,6 +18,8 @@ static int small(const spec_scenario *s)
 {
     uint64_t elems = 0;
     for (uint32_t i = 0; i < s->model.nblocks; i++) elems += s->model.blocks[i].in;
+    const spec_arch *a = &s->model.arch;
+    if (s->model.is_arch && (a->layers > 8 || a->experts > 16 || s->seq_len > 4096)) return 0;
     return s->dp <= 8 && s->model.nblocks <= 32 && s->micro_batch <= 4096 && elems < (1u << 24);
 }
 
