@@ -359,7 +359,7 @@ static int load_sharding(js_node root, spec_sharding *s, ss_err *err)
         (rc = js_keys_check(n, KEYS("strategy", "bucket_cap_mb", "gradient_as_bucket_view",
                                     "parameters_as_bucket_view", "backward_prefetch",
                                     "forward_prefetch", "limit_all_gathers",
-                                    "use_orig_params", "wrap"), err)) ||
+                                    "use_orig_params", "no_sync", "wrap"), err)) ||
         (rc = js_enum(n, "strategy", true, 0, spec_strategy_names, SPEC_NSTRATEGIES, &strat, err)) ||
         (rc = js_num(n, "bucket_cap_mb", false, 25.0, 1e-6, 1e7, &mb, err)) ||
         (rc = js_bool(n, "gradient_as_bucket_view", false, false, &s->gradient_as_bucket_view, err)) ||
@@ -368,6 +368,7 @@ static int load_sharding(js_node root, spec_sharding *s, ss_err *err)
         (rc = js_bool(n, "forward_prefetch", false, false, &s->forward_prefetch, err)) ||
         (rc = js_bool(n, "limit_all_gathers", false, true, &s->limit_all_gathers, err)) ||
         (rc = js_bool(n, "use_orig_params", false, false, &s->use_orig_params, err)) ||
+        (rc = js_bool(n, "no_sync", false, true, &s->no_sync, err)) ||
         (rc = load_wrap(n, s, err)))
         return rc;
     s->strategy = (spec_strategy)strat;
@@ -486,20 +487,22 @@ static int load_expect(js_node root, spec_scenario *s, ss_err *err)
 static int load_layout(js_node root, spec_scenario *s, ss_err *err)
 {
     js_node par, tr;
-    uint64_t dp, mb;
+    uint64_t dp, mb, accum;
     int recomp;
     int rc = js_need(root, "parallel", &par, err);
     if (rc || (rc = js_want_obj(par, err)) ||
         (rc = js_keys_check(par, KEYS("dp"), err)) ||
         (rc = js_u64(par, "dp", true, 0, 1, 1u << 24, &dp, err)) ||
         (rc = js_need(root, "training", &tr, err)) || (rc = js_want_obj(tr, err)) ||
-        (rc = js_keys_check(tr, KEYS("micro_batch", "seq_len", "recompute"), err)) ||
+        (rc = js_keys_check(tr, KEYS("micro_batch", "seq_len", "recompute", "grad_accum"), err)) ||
+        (rc = js_u64(tr, "grad_accum", false, 1, 1, 4096, &accum, err)) ||
         (rc = js_u64(tr, "micro_batch", true, 0, 1, 1ull << 32, &mb, err)) ||
         (rc = js_u64(tr, "seq_len", s->model.is_arch, 1, 1, 1ull << 24, &s->seq_len, err)) ||
         (rc = js_enum(tr, "recompute", false, SPEC_RECOMP_NONE, spec_recompute_names, SPEC_NRECOMP,
                       &recomp, err)))
         return rc;
     s->recompute = (spec_recompute)recomp;
+    s->grad_accum = (uint32_t)accum;
     uint64_t gpus = (uint64_t)s->topo.nodes * s->topo.gpus_per_node;
     if (dp > gpus) {
         js_node d;

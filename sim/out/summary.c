@@ -185,6 +185,8 @@ static void json_throughput(cJSON *root, const sum_report *r)
     cJSON *t = cJSON_AddObjectToObject(root, "throughput");
     double s = secs(r->step_ns), tps = s > 0 ? (double)r->tokens / s : 0;
     add_u64(t, "tokens_per_step_per_gpu", r->tokens);
+    add_u64(t, "global_batch_samples",
+            r->s->micro_batch * (uint64_t)r->nranks * r->s->grad_accum); /* micro x dp x accum */
     cJSON_AddNumberToObject(t, "tokens_per_s_per_gpu", tps);
     cJSON_AddNumberToObject(t, "flops_per_token", r->flops_per_token);
     cJSON_AddNumberToObject(t, "mfu", r->peak_flops > 0 ? tps * r->flops_per_token / r->peak_flops : 0);

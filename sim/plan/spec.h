@@ -199,6 +199,7 @@ typedef struct spec_sharding {
     bool forward_prefetch;
     bool limit_all_gathers;
     bool use_orig_params;
+    bool no_sync; /* accumulate without reducing until the last micro-batch */
     spec_wrap wrap;
     char (*wrap_modules)[SPEC_NAME_MAX]; /* wrap == MODULES */
     uint32_t nwrap_modules;
@@ -226,6 +227,7 @@ typedef struct spec_scenario {
     uint32_t dp;          /* data-parallel ranks */
     uint64_t micro_batch; /* samples per rank per micro-batch */
     uint64_t seq_len;     /* tokens per sample (1 for row-wise models) */
+    uint32_t grad_accum;  /* micro-batches per optimizer step */
     spec_recompute recompute;
     spec_precision prec;
     spec_optimizer_cfg opt;

@@ -60,6 +60,7 @@ static void ddp_hook(em *e, ddp_grads *g, uint32_t param)
     em_cost(e, em_launch_ns(e), plan_mem_ns(pl, 2 * bytes), 0);
     if (view) em_mem(e, g->t_grad[param], PROG_FREE_AT_ISSUE);
     uint32_t copy = em_end(e);
+    if (view) g->t_grad[param] = EM_NONE; /* from now on a view of the bucket */
     uint32_t b = bucket_of(pl, param);
     if (param != pl->buckets[b].last) return;
     em_begin(e, PROG_OP_COLL, PROG_REDUCE, PROG_PH_BACKWARD, "ddp.all_reduce.bucket%u", b);
@@ -87,19 +88,28 @@ static void ddp_finalize(em *e, ddp_grads *g)
     }
 }
 
-void ddp_body(em *e, ddp_grads *g)
+/* One micro-batch. The first allocates the gradients; later ones
+ * accumulate into them. Under no_sync() the reducer stays silent until the
+ * last micro-batch. */
+static void ddp_micro(em *e, ddp_grads *g, uint32_t m)
 {
     const plan *pl = e->pl;
-    ddp_tensors(e, g);
+    bool sync = em_syncs(e, m);
     em_input(e);
     for (uint32_t i = 0; i < pl->nblocks; i++) em_fwd_block(e, i, EM_NONE);
     em_loss(e);
     for (uint32_t i = pl->nblocks; i-- > 0;) {
         const plan_block *b = &pl->blocks[i];
-        em_bwd_block(e, i, EM_NONE, &g->t_grad[b->param0], b->nparam);
-        for (uint32_t k = b->nparam; k-- > 0;) ddp_hook(e, g, b->param0 + k);
+        em_bwd_block(e, i, EM_NONE, &g->t_grad[b->param0], m == 0 ? b->nparam : 0);
+        for (uint32_t k = b->nparam; sync && k-- > 0;) ddp_hook(e, g, b->param0 + k);
     }
-    ddp_finalize(e, g);
+    if (sync) ddp_finalize(e, g);
+}
+
+void ddp_body(em *e, ddp_grads *g)
+{
+    ddp_tensors(e, g);
+    for (uint32_t m = 0; m < e->pl->s->grad_accum; m++) ddp_micro(e, g, m);
 }
 
 void ddp_zero_grad(em *e, const ddp_grads *g)

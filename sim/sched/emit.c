@@ -13,7 +13,8 @@ static void em_nomem(em *e)
 
 int em_init(em *e, const plan *pl, prog *p, uint32_t rank, ss_err *err)
 {
-    *e = (em){.p = p, .pl = pl, .rank = rank, .err = err, .last = EM_NONE};
+    *e = (em){.p = p, .pl = pl, .rank = rank, .err = err, .last = EM_NONE,
+              .t_input = EM_NONE};
     size_t n = pl->nblocks ? pl->nblocks : 1;
     e->t_act = malloc(n * sizeof *e->t_act);
     e->t_dact = malloc(n * sizeof *e->t_dact);
@@ -42,6 +43,11 @@ void em_fini(em *e)
 int em_done(em *e) { return e->rc; }
 
 ss_ns em_launch_ns(const em *e) { return e->pl->s->topo.device.launch_ns; }
+
+bool em_syncs(const em *e, uint32_t m)
+{
+    return m + 1 == e->pl->s->grad_accum || !e->pl->s->shard.no_sync;
+}
 
 uint32_t em_tensor(em *e, prog_memcat cat, ss_bytes bytes, bool live,
                    const char *fmt, ...)
@@ -191,10 +197,12 @@ void em_states(em *e, const em_tensors *params, const em_tensors *optim)
 uint32_t em_input(em *e)
 {
     const plan_block *b0 = &e->pl->blocks[0];
+    uint32_t prev = e->t_input; /* the loop variable rebinds to the next batch */
     e->t_input = em_tensor(e, PROG_MEM_INPUT, b0->in_bytes, false, "input");
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_FORWARD, "input");
     em_cost(e, em_launch_ns(e), plan_mem_ns(e->pl, b0->in_bytes), 0);
     em_mem(e, e->t_input, PROG_ALLOC_AT_ISSUE);
+    em_mem(e, prev, PROG_FREE_AT_ISSUE);
     return em_end(e);
 }
 

@@ -96,6 +96,10 @@ uint32_t em_optim(em *e, const em_tensors *optim);
 
 ss_ns em_launch_ns(const em *e);
 
+/* Gradient accumulation: does micro-batch m (of training.grad_accum)
+ * reduce its gradients? Always the last; every one without no_sync. */
+bool em_syncs(const em *e, uint32_t m);
+
 /* DDP's gradient path, shared by ddp.c and zero.c: forward, backward with
  * the reducer's bucket copies and all-reduces, finalize. Leaves the grads
  * (view=false) in g->t_grad for the optimizer and zero_grad. */

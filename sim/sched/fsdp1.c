@@ -15,6 +15,9 @@
  *                 all-reduce in place); BACKWARD_POST prefetches now.
  * MixedPrecision: unsharded parameters and gradients are in the compute
  * dtype (param_dtype), the shards in the parameter and gradient dtypes.
+ * Gradient accumulation: under no_sync() the unsharded gradients stay and
+ * accumulate until the last micro-batch reduces them (the memory FSDP1's
+ * docs warn of); without it every micro-batch reduces into the same shard.
  * With use_orig_params the optimizer's zero_grad only drops the original
  * parameters' views: the flat gradient shards stay allocated until the root
  * pre-forward of the next step resets them (seeds/002's steady memory). */
@@ -28,7 +31,8 @@ typedef struct fs {
     spec_strategy strat;
     uint32_t *t_full, *t_grad, *t_old, *t_new; /* per unit */
     uint32_t *ag;                              /* per unit: its pending all-gather */
-    bool *unsharded, *gdone;
+    bool *unsharded, *gdone, *have_shard;
+    bool sync; /* this micro-batch reduces its gradients */
     uint32_t freeq[2], nfree; /* pending free events (rate limiter) */
     uint32_t *reduce;         /* per unit: its reduce op */
 } fs;
@@ -46,11 +50,8 @@ static void fs_tensors(fs *f)
         f->t_full[u] = f->t_grad[u] = f->t_old[u] = f->t_new[u] = EM_NONE;
         f->ag[u] = f->reduce[u] = EM_NONE;
         f->unsharded[u] = noshard;
-        f->gdone[u] = false;
+        f->gdone[u] = f->have_shard[u] = false;
         if (!fs_live(f, u)) continue;
-        f->t_grad[u] = noshard ? EM_NONE
-                               : em_tensor(f->e, PROG_MEM_GRAD, pu->padded * pl->compute_elem,
-                                           false, "fsdp.u%u.grad", u);
         prog_memcat gc = noshard ? PROG_MEM_GRAD : PROG_MEM_GRAD_SHARD;
         if (linger)
             f->t_old[u] = em_tensor(f->e, gc, gnum * pl->grad_elem, true,
@@ -123,7 +124,10 @@ static void fs_reduce(fs *f, uint32_t u, uint32_t last_bwd)
             (noshard ? pu->numel : pu->padded) * f->pl->reduce_elem);
     em_dep(f->e, last_bwd);
     if (!noshard) {
-        em_mem(f->e, f->t_new[u], PROG_ALLOC_AT_ISSUE);
+        /* Later reductions add into the shard the first one made. */
+        if (!f->have_shard[u]) em_mem(f->e, f->t_new[u], PROG_ALLOC_AT_ISSUE);
+        f->have_shard[u] = true;
+        f->gdone[u] = false;
         em_mem(f->e, cast, PROG_ALLOC_AT_ISSUE);
         em_mem(f->e, cast, PROG_FREE_AT_END);
         em_mem(f->e, f->t_grad[u], PROG_FREE_AT_END);
@@ -140,12 +144,12 @@ static uint32_t fs_prev_unit(const fs *f, uint32_t u)
     return f->pl->nunits;
 }
 
-static void fs_forward(fs *f)
+static void fs_forward(fs *f, uint32_t m)
 {
     const plan *pl = f->pl;
     em_begin(f->e, PROG_OP_HOST, PROG_HOST, PROG_PH_FORWARD, "fsdp.root_pre_forward");
     em_cost(f->e, pl->s->hook_ns, 0, 0);
-    for (uint32_t u = 0; u < pl->nunits; u++) em_mem(f->e, f->t_old[u], PROG_FREE_AT_ISSUE);
+    for (uint32_t u = 0; m == 0 && u < pl->nunits; u++) em_mem(f->e, f->t_old[u], PROG_FREE_AT_ISSUE);
     em_end(f->e);
     em_input(f->e);
     fs_unshard(f, 0, PROG_PH_FORWARD);
@@ -167,7 +171,7 @@ static void fs_post_backward(fs *f, uint32_t u, uint32_t last_bwd)
 {
     fs_hook(f, PROG_PH_BACKWARD, "fsdp.post_backward");
     fs_reshard(f, u, PROG_PH_BACKWARD);
-    fs_reduce(f, u, last_bwd);
+    if (f->sync) fs_reduce(f, u, last_bwd);
     if (f->pl->s->shard.backward_prefetch == SPEC_BWD_POST)
         fs_unshard(f, fs_prev_unit(f, u), PROG_PH_BACKWARD);
 }
@@ -188,6 +192,9 @@ static void fs_backward_block(fs *f, uint32_t i)
      * size; under NO_SHARD it is the gradient the optimizer keeps). */
     uint32_t grad = EM_NONE;
     if (!f->gdone[u] && fs_live(f, u)) {
+        if (f->strat != SPEC_NO_SHARD)
+            f->t_grad[u] = em_tensor(f->e, PROG_MEM_GRAD, pu->padded * pl->compute_elem, false,
+                                     "fsdp.u%u.grad", u);
         grad = f->strat == SPEC_NO_SHARD ? f->t_new[u] : f->t_grad[u];
         f->gdone[u] = true;
     }
@@ -195,9 +202,10 @@ static void fs_backward_block(fs *f, uint32_t i)
     if (u != 0 && pu->block0 == i) fs_post_backward(f, u, op);
 }
 
-static void fs_backward(fs *f)
+static void fs_backward(fs *f, uint32_t m)
 {
     const plan *pl = f->pl;
+    f->sync = em_syncs(f->e, m);
     em_loss(f->e);
     uint32_t last = EM_NONE;
     for (uint32_t i = pl->nblocks; i-- > 0;) {
@@ -231,8 +239,9 @@ static int fs_alloc(fs *f, uint32_t n)
     f->reduce = malloc(n * sizeof *f->reduce);
     f->unsharded = malloc(n * sizeof *f->unsharded);
     f->gdone = malloc(n * sizeof *f->gdone);
+    f->have_shard = malloc(n * sizeof *f->have_shard);
     return f->t_full && f->t_grad && f->t_old && f->t_new && f->ag && f->reduce &&
-           f->unsharded && f->gdone;
+           f->unsharded && f->gdone && f->have_shard;
 }
 
 static void fs_free(fs *f)
@@ -245,6 +254,7 @@ static void fs_free(fs *f)
     free(f->reduce);
     free(f->unsharded);
     free(f->gdone);
+    free(f->have_shard);
 }
 
 /* What the rank stores per unit (its padded shard; everything under
@@ -296,8 +306,10 @@ static int fs_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)
     if ((rc = fs_local_tensors(&f, &params, &optim))) goto out_t;
     em_states(&e, &params, &optim);
     fs_tensors(&f);
-    fs_forward(&f);
-    fs_backward(&f);
+    for (uint32_t m = 0; m < pl->s->grad_accum; m++) {
+        fs_forward(&f, m);
+        fs_backward(&f, m);
+    }
     em_optim(&e, &optim);
     fs_zero_grad(&f);
     rc = em_done(&e);

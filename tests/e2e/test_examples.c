@@ -150,6 +150,41 @@ static void test_init_peak(void **state)
     }
 }
 
+/* Gradient accumulation on seeds/002 with 4 micro-batches. DDP under
+ * no_sync all-reduces only the last micro-batch's buckets (2), without it
+ * every micro-batch's (8). FULL_SHARD under no_sync gathers 4 x 16 times
+ * but reduce-scatters 8 times, and keeps every unit's 16 MiB unsharded
+ * gradient until then (8 x 16 = 128 MiB) where the syncing run holds the
+ * 8 x 4 MiB shards and at most one 16 MiB gradient in flight: its peak is
+ * at least 128 - 32 - 16 = 80 MiB higher. Tokens per step are 4 x 32. */
+static void test_grad_accum(void **state)
+{
+    (void)state;
+    const char *ddp_quiet[] = {"training.grad_accum=4"};
+    const char *ddp_sync[] = {"training.grad_accum=4", "sharding.no_sync=false"};
+    struct { const char *file; const char **sets; size_t n; uint64_t ar, ag, rs; } c[] = {
+        {"seed002/zero0_ddp.json", ddp_quiet, 1, 2, 0, 0},
+        {"seed002/zero0_ddp.json", ddp_sync, 2, 8, 0, 0},
+        {"seed002/zero3_full_shard_pre.json", ddp_quiet, 1, 0, 64, 8},
+        {"seed002/zero3_full_shard_pre.json", ddp_sync, 2, 0, 64, 32},
+    };
+    ss_bytes peak[4];
+    for (size_t i = 0; i < 4; i++) {
+        spec_scenario s;
+        run_result r;
+        load_run(c[i].file, c[i].sets, c[i].n, &s, &r);
+        assert_int_equal(r.sum.coll[PROG_COLL_ALL_REDUCE].count, c[i].ar);
+        assert_int_equal(r.sum.coll[PROG_COLL_ALL_GATHER].count, c[i].ag);
+        assert_int_equal(r.sum.coll[PROG_COLL_REDUCE_SCATTER].count, c[i].rs);
+        assert_int_equal(r.sum.tokens, 4 * 32);
+        assert_int_equal(r.sum.ranks[0].mem.start, r.sum.ranks[0].mem.end);
+        peak[i] = r.sum.ranks[0].mem.peak;
+        run_fini(&r);
+        spec_scenario_fini(&s);
+    }
+    assert_true(peak[2] >= peak[3] + 80 * 1024 * 1024);
+}
+
 /* Every shipped scenario, sorted, walked recursively. */
 static size_t list_scenarios(const char *dir, char (*out)[512], size_t max, size_t n)
 {
@@ -213,6 +248,7 @@ int main(void)
         cmocka_unit_test(test_mlp7_full_shard), cmocka_unit_test(test_one_rank),
         cmocka_unit_test(test_overrides), cmocka_unit_test(test_json_deterministic),
         cmocka_unit_test(test_ideal_is_lower_bound), cmocka_unit_test(test_init_peak),
+        cmocka_unit_test(test_grad_accum),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
