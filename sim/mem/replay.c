@@ -13,6 +13,18 @@ ss_bytes mem_round(ss_bytes b)
     return ss_div_ceil(b, MEM_ROUND) * MEM_ROUND;
 }
 
+void mem_series_thin(const mem_rank *m, size_t max, void (*f)(void *ctx, const mem_point *p),
+                     void *ctx)
+{
+    size_t n = m->nseries, win = n / (max ? max : 1) + 1;
+    for (size_t a = 0; a < n; a += win) {
+        size_t best = a;
+        for (size_t i = a; i < a + win && i < n; i++)
+            if (m->series[i].allocated > m->series[best].allocated) best = i;
+        f(ctx, &m->series[best]);
+    }
+}
+
 typedef struct mev {
     ss_ns t;
     uint64_t seq;

@@ -66,6 +66,12 @@ typedef struct mem_rank {
 
 ss_bytes mem_round(ss_bytes b);
 
+/* The series thinned to about `max` points for plots: it is cut in equal
+ * windows of events and each window keeps its point of largest allocated
+ * bytes, so the peak always survives. Calls f(ctx, point) in time order. */
+void mem_series_thin(const mem_rank *m, size_t max, void (*f)(void *ctx, const mem_point *p),
+                     void *ctx);
+
 int mem_replay(const trc *t, uint32_t rank, const mem_cfg *cfg, mem_rank *out, ss_err *err);
 void mem_rank_fini(mem_rank *m);
 

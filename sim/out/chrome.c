@@ -3,8 +3,7 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 
-/* Counter events per rank at most; the series is thinned by keeping the
- * largest value of each window so peaks survive. */
+/* Counter events per rank at most (mem_series_thin keeps the peaks). */
 #define CHROME_MAX_COUNTERS 4000
 
 static double us(ss_ns t) { return (double)t / 1000.0; }
@@ -93,19 +92,25 @@ static void flow_events(cJSON *evs, const trc *t, uint32_t r, uint64_t *next_id)
         }
 }
 
+typedef struct counter_ctx {
+    cJSON *evs;
+    uint32_t rank;
+} counter_ctx;
+
+static void counter_event(void *ctx, const mem_point *p)
+{
+    counter_ctx *c = ctx;
+    cJSON *e = event("memory", "C", us(p->t), c->rank, 0);
+    cJSON *args = cJSON_AddObjectToObject(e, "args");
+    cJSON_AddNumberToObject(args, "allocated_MiB", (double)p->allocated / (double)SS_MIB);
+    cJSON_AddNumberToObject(args, "reserved_MiB", (double)p->reserved / (double)SS_MIB);
+    cJSON_AddItemToArray(c->evs, e);
+}
+
 static void counter_events(cJSON *evs, const mem_rank *m, uint32_t r)
 {
-    size_t n = m->nseries, win = n / CHROME_MAX_COUNTERS + 1;
-    for (size_t a = 0; a < n; a += win) {
-        size_t best = a;
-        for (size_t i = a; i < a + win && i < n; i++)
-            if (m->series[i].allocated > m->series[best].allocated) best = i;
-        cJSON *c = event("memory", "C", us(m->series[best].t), r, 0);
-        cJSON *args = cJSON_AddObjectToObject(c, "args");
-        cJSON_AddNumberToObject(args, "allocated_MiB", (double)m->series[best].allocated / (double)SS_MIB);
-        cJSON_AddNumberToObject(args, "reserved_MiB", (double)m->series[best].reserved / (double)SS_MIB);
-        cJSON_AddItemToArray(evs, c);
-    }
+    counter_ctx c = {evs, r};
+    mem_series_thin(m, CHROME_MAX_COUNTERS, counter_event, &c);
 }
 
 char *chrome_json(const sum_report *r, const trc *t)

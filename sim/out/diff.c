@@ -1,5 +1,7 @@
 #include "diff.h"
 
+#include "expect.h"
+
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,17 +30,8 @@ static const char *const colls[] = {"all_reduce", "all_gather", "reduce_scatter"
 
 static const cJSON *lookup(const cJSON *root, const char *path)
 {
-    char seg[64];
-    const cJSON *cur = root;
-    for (const char *p = path; cur && *p;) {
-        size_t n = strcspn(p, ".");
-        if (n >= sizeof seg) return NULL;
-        memcpy(seg, p, n);
-        seg[n] = '\0';
-        cur = cJSON_GetObjectItemCaseSensitive(cur, seg);
-        p += n + (p[n] == '.');
-    }
-    return cJSON_IsNumber(cur) ? cur : NULL;
+    const cJSON *v = exp_lookup(root, path);
+    return cJSON_IsNumber(v) ? v : NULL;
 }
 
 static double scale(unit u, double v)

@@ -7,7 +7,7 @@
 #include <string.h>
 
 /* Walk "a.b[2].c" through the tree; NULL when a step is missing. */
-static const cJSON *lookup(const cJSON *root, const char *path)
+const cJSON *exp_lookup(const cJSON *root, const char *path)
 {
     char seg[SPEC_NAME_MAX];
     const cJSON *cur = root;
@@ -60,7 +60,7 @@ static bool check_num(const spec_expect *e, double v)
 static int check_one(const spec_scenario *s, const cJSON *root, const spec_expect *e,
                      exp_result *r, ss_err *err)
 {
-    const cJSON *v = lookup(root, e->key);
+    const cJSON *v = exp_lookup(root, e->key);
     if (!v || cJSON_IsObject(v) || cJSON_IsArray(v))
         return ss_fail(err, SS_E_INPUT, s->file,
                        "$.expect[\"%s\"]: the summary has no %s called \"%s\"", e->key,

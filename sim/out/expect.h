@@ -26,6 +26,10 @@ typedef struct exp_result {
     char actual[64]; /* the value found */
 } exp_result;
 
+struct cJSON;
+/* The value at a summary path ("a.b[2].c") in a parsed summary, or NULL. */
+const struct cJSON *exp_lookup(const struct cJSON *root, const char *path);
+
 /* res must have room for s->nexpects entries. *nfailed = violated ones. */
 int exp_check(const spec_scenario *s, const char *summary_json, exp_result *res,
               uint32_t *nfailed, ss_err *err);

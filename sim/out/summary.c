@@ -156,25 +156,21 @@ static bool all_fit(const sum_report *r)
     return true;
 }
 
-/* At most SUM_TIMELINE_POINTS points: the step is cut in equal windows of
- * events and each window keeps its largest allocated value, so the peak
- * always survives the thinning. */
 #define SUM_TIMELINE_POINTS 400
+
+static void timeline_point(void *ctx, const mem_point *p)
+{
+    cJSON *pt = cJSON_CreateArray();
+    cJSON_AddItemToArray(pt, cJSON_CreateNumber(secs(p->t)));
+    cJSON_AddItemToArray(pt, cJSON_CreateNumber((double)p->allocated));
+    cJSON_AddItemToArray(pt, cJSON_CreateNumber((double)p->reserved));
+    cJSON_AddItemToArray(ctx, pt);
+}
 
 static void json_timeline(cJSON *mem, const mem_rank *m)
 {
     cJSON *tl = cJSON_AddArrayToObject(mem, "timeline_rank0");
-    size_t n = m->nseries, win = n / SUM_TIMELINE_POINTS + 1;
-    for (size_t a = 0; a < n; a += win) {
-        size_t best = a;
-        for (size_t i = a; i < a + win && i < n; i++)
-            if (m->series[i].allocated > m->series[best].allocated) best = i;
-        cJSON *pt = cJSON_CreateArray();
-        cJSON_AddItemToArray(pt, cJSON_CreateNumber(secs(m->series[best].t)));
-        cJSON_AddItemToArray(pt, cJSON_CreateNumber((double)m->series[best].allocated));
-        cJSON_AddItemToArray(pt, cJSON_CreateNumber((double)m->series[best].reserved));
-        cJSON_AddItemToArray(tl, pt);
-    }
+    mem_series_thin(m, SUM_TIMELINE_POINTS, timeline_point, tl);
 }
 
 /* Tokens per second per GPU and MFU with the FLOP count users' tools use
