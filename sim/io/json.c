@@ -596,3 +596,39 @@ int js_path_resolve(const char *base_file, const char *rel, char *out, size_t ou
     memmove(out, base_file, dir);
     return SS_OK;
 }
+
+int js_load_ref(js_node parent, const char *key, js_doc *doc, js_node *out,
+                ss_err *err)
+{
+    js_node n;
+    int rc = js_need(parent, key, &n, err);
+    if (rc) return rc;
+    if (js_is_obj(n)) {
+        *out = n;
+        return SS_OK;
+    }
+    if (!js_is_str(n))
+        return js_failf(n, err, "expected a file path (string) or an inline object");
+    const char *rel = NULL;
+    char path[JS_FILE_MAX];
+    if ((rc = js_str_val(n, &rel, err)) ||
+        (rc = js_path_resolve(parent.file, rel, path, sizeof path, err)))
+        return rc;
+    if ((rc = js_doc_load(doc, path, err))) {
+        if (err && !strstr(err->msg, "referenced"))
+            snprintf(err->msg + strlen(err->msg), sizeof err->msg - strlen(err->msg),
+                     " (referenced from %s: %s)", parent.file, n.path);
+        return rc;
+    }
+    *out = js_root(doc);
+    return js_want_obj(*out, err);
+}
+
+int js_copy_name(js_node n, const char *key, bool required, char *dst, ss_err *err)
+{
+    const char *s;
+    int rc = js_str(n, key, required, "", &s, err);
+    if (rc) return rc;
+    snprintf(dst, 128, "%s", s);
+    return SS_OK;
+}

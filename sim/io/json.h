@@ -113,4 +113,20 @@ int js_failf(js_node n, ss_err *err, const char *fmt, ...)
 int js_path_resolve(const char *base_file, const char *rel, char *out,
                     size_t outlen, ss_err *err);
 
+/* A sub-document at parent[key]: either the object inline, or a file named
+ * relative to parent's file, loaded into `doc` (which the caller finishes,
+ * loaded or not). *out is the object. */
+int js_load_ref(js_node parent, const char *key, js_doc *doc, js_node *out,
+                ss_err *err);
+
+/* Copy the string at n[key] (or "" when absent and not required) into a
+ * buffer of SPEC_NAME_MAX (128) bytes, truncating. */
+int js_copy_name(js_node n, const char *key, bool required, char *dst,
+                 ss_err *err);
+
+/* An inline list of allowed keys for js_keys_check: JS_KEYS("a", "b"). */
+#define JS_KEYS(...)                                                           \
+    (const char *const[]){__VA_ARGS__},                                        \
+        sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)
+
 #endif

@@ -7,129 +7,10 @@
 #include <cjson/cJSON.h>
 
 #include "json.h"
+#include "machine.h"
 
 #define KEYS(...) (const char *const[]){__VA_ARGS__}, \
     sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)
-
-/* A sub-document: either the object inline, or a file named relative to the
- * file that refers to it. `doc` is finished by the caller. */
-static int load_ref(js_node parent, const char *key, js_doc *doc, js_node *out,
-                    ss_err *err)
-{
-    js_node n;
-    int rc = js_need(parent, key, &n, err);
-    if (rc) return rc;
-    if (js_is_obj(n)) {
-        *out = n;
-        return SS_OK;
-    }
-    if (!js_is_str(n))
-        return js_failf(n, err, "expected a file path (string) or an inline object");
-    const char *rel;
-    char path[JS_FILE_MAX];
-    if ((rc = js_str_val(n, &rel, err)) ||
-        (rc = js_path_resolve(parent.file, rel, path, sizeof path, err)))
-        return rc;
-    if ((rc = js_doc_load(doc, path, err))) {
-        if (err && !strstr(err->msg, "referenced"))
-            snprintf(err->msg + strlen(err->msg), sizeof err->msg - strlen(err->msg),
-                     " (referenced from %s: %s)", parent.file, n.path);
-        return rc;
-    }
-    *out = js_root(doc);
-    return js_want_obj(*out, err);
-}
-
-static int copy_name(js_node n, const char *key, bool required, char *dst, ss_err *err)
-{
-    const char *s;
-    int rc = js_str(n, key, required, "", &s, err);
-    if (rc) return rc;
-    snprintf(dst, SPEC_NAME_MAX, "%s", s);
-    return SS_OK;
-}
-
-/* ---- device ---- */
-
-static int load_peaks(js_node dev, spec_device *d, ss_err *err)
-{
-    js_node pk;
-    int rc = js_need(dev, "peak_tflops", &pk, err);
-    if (rc || (rc = js_want_obj(pk, err)) ||
-        (rc = js_keys_check(pk, spec_dtype_names, SPEC_NDT, err)))
-        return rc;
-    for (int i = 0; i < SPEC_NDT; i++) {
-        double v;
-        if ((rc = js_num(pk, spec_dtype_names[i], false, 0.0, 0.0, 1e6, &v, err))) return rc;
-        d->peak_flops[i] = v * 1e12;
-    }
-    return SS_OK;
-}
-
-static int load_device(js_node n, spec_device *d, ss_err *err)
-{
-    int rc = js_keys_check(n, KEYS("name", "source", "hbm_bytes", "hbm_bw_GBps",
-                                   "peak_tflops", "gemm_efficiency", "gemm_half_dim",
-                                   "mem_efficiency", "launch_us", "kernel_min_us"), err);
-    double bw, launch, kmin;
-    if (rc || (rc = copy_name(n, "name", true, d->name, err)) ||
-        (rc = js_u64(n, "hbm_bytes", true, 0, 1, UINT64_MAX, &d->hbm_bytes, err)) ||
-        (rc = js_num(n, "hbm_bw_GBps", true, 0, 1e-3, 1e7, &bw, err)) ||
-        (rc = load_peaks(n, d, err)) ||
-        (rc = js_num(n, "gemm_efficiency", true, 0, 1e-3, 1.0, &d->gemm_efficiency, err)) ||
-        (rc = js_num(n, "gemm_half_dim", false, 0, 0, 1e6, &d->gemm_half_dim, err)) ||
-        (rc = js_num(n, "mem_efficiency", true, 0, 1e-3, 1.0, &d->mem_efficiency, err)) ||
-        (rc = js_num(n, "launch_us", true, 0, 0.0, 1e6, &launch, err)) ||
-        (rc = js_num(n, "kernel_min_us", false, 0, 0.0, 1e6, &kmin, err)))
-        return rc;
-    d->hbm_bw_Bps = bw * 1e9;
-    d->launch_ns = ss_ns_from_s(launch * 1e-6);
-    d->kernel_min_ns = ss_ns_from_s(kmin * 1e-6);
-    return SS_OK;
-}
-
-/* ---- topology ---- */
-
-static int load_level(js_node n, const char *key, bool required, spec_link_level *l,
-                      ss_err *err)
-{
-    js_node c;
-    if (!js_get(n, key, &c)) {
-        if (required) return js_need(n, key, &c, err);
-        *l = (spec_link_level){1e9, 0};
-        return SS_OK;
-    }
-    double bw, lat;
-    int rc = js_want_obj(c, err);
-    if (rc || (rc = js_keys_check(c, KEYS("bus_bw_GBps", "latency_us", "source"), err)) ||
-        (rc = js_num(c, "bus_bw_GBps", true, 0, 1e-6, 1e7, &bw, err)) ||
-        (rc = js_num(c, "latency_us", true, 0, 0.0, 1e6, &lat, err)))
-        return rc;
-    l->bus_bw_Bps = bw * 1e9;
-    l->latency_ns = ss_ns_from_s(lat * 1e-6);
-    return SS_OK;
-}
-
-static int load_topology(js_node n, spec_topology *t, ss_err *err)
-{
-    uint64_t nodes, gpn;
-    int rc = js_keys_check(n, KEYS("name", "source", "nodes", "gpus_per_node",
-                                   "intra_node", "inter_node", "device"), err);
-    if (rc || (rc = copy_name(n, "name", true, t->name, err)) ||
-        (rc = js_u64(n, "nodes", true, 0, 1, 1u << 20, &nodes, err)) ||
-        (rc = js_u64(n, "gpus_per_node", true, 0, 1, 1024, &gpn, err)) ||
-        (rc = load_level(n, "intra_node", true, &t->intra, err)) ||
-        (rc = load_level(n, "inter_node", nodes > 1, &t->inter, err)))
-        return rc;
-    t->nodes = (uint32_t)nodes;
-    t->gpus_per_node = (uint32_t)gpn;
-    js_doc ddoc = {0};
-    js_node dev;
-    rc = load_ref(n, "device", &ddoc, &dev, err);
-    if (!rc) rc = load_device(dev, &t->device, err);
-    js_doc_fini(&ddoc);
-    return rc;
-}
 
 /* ---- model ---- */
 
@@ -153,7 +34,7 @@ static int load_block(js_node b, spec_block *out, ss_err *err)
     int type;
     spec_block x = {0};
     int rc = js_keys_check(b, KEYS("name", "type", "in", "out", "bias", "repeat"), err);
-    if (rc || (rc = copy_name(b, "name", true, x.name, err)) ||
+    if (rc || (rc = js_copy_name(b, "name", true, x.name, err)) ||
         (rc = js_enum(b, "type", true, 0, spec_block_names, SPEC_NBLK, &type, err)) ||
         (rc = js_u64(b, "in", true, 0, 1, 1ull << 32, &x.in, err)) ||
         (rc = js_u64(b, "out", true, 0, 1, 1ull << 32, &x.out, err)) ||
@@ -252,7 +133,7 @@ static int load_model(js_node n, spec_model *m, ss_err *err)
     size_t len;
     uint64_t total;
     int rc = js_keys_check(n, KEYS("name", "source", "blocks", "architecture"), err);
-    if (rc || (rc = copy_name(n, "name", true, m->name, err))) return rc;
+    if (rc || (rc = js_copy_name(n, "name", true, m->name, err))) return rc;
     if (js_get(n, "architecture", &a)) {
         if (js_get(n, "blocks", &arr))
             return js_failf(arr, err, "a model has \"blocks\" or an \"architecture\", not both");
@@ -519,10 +400,10 @@ static int load_refs(js_node root, spec_scenario *s, ss_err *err)
 {
     js_doc mdoc = {0}, tdoc = {0};
     js_node m, t;
-    int rc = load_ref(root, "model", &mdoc, &m, err);
+    int rc = js_load_ref(root, "model", &mdoc, &m, err);
     if (!rc) rc = load_model(m, &s->model, err);
-    if (!rc) rc = load_ref(root, "topology", &tdoc, &t, err);
-    if (!rc) rc = load_topology(t, &s->topo, err);
+    if (!rc) rc = js_load_ref(root, "topology", &tdoc, &t, err);
+    if (!rc) rc = mach_from_node(t, 0, &s->topo, err);
     js_doc_fini(&mdoc);
     js_doc_fini(&tdoc);
     return rc;
@@ -538,7 +419,7 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
                                              "optimizer", "sharding", "runtime", "allocator", "init",
                                              "expect"),
                                  err)) ||
-        (rc = copy_name(root, "name", true, s->name, err)) ||
+        (rc = js_copy_name(root, "name", true, s->name, err)) ||
         (rc = js_arr(root, "assumptions", false, &a, &na, err)) ||
         (rc = load_refs(root, s, err)) || (rc = load_layout(root, s, err)) ||
         (rc = load_precision(root, &s->prec, err)) ||

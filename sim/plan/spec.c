@@ -15,6 +15,9 @@ const char *const spec_dtype_names[] = {SPEC_DTYPES(SPEC_NAME3_)};
 const char *const spec_init_names[] = {SPEC_INIT_MODES(SPEC_NAME2_)};
 const char *const spec_act_names[] = {SPEC_ACTIVATIONS(SPEC_NAME2_)};
 const char *const spec_recompute_names[] = {SPEC_RECOMPUTE(SPEC_NAME2_)};
+const char *const spec_vkind_names[] = {SPEC_VKINDS(SPEC_NAME2_)};
+const char *const spec_lkind_names[] = {SPEC_LKINDS(SPEC_NAME2_)};
+const char *const spec_fabric_names[] = {SPEC_FABRICS(SPEC_NAME2_)};
 static const uint32_t dtype_sizes[] = {SPEC_DTYPES(SPEC_SIZE3_)};
 
 uint32_t spec_dtype_size(spec_dtype d)

@@ -163,16 +163,95 @@ typedef struct spec_device {
     ss_ns kernel_min_ns;       /* shortest kernel on the device */
 } spec_device;
 
-/* Skeleton network: per level, ring alpha-beta with a bus bandwidth. */
+/* Flat network (a topology without "node"): per level, ring alpha-beta with
+ * a bus bandwidth. */
 typedef struct spec_link_level {
     double bus_bw_Bps; /* nccl-tests busbw a large ring reaches */
     ss_ns latency_ns;  /* per ring step */
 } spec_link_level;
 
+/* Topology graph (a topology with "node"): one node's vertices and links,
+ * repeated per node, and the fabric that joins the nodes' NICs. The GPUs are
+ * vertex group 0 ("gpu", gpus_per_node members). net/topo.h builds the graph. */
+#define SPEC_VKINDS(X)                                                         \
+    X(GPU, "gpu")                                                              \
+    X(NVSWITCH, "nvswitch")                                                    \
+    X(PCIE_SWITCH, "pcie_switch")                                              \
+    X(CPU, "cpu")                                                              \
+    X(NIC, "nic")
+#define SPEC_LKINDS(X)                                                         \
+    X(NVLINK, "nvlink")                                                        \
+    X(PCIE, "pcie")                                                            \
+    X(XBUS, "xbus")                                                            \
+    X(NET, "net")
+#define SPEC_FABRICS(X)                                                        \
+    X(NONE, "none")                                                            \
+    X(STAR, "star")                                                            \
+    X(FAT_TREE, "fat_tree")                                                    \
+    X(TORUS2D, "torus2d")
+#define SPEC_ENUM2_(id, name) SPEC_V_##id,
+typedef enum { SPEC_VKINDS(SPEC_ENUM2_) SPEC_NVKINDS } spec_vkind;
+#undef SPEC_ENUM2_
+#define SPEC_ENUM2_(id, name) SPEC_L_##id,
+typedef enum { SPEC_LKINDS(SPEC_ENUM2_) SPEC_NLKINDS } spec_lkind;
+#undef SPEC_ENUM2_
+#define SPEC_ENUM2_(id, name) SPEC_FAB_##id,
+typedef enum { SPEC_FABRICS(SPEC_ENUM2_) SPEC_NFABRICS } spec_fabric_kind;
+#undef SPEC_ENUM2_
+extern const char *const spec_vkind_names[SPEC_NVKINDS];
+extern const char *const spec_lkind_names[SPEC_NLKINDS];
+extern const char *const spec_fabric_names[SPEC_NFABRICS];
+
+#define SPEC_TOPO_VGROUPS 16 /* vertex groups in one node, the GPUs included */
+#define SPEC_TOPO_LGROUPS 32 /* link groups in one node */
+#define SPEC_TOPO_VMAX 256   /* vertices in one node */
+
+typedef struct spec_vgroup {
+    char name[32];
+    spec_vkind kind;
+    uint32_t count;
+    bool nvls; /* nvswitch: can reduce and multicast (NVLink SHARP) */
+} spec_vgroup;
+
+/* Links between two vertex groups: "block" joins member i of the larger
+ * group to member i * small / large of the smaller (one to one when equal,
+ * all to one when one side has one member); "mesh" joins every pair of one
+ * group. from_i / to_i >= 0 pick a single member. Bandwidth is per
+ * direction; efficiency is the fraction of it a long transfer reaches. */
+typedef struct spec_lgroup {
+    uint8_t from, to;
+    int32_t from_i, to_i;
+    bool mesh;
+    spec_lkind kind;
+    double Bps, efficiency;
+    ss_ns latency_ns;
+} spec_lgroup;
+
+/* The fabric between nodes, attached to every NIC. fat_tree: NIC -> leaf
+ * (one per rail and pod when rail_optimized, else one per pod) -> core
+ * (the spines, as one non-blocking stage whose leaf uplinks carry
+ * nodes_per_leaf * NICs-per-leaf-per-node * Bps / oversubscription).
+ * torus2d: node (x, y) joined to its four neighbours through NIC 0,
+ * dimension-order routes. star: one switch. */
+typedef struct spec_fabric {
+    spec_fabric_kind kind;
+    double Bps, efficiency; /* one NIC port or torus link, per direction */
+    ss_ns latency_ns;       /* per switch or torus hop */
+    uint32_t nodes_per_leaf;
+    double oversubscription;
+    bool rail_optimized;
+    uint32_t dims[2];
+} spec_fabric;
+
 typedef struct spec_topology {
     char name[SPEC_NAME_MAX];
     uint32_t nodes, gpus_per_node;
-    spec_link_level intra, inter;
+    spec_link_level intra, inter; /* flat form */
+    bool graph;                   /* graph form: the fields below */
+    uint32_t nvgroups, nlgroups;
+    spec_vgroup vg[SPEC_TOPO_VGROUPS];
+    spec_lgroup lg[SPEC_TOPO_LGROUPS];
+    spec_fabric fabric;
     spec_device device;
 } spec_topology;
 

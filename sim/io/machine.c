@@ -1,0 +1,328 @@
+/* Device and topology files. machine.h states the contract. */
+#include "machine.h"
+
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- device ---- */
+
+static int load_peaks(js_node dev, spec_device *d, ss_err *err)
+{
+    js_node pk;
+    int rc = js_need(dev, "peak_tflops", &pk, err);
+    if (rc || (rc = js_want_obj(pk, err)) ||
+        (rc = js_keys_check(pk, spec_dtype_names, SPEC_NDT, err)))
+        return rc;
+    for (int i = 0; i < SPEC_NDT; i++) {
+        double v;
+        if ((rc = js_num(pk, spec_dtype_names[i], false, 0.0, 0.0, 1e6, &v, err))) return rc;
+        d->peak_flops[i] = v * 1e12;
+    }
+    return SS_OK;
+}
+
+static int load_device(js_node n, spec_device *d, ss_err *err)
+{
+    int rc = js_keys_check(n, JS_KEYS("name", "source", "hbm_bytes", "hbm_bw_GBps",
+                                   "peak_tflops", "gemm_efficiency", "gemm_half_dim",
+                                   "mem_efficiency", "launch_us", "kernel_min_us"), err);
+    double bw, launch, kmin;
+    if (rc || (rc = js_copy_name(n, "name", true, d->name, err)) ||
+        (rc = js_u64(n, "hbm_bytes", true, 0, 1, UINT64_MAX, &d->hbm_bytes, err)) ||
+        (rc = js_num(n, "hbm_bw_GBps", true, 0, 1e-3, 1e7, &bw, err)) ||
+        (rc = load_peaks(n, d, err)) ||
+        (rc = js_num(n, "gemm_efficiency", true, 0, 1e-3, 1.0, &d->gemm_efficiency, err)) ||
+        (rc = js_num(n, "gemm_half_dim", false, 0, 0, 1e6, &d->gemm_half_dim, err)) ||
+        (rc = js_num(n, "mem_efficiency", true, 0, 1e-3, 1.0, &d->mem_efficiency, err)) ||
+        (rc = js_num(n, "launch_us", true, 0, 0.0, 1e6, &launch, err)) ||
+        (rc = js_num(n, "kernel_min_us", false, 0, 0.0, 1e6, &kmin, err)))
+        return rc;
+    d->hbm_bw_Bps = bw * 1e9;
+    d->launch_ns = ss_ns_from_s(launch * 1e-6);
+    d->kernel_min_ns = ss_ns_from_s(kmin * 1e-6);
+    return SS_OK;
+}
+
+/* ---- flat form ---- */
+
+static int load_level(js_node n, const char *key, bool required, spec_link_level *l,
+                      ss_err *err)
+{
+    js_node c;
+    if (!js_get(n, key, &c)) {
+        if (required) return js_need(n, key, &c, err);
+        *l = (spec_link_level){1e9, 0};
+        return SS_OK;
+    }
+    double bw, lat;
+    int rc = js_want_obj(c, err);
+    if (rc || (rc = js_keys_check(c, JS_KEYS("bus_bw_GBps", "latency_us", "source"), err)) ||
+        (rc = js_num(c, "bus_bw_GBps", true, 0, 1e-6, 1e7, &bw, err)) ||
+        (rc = js_num(c, "latency_us", true, 0, 0.0, 1e6, &lat, err)))
+        return rc;
+    l->bus_bw_Bps = bw * 1e9;
+    l->latency_ns = ss_ns_from_s(lat * 1e-6);
+    return SS_OK;
+}
+
+/* ---- graph form ---- */
+
+/* Vertex group named `name` (exact), or -1. */
+static int find_group(const spec_topology *t, const char *name, size_t len)
+{
+    for (uint32_t g = 0; g < t->nvgroups; g++)
+        if (strlen(t->vg[g].name) == len && !strncmp(t->vg[g].name, name, len)) return (int)g;
+    return -1;
+}
+
+/* "nic" (the whole group) or "nic[3]" (one member) into group and index. */
+static int parse_end(js_node l, const char *key, const spec_topology *t, uint8_t *g,
+                     int32_t *idx, ss_err *err)
+{
+    const char *s;
+    int rc = js_str(l, key, true, NULL, &s, err);
+    if (rc) return rc;
+    js_node at;
+    js_get(l, key, &at);
+    const char *br = strchr(s, '[');
+    size_t len = br ? (size_t)(br - s) : strlen(s);
+    int gi = find_group(t, s, len);
+    if (gi < 0) return js_failf(at, err, "\"%s\" names no vertex group of this node (gpu or one of "
+                                         "node.vertices)", s);
+    *g = (uint8_t)gi;
+    *idx = -1;
+    if (!br) return SS_OK;
+    char *end;
+    long v = strtol(br + 1, &end, 10);
+    if (end == br + 1 || *end != ']' || end[1] != '\0' || v < 0 || (uint32_t)v >= t->vg[gi].count)
+        return js_failf(at, err, "\"%s\": expected %.*s[i] with 0 <= i < %u", s, (int)len, s,
+                        t->vg[gi].count);
+    *idx = (int32_t)v;
+    return SS_OK;
+}
+
+static int load_vgroup(js_node v, spec_topology *t, ss_err *err)
+{
+    spec_vgroup *g = &t->vg[t->nvgroups];
+    uint64_t count;
+    int kind, rc = js_keys_check(v, JS_KEYS("name", "kind", "count", "nvls"), err);
+    const char *name;
+    if (rc || (rc = js_str(v, "name", true, NULL, &name, err)) ||
+        (rc = js_enum(v, "kind", true, 0, spec_vkind_names, SPEC_NVKINDS, &kind, err)) ||
+        (rc = js_u64(v, "count", false, 1, 1, SPEC_TOPO_VMAX, &count, err)) ||
+        (rc = js_bool(v, "nvls", false, false, &g->nvls, err)))
+        return rc;
+    js_node at;
+    js_get(v, "name", &at);
+    if (kind == SPEC_V_GPU) return js_failf(at, err, "the GPUs are the implicit group \"gpu\"");
+    if (!*name || strlen(name) >= sizeof g->name || strchr(name, '['))
+        return js_failf(at, err, "expected a name of 1 to %zu characters without '['",
+                        sizeof g->name - 1);
+    if (find_group(t, name, strlen(name)) >= 0)
+        return js_failf(at, err, "duplicate vertex group \"%s\"", name);
+    snprintf(g->name, sizeof g->name, "%s", name);
+    g->kind = (spec_vkind)kind;
+    g->count = (uint32_t)count;
+    t->nvgroups++;
+    return SS_OK;
+}
+
+/* Default fraction of a link's bandwidth a long transfer reaches, by kind.
+ * NVLink: NCCL rings on HGX H100 reach 360-370 GB/s bus bandwidth over
+ * NVLink4's 450 GB/s per direction (~0.82). PCIe: TLP and flow-control
+ * overhead, ~0.8 of the raw rate in bandwidth tests. CPU interconnects run
+ * far below their raw rate for peer traffic (0.5). Networks: line rate less
+ * headers for large RDMA messages (0.95). */
+static double default_efficiency(spec_lkind k)
+{
+    static const double eff[SPEC_NLKINDS] = {0.82, 0.80, 0.50, 0.95};
+    return eff[k];
+}
+
+static int load_lgroup(js_node l, spec_topology *t, ss_err *err)
+{
+    spec_lgroup *x = &t->lg[t->nlgroups];
+    double bw, lat;
+    int kind, pat;
+    static const char *const patterns[] = {"block", "mesh"};
+    int rc = js_keys_check(l, JS_KEYS("from", "to", "kind", "GBps", "latency_us", "efficiency",
+                                      "pattern"), err);
+    if (rc || (rc = parse_end(l, "from", t, &x->from, &x->from_i, err)) ||
+        (rc = parse_end(l, "to", t, &x->to, &x->to_i, err)) ||
+        (rc = js_enum(l, "kind", true, 0, spec_lkind_names, SPEC_NLKINDS, &kind, err)) ||
+        (rc = js_num(l, "GBps", true, 0, 1e-3, 1e6, &bw, err)) ||
+        (rc = js_num(l, "latency_us", false, 0.0, 0.0, 1e5, &lat, err)) ||
+        (rc = js_num(l, "efficiency", false, default_efficiency((spec_lkind)kind), 1e-3, 1.0,
+                     &x->efficiency, err)) ||
+        (rc = js_enum(l, "pattern", false, 0, patterns, 2, &pat, err)))
+        return rc;
+    x->kind = (spec_lkind)kind;
+    x->Bps = bw * 1e9;
+    x->latency_ns = ss_ns_from_s(lat * 1e-6);
+    x->mesh = pat == 1;
+    if (x->mesh && (x->from != x->to || x->from_i >= 0 || x->to_i >= 0))
+        return js_failf(l, err, "pattern \"mesh\" joins every pair of one whole group: from and "
+                                "to must name the same group without [i]");
+    if (!x->mesh && x->from == x->to && x->from_i == x->to_i)
+        return js_failf(l, err, "a link from a vertex to itself; for every pair of the group use "
+                                "\"pattern\": \"mesh\"");
+    t->nlgroups++;
+    return SS_OK;
+}
+
+static int load_node_graph(js_node node, spec_topology *t, ss_err *err)
+{
+    js_node vs, ls;
+    size_t nv, nl;
+    int rc = js_want_obj(node, err);
+    if (rc || (rc = js_keys_check(node, JS_KEYS("vertices", "links"), err)) ||
+        (rc = js_arr(node, "vertices", false, &vs, &nv, err)) ||
+        (rc = js_arr(node, "links", true, &ls, &nl, err)))
+        return rc;
+    t->vg[0] = (spec_vgroup){.name = "gpu", .kind = SPEC_V_GPU, .count = t->gpus_per_node};
+    t->nvgroups = 1;
+    if (nv >= SPEC_TOPO_VGROUPS) return js_failf(vs, err, "at most %d vertex groups", SPEC_TOPO_VGROUPS - 1);
+    if (nl > SPEC_TOPO_LGROUPS) return js_failf(ls, err, "at most %d link groups", SPEC_TOPO_LGROUPS);
+    if (nl == 0) return js_failf(ls, err, "expected at least one link group");
+    uint32_t total = t->gpus_per_node;
+    for (size_t i = 0; i < nv && !rc; i++) {
+        rc = js_want_obj(js_at(vs, i), err);
+        if (!rc) rc = load_vgroup(js_at(vs, i), t, err);
+        if (!rc && (total += t->vg[t->nvgroups - 1].count) > SPEC_TOPO_VMAX)
+            return js_failf(vs, err, "more than %d vertices in one node", SPEC_TOPO_VMAX);
+    }
+    for (size_t i = 0; i < nl && !rc; i++) {
+        rc = js_want_obj(js_at(ls, i), err);
+        if (!rc) rc = load_lgroup(js_at(ls, i), t, err);
+    }
+    return rc;
+}
+
+static int has_nics(const spec_topology *t)
+{
+    for (uint32_t g = 0; g < t->nvgroups; g++)
+        if (t->vg[g].kind == SPEC_V_NIC) return 1;
+    return 0;
+}
+
+static int load_torus_dims(js_node f, spec_topology *t, ss_err *err)
+{
+    js_node d;
+    size_t n;
+    int rc = js_arr(f, "dims", true, &d, &n, err);
+    if (rc) return rc;
+    if (n != 2) return js_failf(d, err, "expected [x, y]");
+    uint64_t v[2];
+    for (size_t i = 0; i < 2 && !rc; i++) rc = js_u64_val(js_at(d, i), 1, 1u << 16, &v[i], err);
+    if (rc) return rc;
+    if (v[0] * v[1] != t->nodes)
+        return js_failf(d, err, "%llu x %llu = %llu nodes, but the topology has %u",
+                        (unsigned long long)v[0], (unsigned long long)v[1],
+                        (unsigned long long)(v[0] * v[1]), t->nodes);
+    t->fabric.dims[0] = (uint32_t)v[0];
+    t->fabric.dims[1] = (uint32_t)v[1];
+    return SS_OK;
+}
+
+static int load_fabric(js_node top, spec_topology *t, ss_err *err)
+{
+    js_node f;
+    spec_fabric *x = &t->fabric;
+    *x = (spec_fabric){.kind = SPEC_FAB_NONE, .nodes_per_leaf = t->nodes, .oversubscription = 1};
+    if (!js_get(top, "fabric", &f)) {
+        if (t->nodes > 1) return js_need(top, "fabric", &f, err);
+        return SS_OK;
+    }
+    int kind;
+    double bw, lat;
+    uint64_t npl;
+    int rc = js_want_obj(f, err);
+    if (rc || (rc = js_keys_check(f, JS_KEYS("kind", "GBps", "latency_us", "efficiency",
+                                             "rail_optimized", "nodes_per_leaf",
+                                             "oversubscription", "dims", "source"), err)) ||
+        (rc = js_enum(f, "kind", true, 0, spec_fabric_names, SPEC_NFABRICS, &kind, err)))
+        return rc;
+    x->kind = (spec_fabric_kind)kind;
+    if (x->kind == SPEC_FAB_NONE) {
+        if (t->nodes > 1) return js_failf(f, err, "kind \"none\" joins no nodes, but nodes = %u", t->nodes);
+        return SS_OK;
+    }
+    if ((rc = js_num(f, "GBps", true, 0, 1e-3, 1e6, &bw, err)) ||
+        (rc = js_num(f, "latency_us", false, 1.0, 0.0, 1e5, &lat, err)) ||
+        (rc = js_num(f, "efficiency", false, default_efficiency(SPEC_L_NET), 1e-3, 1.0,
+                     &x->efficiency, err)) ||
+        (rc = js_bool(f, "rail_optimized", false, true, &x->rail_optimized, err)) ||
+        (rc = js_u64(f, "nodes_per_leaf", false, t->nodes, 1, 1u << 20, &npl, err)) ||
+        (rc = js_num(f, "oversubscription", false, 1.0, 1.0, 1024.0, &x->oversubscription, err)))
+        return rc;
+    x->Bps = bw * 1e9;
+    x->latency_ns = ss_ns_from_s(lat * 1e-6);
+    x->nodes_per_leaf = npl < t->nodes ? (uint32_t)npl : t->nodes;
+    if (x->kind == SPEC_FAB_TORUS2D && (rc = load_torus_dims(f, t, err))) return rc;
+    if (!has_nics(t))
+        return js_failf(f, err, "a %s fabric attaches to NICs, but node.vertices has no group of "
+                                "kind \"nic\"", spec_fabric_names[x->kind]);
+    return SS_OK;
+}
+
+static int load_graph(js_node n, spec_topology *t, ss_err *err)
+{
+    js_node node;
+    js_get(n, "node", &node);
+    t->graph = true;
+    int rc = load_node_graph(node, t, err);
+    return rc ? rc : load_fabric(n, t, err);
+}
+
+/* ---- topology ---- */
+
+static int load_counts(js_node n, uint32_t nodes_override, spec_topology *t, ss_err *err)
+{
+    uint64_t nodes, gpn;
+    int rc = js_u64(n, "nodes", true, 0, 1, 1u << 20, &nodes, err);
+    if (rc || (rc = js_u64(n, "gpus_per_node", true, 0, 1, 1024, &gpn, err))) return rc;
+    t->nodes = nodes_override ? nodes_override : (uint32_t)nodes;
+    t->gpus_per_node = (uint32_t)gpn;
+    return SS_OK;
+}
+
+int mach_from_node(js_node n, uint32_t nodes_override, spec_topology *t, ss_err *err)
+{
+    js_node node;
+    bool graph = js_get(n, "node", &node);
+    int rc = js_want_obj(n, err);
+    if (rc || (rc = js_keys_check(n, JS_KEYS("name", "source", "nodes", "gpus_per_node",
+                                             "intra_node", "inter_node", "node", "fabric",
+                                             "device"), err)) ||
+        (rc = js_copy_name(n, "name", true, t->name, err)) ||
+        (rc = load_counts(n, nodes_override, t, err)))
+        return rc;
+    if (graph) {
+        js_node flat;
+        if (js_get(n, "intra_node", &flat) || js_get(n, "inter_node", &flat))
+            return js_failf(flat, err, "a topology has either \"node\" (the graph) or "
+                                       "intra_node/inter_node (the flat levels), not both");
+        rc = load_graph(n, t, err);
+    } else {
+        t->graph = false;
+        if (!(rc = load_level(n, "intra_node", true, &t->intra, err)))
+            rc = load_level(n, "inter_node", t->nodes > 1, &t->inter, err);
+    }
+    if (rc) return rc;
+    js_doc ddoc = {0};
+    js_node dev;
+    rc = js_load_ref(n, "device", &ddoc, &dev, err);
+    if (!rc) rc = load_device(dev, &t->device, err);
+    js_doc_fini(&ddoc);
+    return rc;
+}
+
+int mach_load(const char *file, uint32_t nodes_override, spec_topology *t, ss_err *err)
+{
+    js_doc d = {0};
+    int rc = js_doc_load(&d, file, err);
+    if (!rc) rc = mach_from_node(js_root(&d), nodes_override, t, err);
+    js_doc_fini(&d);
+    return rc;
+}

@@ -1,0 +1,28 @@
+/* machine.h - topology and device files into spec_topology.
+ *
+ * A topology file names its device (a file or an inline object) and gives
+ * either the flat form (intra_node / inter_node ring levels, the first
+ * network model) or the graph form: "node" (vertex groups and link groups of
+ * one node, repeated per node) and "fabric" (what joins the nodes' NICs).
+ * docs/TOPOLOGY.md describes the keys; net/topo.h builds the graph.
+ *
+ * Strict like every loader: unknown keys, wrong types, out-of-range values,
+ * names that refer to no vertex group, and graph shapes the fabric cannot
+ * use (a fabric without NICs, torus dims that do not multiply to the node
+ * count) are errors naming the file and JSON path. Nothing is clamped.
+ */
+#ifndef IO_MACHINE_H
+#define IO_MACHINE_H
+
+#include "../plan/spec.h"
+#include "json.h"
+
+/* Fill *t from the topology object n (its device reference is resolved
+ * against n's file). nodes_override > 0 replaces the file's "nodes", for a
+ * topology parametrised by node count. */
+int mach_from_node(js_node n, uint32_t nodes_override, spec_topology *t, ss_err *err);
+
+/* Load a topology file. */
+int mach_load(const char *file, uint32_t nodes_override, spec_topology *t, ss_err *err);
+
+#endif
