@@ -62,7 +62,7 @@ static void bench_engine(uint32_t ranks, uint32_t ops)
 {
     prog *p = synthetic(ranks, ops);
     if (!p) return;
-    eng_net net = {NULL, flat_net};
+    eng_net net = {.ctx = NULL, .coll_ns = flat_net};
     trc *t = NULL;
     double t0 = now();
     int rc = eng_run(p, &net, &t, NULL);

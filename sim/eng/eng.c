@@ -22,9 +22,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../core/vec.h"
 #include "eq.h"
 
-enum { EV_KICK, EV_ISSUE, EV_END }; /* eq_ev.kind; a = rank, b = op */
+/* eq_ev.kind; a = rank, b = op, except EV_NET: a = instance, b = generation */
+enum { EV_KICK, EV_ISSUE, EV_END, EV_NET };
 
 #define NONE UINT32_MAX
 
@@ -57,10 +59,17 @@ typedef struct rank_st {
 
 typedef struct grp_st {
     prog_group pg;
+    uint32_t base;       /* global instance id of instance 0 (dynamic networks) */
     uint32_t ninst;      /* most calls any member makes */
     uint32_t *member_op; /* [inst * size + member]: op id, NONE if never called */
     uint32_t *arrived;   /* [inst]: members whose op arrived */
 } grp_st;
+
+/* Wake requests collected during one network call. */
+struct eng_wakes {
+    struct wake { uint32_t id; ss_ns t; } *w;
+    uint32_t n, cap;
+};
 
 typedef struct eng {
     const prog *p;
@@ -72,6 +81,10 @@ typedef struct eng {
     eq q;
     trc *t;
     uint64_t seq;
+    uint32_t ninst;   /* instances over all groups */
+    uint32_t *gen;    /* [ninst]: generation of the pending wake */
+    uint32_t *inst_g; /* [ninst]: group of the instance */
+    eng_wakes wakes;
 } eng;
 
 static int nomem(eng *e)
@@ -201,6 +214,26 @@ static int setup_groups(eng *e)
     return rc;
 }
 
+/* Global instance ids for a dynamic network: groups' instances in group
+ * order. */
+static int setup_instances(eng *e)
+{
+    uint64_t n = 0;
+    for (uint32_t gi = 0; gi < e->ng; gi++) {
+        e->g[gi].base = (uint32_t)n;
+        n += e->g[gi].ninst;
+    }
+    if (n >= UINT32_MAX)
+        return ss_fail(e->err, SS_E_INPUT, NULL, "more than 2^32 collective instances");
+    e->ninst = (uint32_t)n;
+    e->gen = zalloc(n, sizeof *e->gen);
+    e->inst_g = zalloc(n, sizeof *e->inst_g);
+    if (!e->gen || !e->inst_g) return nomem(e);
+    for (uint32_t gi = 0; gi < e->ng; gi++)
+        for (uint32_t k = 0; k < e->g[gi].ninst; k++) e->inst_g[e->g[gi].base + k] = gi;
+    return SS_OK;
+}
+
 static int eng_setup(eng *e)
 {
     e->r = zalloc(e->nr, sizeof *e->r);
@@ -209,6 +242,7 @@ static int eng_setup(eng *e)
     int rc = SS_OK;
     for (uint32_t r = 0; r < e->nr && !rc; r++) rc = setup_rank(e, r);
     if (!rc) rc = setup_groups(e);
+    if (!rc && e->net && e->net->start) rc = setup_instances(e);
     for (uint32_t r = 0; r < e->nr && !rc; r++)
         rc = eq_push(&e->q, 0, EQ_CLS_HOST, EV_KICK, r, NONE, e->err);
     return rc;
@@ -229,6 +263,9 @@ static void eng_teardown(eng *e)
     }
     free(e->r);
     free(e->g);
+    free(e->gen);
+    free(e->inst_g);
+    free(e->wakes.w);
     eq_fini(&e->q);
 }
 
@@ -254,13 +291,74 @@ static int start_op(eng *e, uint32_t r, uint32_t i, ss_ns t, ss_ns dur)
     return eq_push(&e->q, end, EQ_CLS_END, EV_END, r, i, e->err);
 }
 
+int eng_wake_at(eng_wakes *w, uint32_t id, ss_ns t, ss_err *err)
+{
+    if (!ss_grow((void **)&w->w, &w->cap, w->n + 1, sizeof *w->w))
+        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for network wake-ups");
+    w->w[w->n++] = (struct wake){id, t};
+    return SS_OK;
+}
+
+/* Turn the network's wake requests into events; a new request for an
+ * instance makes its older event stale (generation). */
+static int push_wakes(eng *e)
+{
+    int rc = SS_OK;
+    for (uint32_t i = 0; i < e->wakes.n && !rc; i++) {
+        uint32_t id = e->wakes.w[i].id;
+        if (id >= e->ninst)
+            return ss_fail(e->err, SS_E_INTERNAL, NULL, "network woke unknown instance %u", id);
+        rc = eq_push(&e->q, e->wakes.w[i].t, EQ_CLS_END, EV_NET, id, ++e->gen[id], e->err);
+    }
+    e->wakes.n = 0;
+    return rc;
+}
+
+static const prog_op *lead_op(const eng *e, const grp_st *g, uint32_t k)
+{
+    return &e->r[g->pg.ranks[0]].ops[g->member_op[(size_t)k * g->pg.size]];
+}
+
+/* A dynamic network's instance starts: members hold their streams from t
+ * until the network says the instance is done. */
+static int coll_start_dynamic(eng *e, const grp_st *g, uint32_t k, ss_ns t)
+{
+    const uint32_t *mop = g->member_op + (size_t)k * g->pg.size;
+    for (uint32_t m = 0; m < g->pg.size; m++) {
+        trc_op *rec = &e->t->ops[g->pg.ranks[m]][mop[m]];
+        rec->start = t;
+        rec->seq_start = e->seq++;
+    }
+    const prog_op *lead = lead_op(e, g, k);
+    int rc = e->net->start(e->net->ctx, g->base + k, (prog_coll)lead->coll, g->pg,
+                           (uint32_t)(g - e->g), lead->bytes, t, &e->wakes, e->err);
+    return rc ? rc : push_wakes(e);
+}
+
+static int on_net(eng *e, uint32_t id, uint32_t gen, ss_ns t)
+{
+    if (gen != e->gen[id]) return SS_OK; /* superseded */
+    bool done = false;
+    int rc = e->net->wake(e->net->ctx, id, t, &done, &e->wakes, e->err);
+    if (!rc) rc = push_wakes(e);
+    if (rc || !done) return rc;
+    const grp_st *g = &e->g[e->inst_g[id]];
+    const uint32_t *mop = g->member_op + (size_t)(id - g->base) * g->pg.size;
+    for (uint32_t m = 0; m < g->pg.size && !rc; m++) {
+        e->t->ops[g->pg.ranks[m]][mop[m]].end = t;
+        rc = eq_push(&e->q, t, EQ_CLS_END, EV_END, g->pg.ranks[m], mop[m], e->err);
+    }
+    return rc;
+}
+
 /* All members arrived at or before t (events pop in time order), so t is
  * the max of their ready times. The network is asked once, with the lowest
  * member's op (ranks are ascending). */
 static int coll_start(eng *e, const grp_st *g, uint32_t k, ss_ns t)
 {
+    if (e->net && e->net->start) return coll_start_dynamic(e, g, k, t);
     const uint32_t *mop = g->member_op + (size_t)k * g->pg.size;
-    const prog_op *lead = &e->r[g->pg.ranks[0]].ops[mop[0]];
+    const prog_op *lead = lead_op(e, g, k);
     if (!e->net || !e->net->coll_ns)
         return ss_fail(e->err, SS_E_INTERNAL, NULL, "collective %s with no network model",
                        op_name(e, g->pg.ranks[0], mop[0]));
@@ -360,6 +458,7 @@ static int eng_loop(eng *e)
         e->t->nevents++;
         if (ev.kind == EV_END) rc = on_end(e, ev.a, ev.b, ev.t);
         else if (ev.kind == EV_ISSUE) rc = on_issue(e, ev.a, ev.b, ev.t);
+        else if (ev.kind == EV_NET) rc = on_net(e, ev.a, ev.b, ev.t);
         else rc = retry_rank(e, ev.a, ev.t);
     }
     return rc;

@@ -5,9 +5,10 @@
  * group reached them). Output: a trc (out/trace.h) with issue/start/end of
  * every op. The engine knows nothing of FSDP, of JSON, of memory policy.
  *
- * Collective durations come from the network through eng_net, called once
- * per collective instance at the moment it starts (all members arrived).
- * COMPUTE and HOST durations are in the program.
+ * Collective durations come from the network through eng_net: fixed when
+ * the instance starts (all members arrived), or driven by the network's
+ * wake requests when it models shared links. COMPUTE and HOST durations are
+ * in the program.
  *
  * Determinism: events are ordered by (time, class, sequence) in eq.h; no
  * iteration depends on addresses or hash order. Same prog, same trace.
@@ -19,16 +20,37 @@
 #ifndef ENG_H
 #define ENG_H
 
+#include <stdbool.h>
+
 #include "../out/trace.h"
 #include "../plan/prog.h"
 
-/* The network as the engine sees it. coll_ns fills *out with the duration of
- * one collective of kind `coll` with payload `bytes` (prog.h convention) over
- * group `g`; returns SS_OK or an error. */
+/* Wake requests a dynamic network makes: "call wake for instance id at t".
+ * A later request for the same id replaces the earlier one. */
+typedef struct eng_wakes eng_wakes;
+int eng_wake_at(eng_wakes *w, uint32_t id, ss_ns t, ss_err *err);
+
+/* The network as the engine sees it, in one of two forms.
+ *
+ * Fixed durations (start == NULL): coll_ns fills *out with the duration of
+ * one collective of kind `coll` with payload `bytes` (prog.h convention)
+ * over group `g`, asked once when all members have arrived.
+ *
+ * Dynamic (start != NULL), for networks whose durations change while a
+ * collective runs (shared links): start is called when all members of
+ * instance `id` (dense over the run, stable for its lifetime) have arrived,
+ * at `now`; the network then asks to be woken through eng_wake_at, and
+ * wake is called at the requested time, setting *done when the instance
+ * has finished at `now`. Either call may (re)schedule any instance. Group
+ * `gid` is the program's group id, for caches keyed by group. */
 typedef struct eng_net {
     void *ctx;
     int (*coll_ns)(void *ctx, prog_coll coll, prog_group g, ss_bytes bytes,
                    ss_ns *out, ss_err *err);
+    int (*start)(void *ctx, uint32_t id, prog_coll coll, prog_group g, uint32_t gid,
+                 ss_bytes bytes, ss_ns now, eng_wakes *w, ss_err *err);
+    int (*wake)(void *ctx, uint32_t id, ss_ns now, bool *done, eng_wakes *w,
+                ss_err *err);
 } eng_net;
 
 /* Run one step of `p`. On success *out is a new trace (caller frees with

@@ -206,12 +206,26 @@ static int has_nics(const spec_topology *t)
     return 0;
 }
 
+/* The most square x * y = nodes, x >= y. */
+static void square_dims(uint32_t nodes, uint32_t dims[2])
+{
+    uint32_t y = 1;
+    for (uint32_t d = 1; (uint64_t)d * d <= nodes; d++)
+        if (nodes % d == 0) y = d;
+    dims[0] = nodes / y;
+    dims[1] = y;
+}
+
 static int load_torus_dims(js_node f, spec_topology *t, ss_err *err)
 {
     js_node d;
     size_t n;
-    int rc = js_arr(f, "dims", true, &d, &n, err);
+    int rc = js_arr(f, "dims", false, &d, &n, err);
     if (rc) return rc;
+    if (n == 0) {
+        square_dims(t->nodes, t->fabric.dims);
+        return SS_OK;
+    }
     if (n != 2) return js_failf(d, err, "expected [x, y]");
     uint64_t v[2];
     for (size_t i = 0; i < 2 && !rc; i++) rc = js_u64_val(js_at(d, i), 1, 1u << 16, &v[i], err);

@@ -275,6 +275,30 @@ static int load_runtime(js_node root, spec_scenario *s, ss_err *err)
     return SS_OK;
 }
 
+/* "network": {"algo", "proto"}: NCCL_ALGO / NCCL_PROTO for every
+ * collective of the step (where the algorithm applies; see net/algo.h). */
+static int load_network(js_node root, spec_scenario *s, ss_err *err)
+{
+    js_node n;
+    s->net_algo = SPEC_NALGO_AUTO;
+    s->net_proto = SPEC_NPROTO_AUTO;
+    if (!js_get(root, "network", &n)) return SS_OK;
+    int rc = js_want_obj(n, err);
+    if (rc || (rc = js_keys_check(n, KEYS("algo", "proto"), err)) ||
+        (rc = js_enum(n, "algo", false, SPEC_NALGO_AUTO, spec_net_algo_names, SPEC_NNET_ALGOS,
+                      &s->net_algo, err)) ||
+        (rc = js_enum(n, "proto", false, SPEC_NPROTO_AUTO, spec_net_proto_names,
+                      SPEC_NNET_PROTOS, &s->net_proto, err)))
+        return rc;
+    if (s->net_algo != SPEC_NALGO_AUTO || s->net_proto != SPEC_NPROTO_AUTO) {
+        if (!s->topo.graph)
+            return js_failf(n, err, "network.algo and network.proto need a topology graph "
+                                    "(a topology file with \"node\"); %s has the flat form",
+                            s->topo.name);
+    }
+    return SS_OK;
+}
+
 static int load_allocator(js_node root, spec_scenario *s, ss_err *err)
 {
     static const char *const models[] = {"caching", "ideal"};
@@ -416,7 +440,7 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
     int rc = js_want_obj(root, err);
     if (rc || (rc = js_keys_check(root, KEYS("name", "description", "assumptions", "model",
                                              "topology", "parallel", "training", "precision",
-                                             "optimizer", "sharding", "runtime", "allocator", "init",
+                                             "optimizer", "sharding", "runtime", "network", "allocator", "init",
                                              "expect"),
                                  err)) ||
         (rc = js_copy_name(root, "name", true, s->name, err)) ||
@@ -425,6 +449,7 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
         (rc = load_precision(root, &s->prec, err)) ||
         (rc = load_optimizer(root, &s->opt, err)) ||
         (rc = load_sharding(root, &s->shard, err)) || (rc = load_runtime(root, s, err)) ||
+        (rc = load_network(root, s, err)) ||
         (rc = load_allocator(root, s, err)) || (rc = load_init(root, s, err)) ||
         (rc = load_expect(root, s, err)))
         return rc;

@@ -47,6 +47,6 @@ static int cost_cb(void *ctx, prog_coll coll, prog_group g, ss_bytes bytes,
 
 eng_net cost_eng_net(cost_net *c)
 {
-    eng_net n = {c, cost_cb};
+    eng_net n = {.ctx = c, .coll_ns = cost_cb};
     return n;
 }

@@ -18,6 +18,8 @@ const char *const spec_recompute_names[] = {SPEC_RECOMPUTE(SPEC_NAME2_)};
 const char *const spec_vkind_names[] = {SPEC_VKINDS(SPEC_NAME2_)};
 const char *const spec_lkind_names[] = {SPEC_LKINDS(SPEC_NAME2_)};
 const char *const spec_fabric_names[] = {SPEC_FABRICS(SPEC_NAME2_)};
+const char *const spec_net_algo_names[] = {SPEC_NET_ALGOS(SPEC_NAME2_)};
+const char *const spec_net_proto_names[] = {SPEC_NET_PROTOS(SPEC_NAME2_)};
 static const uint32_t dtype_sizes[] = {SPEC_DTYPES(SPEC_SIZE3_)};
 
 uint32_t spec_dtype_size(spec_dtype d)

@@ -255,6 +255,29 @@ typedef struct spec_topology {
     spec_device device;
 } spec_topology;
 
+/* Collective algorithm and protocol a scenario may force (network.algo,
+ * network.proto); net/algo.h builds its enums from these lists. */
+#define SPEC_NET_ALGOS(X)                                                      \
+    X(AUTO, "auto")                                                            \
+    X(RING, "ring")                                                            \
+    X(TREE, "tree")                                                            \
+    X(NVLS, "nvls")                                                            \
+    X(HIER, "hierarchical")                                                    \
+    X(DIRECT, "direct")
+#define SPEC_NET_PROTOS(X)                                                     \
+    X(AUTO, "auto")                                                            \
+    X(LL, "ll")                                                                \
+    X(LL128, "ll128")                                                          \
+    X(SIMPLE, "simple")
+#define SPEC_ENUM2_(id, name) SPEC_NALGO_##id,
+enum { SPEC_NET_ALGOS(SPEC_ENUM2_) SPEC_NNET_ALGOS };
+#undef SPEC_ENUM2_
+#define SPEC_ENUM2_(id, name) SPEC_NPROTO_##id,
+enum { SPEC_NET_PROTOS(SPEC_ENUM2_) SPEC_NNET_PROTOS };
+#undef SPEC_ENUM2_
+extern const char *const spec_net_algo_names[SPEC_NNET_ALGOS];
+extern const char *const spec_net_proto_names[SPEC_NNET_PROTOS];
+
 typedef struct spec_precision {
     spec_dtype param, compute, grad, reduce, master, optim;
 } spec_precision;
@@ -319,6 +342,7 @@ typedef struct spec_scenario {
     spec_expect *expects;
     uint32_t nexpects;
     ss_ns hook_ns;           /* host time of one runtime hook (FSDP/DDP) */
+    int net_algo, net_proto; /* SPEC_NALGO_*, SPEC_NPROTO_* */
 } spec_scenario;
 
 void spec_scenario_fini(spec_scenario *s);

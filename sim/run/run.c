@@ -5,6 +5,7 @@
 
 #include "../eng/eng.h"
 #include "../net/cost.h"
+#include "../net/net.h"
 #include "../sched/sched.h"
 
 void run_fini(run_result *r)
@@ -29,14 +30,32 @@ static int states(run_result *r, ss_err *err)
     return SS_OK;
 }
 
+/* The engine run over the topology's network: the graph with contention
+ * when the topology has one, else the flat ring model. */
+static int simulate(const spec_scenario *s, run_result *r, ss_err *err)
+{
+    if (!s->topo.graph) {
+        cost_net cn = {&s->topo};
+        eng_net e = cost_eng_net(&cn);
+        return eng_run(r->p, &e, &r->t, err);
+    }
+    net_opts no = {(algo_kind)s->net_algo, (algo_proto)s->net_proto};
+    net *n = NULL;
+    int rc = net_new(&s->topo, &no, &n, err);
+    if (!rc) {
+        eng_net e = net_eng(n);
+        rc = eng_run(r->p, &e, &r->t, err);
+    }
+    net_free(n);
+    return rc;
+}
+
 int run_step(const spec_scenario *s, const run_opts *o, run_result *out, ss_err *err)
 {
     run_result r = {0};
-    cost_net cn = {&s->topo};
-    eng_net net = cost_eng_net(&cn);
     int rc = plan_new(&r.pl, s, err);
     if (!rc) rc = sched_build(r.pl, &r.p, err);
-    if (!rc) rc = eng_run(r.p, &net, &r.t, err);
+    if (!rc) rc = simulate(s, &r, err);
     if (!rc) rc = states(&r, err);
     if (!rc) rc = sum_build(s, r.t, r.st, o && o->series_all, &r.sum, err);
     if (!rc) {

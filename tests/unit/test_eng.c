@@ -82,7 +82,7 @@ static uint32_t coll(prog *p, uint32_t r, const char *name, prog_coll c, uint32_
 
 static trc *run_ok(const prog *p, fake *f)
 {
-    eng_net net = {f, fake_coll};
+    eng_net net = {.ctx = f, .coll_ns = fake_coll};
     trc *t = NULL;
     ss_err err;
     ss_err_clear(&err);
@@ -295,7 +295,7 @@ static void test_two_groups(void **state)
 static void expect_fail(const prog *p, int code, const char *const *frag, int nfrag)
 {
     fake f = {0};
-    eng_net net = {&f, fake_coll};
+    eng_net net = {.ctx = &f, .coll_ns = fake_coll};
     trc sentinel, *t = &sentinel;
     ss_err err;
     ss_err_clear(&err);

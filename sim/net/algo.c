@@ -1,0 +1,451 @@
+/* Collective algorithms and the tuner. algo.h states the contract. */
+#include "algo.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "../core/vec.h"
+
+#define ALGO_NAME_(id, name) name,
+const char *const algo_kind_names[] = {ALGO_KINDS(ALGO_NAME_)};
+const char *const algo_proto_names[] = {ALGO_PROTOS(ALGO_NAME_)};
+#undef ALGO_NAME_
+
+#define MAX_CYCLES 64 /* mesh rings used at most */
+
+/* ---- NCCL's latency model (src/graph/tuning.cc, NCCL 2.2x), in us ----
+ * Indexed [proto - 1] for LL, LL128, Simple. */
+enum { HW_NVLINK, HW_PCI, HW_NET };
+static const double base_lat[ALGO_NKINDS][3] = {
+    [ALGO_RING] = {6.6, 14.0, 8.4}, [ALGO_TREE] = {6.8, 14.0, 0.0},
+    [ALGO_NVLS] = {0.0, 0.0, 23.0}, [ALGO_HIER] = {6.6, 14.0, 8.4},
+    [ALGO_DIRECT] = {6.6, 14.0, 8.4},
+};
+static const double hw_lat_ring[3][3] = {
+    [HW_NVLINK] = {0.6, 1.9, 3.4}, [HW_PCI] = {1.0, 2.5, 5.7}, [HW_NET] = {2.7, 4.0, 9.6}};
+static const double hw_lat_tree[3][3] = {
+    [HW_NVLINK] = {0.6, 1.25, 28.0}, [HW_PCI] = {1.0, 1.9, 28.0}, [HW_NET] = {5.0, 8.5, 50.0}};
+static const double nvls_lat = 23.0;
+#define TREE_BW_FACTOR 0.9 /* NCCL: tree busBw * .9 */
+
+/* ---- usage accumulation: (link, w) pairs, sorted and merged at the end ---- */
+
+typedef struct acc {
+    flow_use *u;
+    uint32_t n, cap;
+    ss_ns wire; /* longest path latency added */
+    bool nomem;
+} acc;
+
+static void acc_path(acc *a, const topo *g, const uint32_t *path, uint32_t n, double w)
+{
+    if (!ss_grow((void **)&a->u, &a->cap, a->n + n, sizeof *a->u)) {
+        a->nomem = true;
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) a->u[a->n++] = (flow_use){path[i], w};
+    ss_ns lat = topo_path_latency(g, path, n);
+    if (lat > a->wire) a->wire = lat;
+}
+
+/* a -> b carrying w per payload byte; across nodes split over every rail. */
+static void acc_edge(acc *a, const topo *g, uint32_t s, uint32_t d, double w)
+{
+    static _Thread_local uint32_t path[TOPO_PATH_MAX];
+    uint32_t nic = topo_nics_per_node(g);
+    if (topo_node_of(g, s) == topo_node_of(g, d) || nic <= 1) {
+        acc_path(a, g, path, topo_route(g, s, d, -1, path), w);
+        return;
+    }
+    for (uint32_t r = 0; r < nic; r++)
+        acc_path(a, g, path, topo_route(g, s, d, (int)r, path), w / nic);
+}
+
+/* A link on the same rail as `rail` (one edge, one NIC). */
+static void acc_edge_rail(acc *a, const topo *g, uint32_t s, uint32_t d, int rail, double w)
+{
+    static _Thread_local uint32_t path[TOPO_PATH_MAX];
+    acc_path(a, g, path, topo_route(g, s, d, rail, path), w);
+}
+
+static int cmp_use(const void *x, const void *y)
+{
+    const flow_use *a = x, *b = y;
+    return a->link < b->link ? -1 : a->link > b->link;
+}
+
+/* Sort by link and merge: one entry per link, in link order (so the sum
+ * order, and the result, does not depend on how the pairs were added). */
+static int acc_finish(acc *a, flow_use **use, uint32_t *n, ss_err *err)
+{
+    if (a->nomem) {
+        free(a->u);
+        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for a collective's flows");
+    }
+    qsort(a->u, a->n, sizeof *a->u, cmp_use);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < a->n; i++) {
+        if (k && a->u[k - 1].link == a->u[i].link) a->u[k - 1].w += a->u[i].w;
+        else a->u[k++] = a->u[i];
+    }
+    *use = a->u;
+    *n = k;
+    return SS_OK;
+}
+
+/* ---- group shape ---- */
+
+static uint32_t count_nodes(const topo *g, const uint32_t *r, uint32_t n)
+{
+    uint32_t k = 1;
+    for (uint32_t i = 1; i < n; i++) k += topo_node_of(g, r[i]) != topo_node_of(g, r[i - 1]);
+    return k;
+}
+
+/* Same number of ranks on every node, and ranks grouped by node. */
+static bool regular(const topo *g, const uint32_t *r, uint32_t n, uint32_t nodes)
+{
+    if (n % nodes) return false;
+    uint32_t ppn = n / nodes;
+    for (uint32_t i = 0; i < n; i++)
+        if (topo_node_of(g, r[i]) != topo_node_of(g, r[(i / ppn) * ppn])) return false;
+    return true;
+}
+
+static double ring_factor(prog_coll c, uint32_t n)
+{
+    double k = (double)(n - 1) / n;
+    if (c == PROG_COLL_ALL_REDUCE) return 2.0 * k;
+    if (c == PROG_COLL_BROADCAST) return 1.0;
+    return k;
+}
+
+/* ---- ring ---- */
+
+static bool direct(const topo *g, uint32_t a, uint32_t b)
+{
+    uint32_t path[TOPO_PATH_MAX];
+    return topo_node_of(g, a) == topo_node_of(g, b) && topo_route(g, a, b, -1, path) == 1;
+}
+
+typedef struct cyc {
+    const topo *g;
+    const uint32_t *r;
+    uint32_t n, k, ncyc;
+    uint32_t cur[64], all[MAX_CYCLES][64];
+    bool used[64];
+} cyc;
+
+/* Hamiltonian cycles over direct links from member 0, each undirected
+ * cycle once (second member below the last). */
+static void cycles_dfs(cyc *c)
+{
+    if (c->ncyc == MAX_CYCLES) return;
+    if (c->k == c->n) {
+        if (c->cur[1] < c->cur[c->n - 1] && direct(c->g, c->r[c->cur[c->n - 1]], c->r[0])) {
+            for (uint32_t i = 0; i < c->n; i++) c->all[c->ncyc][i] = c->cur[i];
+            c->ncyc++;
+        }
+        return;
+    }
+    for (uint32_t m = 1; m < c->n; m++) {
+        if (c->used[m] || !direct(c->g, c->r[c->cur[c->k - 1]], c->r[m])) continue;
+        c->used[m] = true;
+        c->cur[c->k++] = m;
+        cycles_dfs(c);
+        c->k--;
+        c->used[m] = false;
+    }
+}
+
+static bool mesh_rings(const topo *g, const uint32_t *r, uint32_t n, double w, acc *a)
+{
+    if (n < 3 || n > 64 || !direct(g, r[0], r[1])) return false;
+    cyc *c = calloc(1, sizeof *c);
+    if (!c) {
+        a->nomem = true;
+        return true;
+    }
+    *c = (cyc){.g = g, .r = r, .n = n, .k = 1};
+    cycles_dfs(c);
+    bool ok = c->ncyc > 0;
+    double share = w / (2.0 * c->ncyc);
+    for (uint32_t y = 0; y < c->ncyc; y++)
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t x0 = r[c->all[y][i]], x1 = r[c->all[y][(i + 1) % n]];
+            acc_edge(a, g, x0, x1, share);
+            acc_edge(a, g, x1, x0, share);
+        }
+    free(c);
+    return ok;
+}
+
+static void ring(const topo *g, prog_coll c, const uint32_t *r, uint32_t n, bool one_node,
+                 acc *a)
+{
+    double w = ring_factor(c, n);
+    if (one_node && mesh_rings(g, r, n, w, a)) return;
+    uint32_t edges = c == PROG_COLL_BROADCAST ? n - 1 : n;
+    for (uint32_t i = 0; i < edges; i++) acc_edge(a, g, r[i], r[(i + 1) % n], w);
+}
+
+/* ---- tree ---- */
+
+/* Parent of position i in a binary heap over m positions, or m for the root. */
+static uint32_t heap_parent(uint32_t i, uint32_t m) { return i == 0 ? m : (i - 1) / 2; }
+
+/* Two binary trees over the m nodes (the second shifted by one, so most
+ * inner nodes of one are leaves of the other), each half the payload up
+ * and down; a chain inside each node carries both. */
+static void tree(const topo *g, const uint32_t *r, uint32_t n, uint32_t m, acc *a)
+{
+    uint32_t ppn = n / m;
+    for (uint32_t x = 0; x < m; x++)
+        for (uint32_t j = 0; j + 1 < ppn; j++) {
+            acc_edge(a, g, r[x * ppn + j], r[x * ppn + j + 1], 1.0);
+            acc_edge(a, g, r[x * ppn + j + 1], r[x * ppn + j], 1.0);
+        }
+    for (uint32_t t = 0; t < 2; t++)
+        for (uint32_t pos = 1; pos < m; pos++) {
+            uint32_t child = (pos + t) % m, parent = (heap_parent(pos, m) + t) % m;
+            uint32_t rc = r[child * ppn], rp = r[parent * ppn];
+            acc_edge(a, g, rc, rp, 0.5);
+            acc_edge(a, g, rp, rc, 0.5);
+        }
+}
+
+/* ---- nvls ---- */
+
+static void nvls(const topo *g, const uint32_t *r, uint32_t n, acc *a)
+{
+    uint32_t path[TOPO_PATH_MAX];
+    double w = 1.0 + 1.0 / n;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t peer = r[(i + 1) % n];
+        uint32_t k = topo_route(g, r[i], peer, -1, path);
+        acc_path(a, g, path, 1, w);                    /* GPU -> switch */
+        k = topo_route(g, peer, r[i], -1, path);
+        acc_path(a, g, path + k - 1, 1, w);            /* switch -> GPU */
+    }
+}
+
+/* ---- hierarchical ---- */
+
+/* Rings inside every node over its ppn ranks, factor w each. */
+static void hier_intra(const topo *g, const uint32_t *r, uint32_t m, uint32_t ppn, double w,
+                       acc *a)
+{
+    if (ppn < 2) return;
+    for (uint32_t x = 0; x < m; x++)
+        for (uint32_t j = 0; j < ppn; j++)
+            acc_edge(a, g, r[x * ppn + j], r[x * ppn + (j + 1) % ppn], w);
+}
+
+/* Rings across nodes, one per local rank on its own rail, factor w. */
+static void hier_inter(const topo *g, const uint32_t *r, uint32_t m, uint32_t ppn, double w,
+                       acc *a)
+{
+    for (uint32_t j = 0; j < ppn; j++) {
+        int rail = (int)topo_nic_of(g, r[j] % topo_gpus_per_node(g));
+        for (uint32_t x = 0; x < m; x++)
+            acc_edge_rail(a, g, r[x * ppn + j], r[((x + 1) % m) * ppn + j], rail, w);
+    }
+}
+
+/* ---- direct ---- */
+
+static void direct_all(const topo *g, const uint32_t *r, uint32_t n, acc *a)
+{
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t j = 0; j < n; j++)
+            if (i != j) acc_edge(a, g, r[i], r[j], 1.0 / n);
+}
+
+/* ---- shapes ---- */
+
+bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n, algo_kind algo)
+{
+    uint32_t m = count_nodes(g, ranks, n);
+    switch (algo) {
+    case ALGO_RING: return c != PROG_COLL_ALL_TO_ALL;
+    case ALGO_TREE: return c == PROG_COLL_ALL_REDUCE && m > 1 && regular(g, ranks, n, m);
+    case ALGO_NVLS: return c == PROG_COLL_ALL_REDUCE && m == 1 && topo_has_nvls(g);
+    case ALGO_HIER:
+        return (c == PROG_COLL_ALL_REDUCE || c == PROG_COLL_ALL_GATHER ||
+                c == PROG_COLL_REDUCE_SCATTER) && m > 1 && regular(g, ranks, n, m);
+    case ALGO_DIRECT: return c == PROG_COLL_ALL_TO_ALL;
+    default: return false;
+    }
+}
+
+static const char *why_not(algo_kind algo)
+{
+    switch (algo) {
+    case ALGO_RING: return "ring does not run all_to_all (use direct)";
+    case ALGO_TREE: return "tree runs all_reduce over a group spanning nodes with the same ranks "
+                           "on each node";
+    case ALGO_NVLS: return "nvls runs all_reduce inside one node whose GPUs share an NVLS-capable "
+                           "nvswitch";
+    case ALGO_HIER: return "hierarchical runs all_reduce, all_gather and reduce_scatter over a "
+                           "group spanning nodes with the same ranks on each node";
+    case ALGO_DIRECT: return "direct runs all_to_all only";
+    default: return "auto is not an algorithm";
+    }
+}
+
+/* Phases of the hierarchical algorithm, in run order. */
+static int hier_phases(const topo *g, prog_coll c, const uint32_t *r, uint32_t n, uint32_t m,
+                       acc ph[ALGO_MAX_PHASES], uint32_t *nph)
+{
+    uint32_t ppn = n / m;
+    double fi = (double)(ppn - 1) / ppn, fo = (double)(m - 1) / m / ppn;
+    if (c == PROG_COLL_ALL_REDUCE) {
+        hier_intra(g, r, m, ppn, fi, &ph[0]);
+        hier_inter(g, r, m, ppn, 2.0 * fo, &ph[1]);
+        hier_intra(g, r, m, ppn, fi, &ph[2]);
+        *nph = 3;
+    } else if (c == PROG_COLL_ALL_GATHER) {
+        hier_inter(g, r, m, ppn, fo, &ph[0]);
+        hier_intra(g, r, m, ppn, fi, &ph[1]);
+        *nph = 2;
+    } else {
+        hier_intra(g, r, m, ppn, fi, &ph[0]);
+        hier_inter(g, r, m, ppn, fo, &ph[1]);
+        *nph = 2;
+    }
+    if (ppn < 2) { /* one rank per node: only the inter-node ring is left */
+        ph[0] = c == PROG_COLL_ALL_GATHER ? ph[0] : ph[1];
+        ph[1] = (acc){0};
+        if (c == PROG_COLL_ALL_REDUCE) ph[2] = (acc){0};
+        *nph = 1;
+    }
+    return SS_OK;
+}
+
+static void set_steps(const topo *g, prog_coll c, const uint32_t *r, uint32_t n, uint32_t m,
+                      algo_shape *s)
+{
+    uint32_t steps = c == PROG_COLL_ALL_REDUCE ? 2 * (n - 1)
+                     : c == PROG_COLL_BROADCAST || c == PROG_COLL_ALL_TO_ALL ? n : n - 1;
+    uint32_t inter = c == PROG_COLL_ALL_REDUCE ? 2 * (m - 1)
+                     : c == PROG_COLL_BROADCAST || c == PROG_COLL_ALL_TO_ALL ? m : m - 1;
+    if (m == 1) inter = 0;
+    if (s->algo == ALGO_TREE) {
+        steps = 2 * (n / m - 1);
+        inter = 2 * (uint32_t)ceil(log2((double)m));
+    } else if (s->algo == ALGO_NVLS || s->algo == ALGO_DIRECT) {
+        steps = 1;
+        inter = m > 1;
+    }
+    s->steps_inter = inter;
+    s->steps_intra = steps > inter ? steps - inter : 0;
+    s->inter = m > 1;
+    (void)g;
+    (void)r;
+}
+
+int algo_shape_build(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
+                     algo_kind algo, algo_shape *out, ss_err *err)
+{
+    if (!algo_applies(g, c, ranks, n, algo))
+        return ss_fail(err, SS_E_INPUT, NULL, "algorithm %s cannot run %s over %u ranks: %s",
+                       algo_kind_names[algo], prog_coll_name(c), n, why_not(algo));
+    uint32_t m = count_nodes(g, ranks, n);
+    acc ph[ALGO_MAX_PHASES] = {{0}};
+    uint32_t nph = 1;
+    switch (algo) {
+    case ALGO_RING: ring(g, c, ranks, n, m == 1, &ph[0]); break;
+    case ALGO_TREE: tree(g, ranks, n, m, &ph[0]); break;
+    case ALGO_NVLS: nvls(g, ranks, n, &ph[0]); break;
+    case ALGO_HIER: hier_phases(g, c, ranks, n, m, ph, &nph); break;
+    default: direct_all(g, ranks, n, &ph[0]); break;
+    }
+    algo_shape s = {.algo = algo, .nphase = nph};
+    int rc = SS_OK;
+    for (uint32_t k = 0; k < nph; k++) {
+        if (ph[k].wire > s.wire_ns) s.wire_ns = ph[k].wire;
+        if (!rc) rc = acc_finish(&ph[k], &s.use[k], &s.nuse[k], err);
+        else free(ph[k].u);
+    }
+    if (rc) {
+        algo_shape_fini(&s);
+        return rc;
+    }
+    set_steps(g, c, ranks, n, m, &s);
+    *out = s;
+    return SS_OK;
+}
+
+void algo_shape_fini(algo_shape *s)
+{
+    for (uint32_t k = 0; k < ALGO_MAX_PHASES; k++) {
+        free(s->use[k]);
+        s->use[k] = NULL;
+    }
+}
+
+/* ---- cost ---- */
+
+static int hw_intra(const topo *g, const algo_shape *s)
+{
+    for (uint32_t k = 0; k < s->nphase; k++)
+        for (uint32_t i = 0; i < s->nuse[k]; i++)
+            if (topo_link_kind(g, s->use[k][i].link) == SPEC_L_NVLINK) return HW_NVLINK;
+    return HW_PCI;
+}
+
+static double latency_us(const topo *g, const algo_shape *s, algo_proto p)
+{
+    int pi = p - ALGO_P_LL;
+    double lat = base_lat[s->algo][pi];
+    if (s->algo == ALGO_NVLS) return lat + nvls_lat;
+    const double (*hw)[3] = s->algo == ALGO_TREE ? hw_lat_tree : hw_lat_ring;
+    double intra = hw[hw_intra(g, s)][pi], inter = hw[HW_NET][pi];
+    if (s->inter && p == ALGO_P_LL) intra *= 1.8; /* NCCL: LL across nodes */
+    return lat + s->steps_intra * intra + s->steps_inter * inter;
+}
+
+/* Wire bytes per payload byte, by protocol (see algo.h). */
+static double proto_scale(const algo_shape *s, prog_coll c, algo_proto p)
+{
+    double k = 1.0;
+    if (p == ALGO_P_LL) k = (s->inter || c == PROG_COLL_ALL_REDUCE) ? 4.0 : 3.0;
+    else if (p == ALGO_P_LL128) k = 1.0 / 0.92;
+    if (s->algo == ALGO_TREE) k /= TREE_BW_FACTOR;
+    return k;
+}
+
+static double iso_rate(const topo *g, const flow_use *u, uint32_t n, double scale)
+{
+    double r = INFINITY;
+    for (uint32_t i = 0; i < n; i++) {
+        double x = topo_link_Bps(g, u[i].link) / (u[i].w * scale);
+        if (x < r) r = x;
+    }
+    return r;
+}
+
+algo_cost algo_cost_of(const topo *g, const algo_shape *s, prog_coll c, uint32_t n,
+                       algo_proto p, ss_bytes bytes)
+{
+    (void)n;
+    algo_cost k = {.algo = s->algo, .proto = p};
+    double lat = latency_us(g, s, p) * 1e-6 + (double)s->wire_ns * 1e-9;
+    k.latency_ns = ss_ns_from_s(lat);
+    k.wscale = proto_scale(s, c, p);
+    k.iso_s = lat;
+    for (uint32_t i = 0; i < s->nphase; i++) {
+        k.iso_rate[i] = iso_rate(g, s->use[i], s->nuse[i], k.wscale);
+        if (isfinite(k.iso_rate[i])) k.iso_s += (double)bytes / k.iso_rate[i];
+    }
+    return k;
+}
+
+uint32_t algo_candidates(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
+                         algo_kind out[ALGO_NKINDS])
+{
+    uint32_t k = 0;
+    for (int a = ALGO_RING; a < ALGO_NKINDS; a++)
+        if (algo_applies(g, c, ranks, n, (algo_kind)a)) out[k++] = (algo_kind)a;
+    return k;
+}

@@ -1,0 +1,107 @@
+/* algo.h - collective algorithms as flows on the machine graph, and the
+ * rule that picks one.
+ *
+ * An algorithm turns a collective over a group of GPUs into phases; each
+ * phase is one flow (flow.h) whose usage vector says how many bytes cross
+ * each link per byte of the collective's payload (the nccl-tests "size",
+ * prog.h convention), so a phase alone on the machine takes
+ * payload / min_l(cap_l / w_l) and its rate is directly the algorithm
+ * bandwidth (algbw). Phases run one after another; before the first, the
+ * collective pays its latency. Vectors are for the whole group at once.
+ *
+ *   ring  all-gather / reduce-scatter: each ring edge carries (n-1)/n,
+ *         all-reduce 2(n-1)/n, broadcast 1 (a pipelined chain from the
+ *         root). Ranks in ascending order; an edge between nodes is split
+ *         evenly over the node's NICs (NCCL's channels leave through every
+ *         rail). Inside one node on a direct GPU mesh, the data is split over
+ *         every Hamiltonian cycle of the mesh in both directions (NCCL's
+ *         rings cover all NVLinks).
+ *   tree  all-reduce across nodes: NCCL's double binary tree over the
+ *         nodes (each tree half the data, up and down), a chain inside each
+ *         node; tree bandwidth x 0.9 as in NCCL's model.
+ *   nvls  all-reduce inside a node with an NVLS NVSwitch: each GPU's link
+ *         to the switch carries 1 + 1/n each way (reduce-load, then
+ *         multicast store of its slice).
+ *   hier  all-reduce / all-gather / reduce-scatter across nodes in two
+ *         levels: inside nodes, then across nodes per local rank on its own
+ *         rail, then inside nodes again (reduce-scatter, all-reduce,
+ *         all-gather for all-reduce).
+ *   direct all-to-all: every pair, 1/n of the payload each way.
+ *
+ * Latency follows NCCL's tuning model (src/graph/tuning.cc): a base per
+ * algorithm and protocol plus a per-step cost by hardware (NVLink, PCIe,
+ * network), with NCCL's step counts, plus the wire latency of the longest
+ * path an edge takes. Protocols scale the bytes on the wire: LL carries
+ * 8 bytes of flags per 8 of data and runs on few threads (NCCL: 1/4 of the
+ * bandwidth for all-reduce or across nodes, 1/3 otherwise), LL128 loses
+ * 8 of every 128 bytes (0.92), Simple none.
+ *
+ * algo_choose is the tuner: among the algorithm and protocol pairs that
+ * apply (or the forced ones), the least time alone on the machine, like
+ * NCCL's. Ties go to the earlier pair in list order. Pure; the usage
+ * vectors are built into caller-owned algo_shape values so callers can
+ * cache them per group.
+ */
+#ifndef NET_ALGO_H
+#define NET_ALGO_H
+
+#include "../plan/prog.h"
+#include "flow.h"
+#include "topo.h"
+
+/* The lists are the scenario's (plan/spec.h), so names cannot drift. */
+#define ALGO_KINDS SPEC_NET_ALGOS
+#define ALGO_PROTOS SPEC_NET_PROTOS
+#define ALGO_ENUM_(id, name) ALGO_##id,
+typedef enum { ALGO_KINDS(ALGO_ENUM_) ALGO_NKINDS } algo_kind;
+#undef ALGO_ENUM_
+#define ALGO_ENUM_(id, name) ALGO_P_##id,
+typedef enum { ALGO_PROTOS(ALGO_ENUM_) ALGO_NPROTOS } algo_proto;
+#undef ALGO_ENUM_
+extern const char *const algo_kind_names[ALGO_NKINDS];
+extern const char *const algo_proto_names[ALGO_NPROTOS];
+
+#define ALGO_MAX_PHASES 3
+
+/* The usage vectors of one algorithm over one group, for any payload. */
+typedef struct algo_shape {
+    algo_kind algo;
+    uint32_t nphase;
+    flow_use *use[ALGO_MAX_PHASES]; /* owned */
+    uint32_t nuse[ALGO_MAX_PHASES];
+    uint32_t steps_intra, steps_inter; /* NCCL's step counts for latency */
+    ss_ns wire_ns;                     /* longest path latency of one step */
+    bool inter;                        /* the group spans nodes */
+} algo_shape;
+
+/* One collective's costed choice. */
+typedef struct algo_cost {
+    algo_kind algo;
+    algo_proto proto;
+    ss_ns latency_ns;
+    double wscale;          /* wire bytes per payload byte of the usage vectors */
+    double iso_s;           /* time alone on the machine, seconds */
+    double iso_rate[ALGO_MAX_PHASES]; /* algbw of each phase alone, bytes/s */
+} algo_cost;
+
+/* Build the shape of `algo` for collective `c` over GPUs ranks[0..n)
+ * (ascending, n >= 2). SS_E_INPUT when the algorithm does not apply to
+ * this collective or group (the message says why), SS_E_NOMEM. On error
+ * *out needs no algo_shape_fini. */
+int algo_shape_build(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
+                     algo_kind algo, algo_shape *out, ss_err *err);
+void algo_shape_fini(algo_shape *s);
+
+/* Whether `algo` applies to c over the group (no error message). */
+bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n, algo_kind algo);
+
+/* Cost of a built shape with protocol p for `bytes` of payload, alone. */
+algo_cost algo_cost_of(const topo *g, const algo_shape *s, prog_coll c, uint32_t n,
+                       algo_proto p, ss_bytes bytes);
+
+/* The algorithms worth trying for c over the group, in tuner order; the
+ * count is returned. */
+uint32_t algo_candidates(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
+                         algo_kind out[ALGO_NKINDS]);
+
+#endif

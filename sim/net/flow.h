@@ -1,0 +1,56 @@
+/* flow.h - max-min fair sharing of link capacity among concurrent transfers.
+ *
+ * A flow is one transfer in progress with a rate x (bytes of its own
+ * progress per second) and a usage vector: on link l it puts w_l * x bytes
+ * per second. A collective is one flow whose vector sums the links of all
+ * its point-to-point pieces (a ring moves in lockstep, so its pieces share
+ * one rate). Rates are the weighted max-min fair allocation: subject to
+ * sum_f w_fl * x_f <= cap_l on every link and x_f <= max_f, no rate can grow
+ * without lowering a rate that is not larger (progressive filling: raise all
+ * unfrozen rates together, freeze the flows of the first link to saturate,
+ * repeat). Re-solved by the caller whenever a flow starts or ends.
+ *
+ * Determinism: flows are visited in slot order, links in first-use order;
+ * the same calls give the same rates bit for bit. Ids are slots, reused
+ * last-freed first.
+ *
+ * Cost of flow_solve: O(B * (A + U)) for B distinct bottleneck levels, A
+ * links in use and U usage entries of active flows; no allocation once the
+ * arrays have grown. Knows nothing of collectives or topologies.
+ */
+#ifndef NET_FLOW_H
+#define NET_FLOW_H
+
+#include "../core/err.h"
+
+typedef struct flow_use {
+    uint32_t link;
+    double w; /* bytes on the link per byte of the flow's progress, > 0 */
+} flow_use;
+
+typedef struct flow_sys flow_sys;
+
+/* A system over nlinks links with capacities cap[0..nlinks) in bytes/s
+ * (copied). */
+int flow_sys_new(uint32_t nlinks, const double *cap, flow_sys **out, ss_err *err);
+void flow_sys_free(flow_sys *s);
+
+/* Add an active flow using u[0..n) (copied; links must be < nlinks) with a
+ * rate cap max_rate (0: none). Its rate is 0 until the next flow_solve.
+ * SS_OK with *id, or SS_E_NOMEM with nothing added. */
+int flow_add(flow_sys *s, const flow_use *u, uint32_t n, double max_rate, uint32_t *id,
+             ss_err *err);
+
+/* End flow id (it must be active). */
+void flow_remove(flow_sys *s, uint32_t id);
+
+/* Recompute every active flow's rate. A flow with no links and no cap
+ * gets rate infinity. */
+void flow_solve(flow_sys *s);
+
+double flow_rate(const flow_sys *s, uint32_t id);
+uint32_t flow_nactive(const flow_sys *s);
+/* Iterations of the last solve (distinct bottleneck levels); for benches. */
+uint32_t flow_last_rounds(const flow_sys *s);
+
+#endif

@@ -1,0 +1,296 @@
+/* The contention network. net.h states the contract. */
+#include "net.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "../core/vec.h"
+
+enum { I_IDLE, I_LATENCY, I_FLOW, I_DONE };
+
+typedef struct inst {
+    uint8_t state, phase;
+    const algo_shape *shape;
+    algo_cost cost;
+    double bytes, rem;
+    uint32_t flow;
+    ss_ns due;
+} inst;
+
+/* Cache slot of (group, collective, algorithm): 0 unbuilt, -1 not
+ * applicable, else 1 + index in shapes. */
+#define NCOLL PROG_NCOLLS
+
+struct net {
+    topo *g;
+    net_opts o;
+    flow_sys *fs;
+    int32_t *slot;
+    uint32_t nslot, cap_slot;
+    algo_shape *shapes;
+    uint32_t nshapes, cap_shapes;
+    inst *in;
+    uint32_t nin, cap_in;
+    uint32_t *flowing, nflowing, cap_flowing; /* instances in I_FLOW */
+    flow_use *scratch;
+    uint32_t cap_scratch;
+    ss_ns last; /* progress is accounted up to here */
+    uint64_t solves;
+};
+
+static int nomem(ss_err *err) { return ss_fail(err, SS_E_NOMEM, NULL, "out of memory in the network"); }
+
+int net_new(const spec_topology *t, const net_opts *o, net **out, ss_err *err)
+{
+    net *n = calloc(1, sizeof *n);
+    if (!n) return nomem(err);
+    n->o = *o;
+    int rc = topo_new(t, &n->g, err);
+    double *cap = NULL;
+    if (!rc) {
+        uint32_t L = topo_nlinks(n->g);
+        cap = malloc((L ? L : 1) * sizeof *cap);
+        if (!cap) rc = nomem(err);
+        for (uint32_t l = 0; !rc && l < L; l++) cap[l] = topo_link_Bps(n->g, l);
+        if (!rc) rc = flow_sys_new(L, cap, &n->fs, err);
+    }
+    free(cap);
+    if (rc) {
+        net_free(n);
+        return rc;
+    }
+    *out = n;
+    return SS_OK;
+}
+
+void net_free(net *n)
+{
+    if (!n) return;
+    for (uint32_t i = 0; i < n->nshapes; i++) algo_shape_fini(&n->shapes[i]);
+    free(n->shapes);
+    free(n->slot);
+    free(n->in);
+    free(n->flowing);
+    free(n->scratch);
+    flow_sys_free(n->fs);
+    topo_free(n->g);
+    free(n);
+}
+
+const topo *net_topo(const net *n) { return n->g; }
+uint64_t net_solves(const net *n) { return n->solves; }
+
+/* ---- shapes ---- */
+
+static int cached_shape(net *n, uint32_t gid, prog_coll c, prog_group pg, algo_kind a,
+                        const algo_shape **out, ss_err *err)
+{
+    uint32_t k = (gid * NCOLL + (uint32_t)c) * ALGO_NKINDS + (uint32_t)a;
+    if (k >= n->nslot) {
+        if (!ss_grow((void **)&n->slot, &n->cap_slot, k + 1, sizeof *n->slot)) return nomem(err);
+        for (uint32_t i = n->nslot; i <= k; i++) n->slot[i] = 0;
+        n->nslot = k + 1;
+    }
+    if (n->slot[k] == 0) {
+        if (!algo_applies(n->g, c, pg.ranks, pg.size, a)) {
+            n->slot[k] = -1;
+        } else {
+            if (!ss_grow((void **)&n->shapes, &n->cap_shapes, n->nshapes + 1, sizeof *n->shapes))
+                return nomem(err);
+            int rc = algo_shape_build(n->g, c, pg.ranks, pg.size, a, &n->shapes[n->nshapes], err);
+            if (rc) return rc;
+            n->slot[k] = (int32_t)++n->nshapes;
+        }
+    }
+    *out = n->slot[k] > 0 ? &n->shapes[n->slot[k] - 1] : NULL;
+    return SS_OK;
+}
+
+/* The tuner over built shapes: forced choices where they apply. */
+static void pick(const net *n, const algo_shape *const *sh, uint32_t nsh, prog_coll c,
+                 uint32_t size, ss_bytes bytes, uint32_t *best_i, algo_cost *best)
+{
+    bool first = true;
+    for (uint32_t i = 0; i < nsh; i++)
+        for (int p = ALGO_P_LL; p < ALGO_NPROTOS; p++) {
+            if (n->o.proto != ALGO_P_AUTO && p != (int)n->o.proto) continue;
+            algo_cost k = algo_cost_of(n->g, sh[i], c, size, (algo_proto)p, bytes);
+            if (first || k.iso_s < best->iso_s) {
+                *best = k;
+                *best_i = i;
+                first = false;
+            }
+        }
+}
+
+/* Candidate shapes: the forced algorithm if it applies, else all. */
+static int candidates(net *n, uint32_t gid, prog_coll c, prog_group pg,
+                      const algo_shape *sh[ALGO_NKINDS], uint32_t *nsh, ss_err *err)
+{
+    *nsh = 0;
+    for (int pass = 0; pass < 2 && *nsh == 0; pass++)
+        for (int a = ALGO_RING; a < ALGO_NKINDS; a++) {
+            if (pass == 0 && n->o.algo != ALGO_AUTO && a != (int)n->o.algo) continue;
+            const algo_shape *s = NULL;
+            int rc = cached_shape(n, gid, c, pg, (algo_kind)a, &s, err);
+            if (rc) return rc;
+            if (s) sh[(*nsh)++] = s;
+        }
+    if (*nsh == 0)
+        return ss_fail(err, SS_E_INTERNAL, NULL, "no algorithm runs %s over %u ranks",
+                       prog_coll_name(c), pg.size);
+    return SS_OK;
+}
+
+/* ---- progress ---- */
+
+static void advance(net *n, ss_ns now)
+{
+    double dt = (double)(now - n->last) * 1e-9;
+    for (uint32_t i = 0; i < n->nflowing && dt > 0.0; i++) {
+        inst *x = &n->in[n->flowing[i]];
+        double r = flow_rate(n->fs, x->flow);
+        x->rem = isinf(r) ? 0.0 : x->rem - r * dt;
+    }
+    n->last = now;
+}
+
+static ss_ns due_of(const inst *x, double rate, ss_ns now)
+{
+    if (x->rem <= 0.0 || isinf(rate)) return now;
+    double ns = ceil(x->rem / rate * 1e9);
+    return ns >= 1.8e19 ? UINT64_MAX / 2 : now + (ss_ns)ns;
+}
+
+/* Re-solve and reschedule every flowing instance whose end moved. */
+static int resolve(net *n, ss_ns now, eng_wakes *w, ss_err *err)
+{
+    flow_solve(n->fs);
+    n->solves++;
+    int rc = SS_OK;
+    for (uint32_t i = 0; i < n->nflowing && !rc; i++) {
+        uint32_t id = n->flowing[i];
+        inst *x = &n->in[id];
+        ss_ns due = due_of(x, flow_rate(n->fs, x->flow), now);
+        if (due == x->due) continue;
+        x->due = due;
+        rc = eng_wake_at(w, id, due, err);
+    }
+    return rc;
+}
+
+static int start_phase(net *n, uint32_t id, ss_err *err)
+{
+    inst *x = &n->in[id];
+    const algo_shape *s = x->shape;
+    uint32_t nu = s->nuse[x->phase];
+    if (!ss_grow((void **)&n->scratch, &n->cap_scratch, nu ? nu : 1, sizeof *n->scratch))
+        return nomem(err);
+    for (uint32_t i = 0; i < nu; i++)
+        n->scratch[i] = (flow_use){s->use[x->phase][i].link, s->use[x->phase][i].w * x->cost.wscale};
+    if (!ss_grow((void **)&n->flowing, &n->cap_flowing, n->nflowing + 1, sizeof *n->flowing))
+        return nomem(err);
+    int rc = flow_add(n->fs, n->scratch, nu, 0.0, &x->flow, err);
+    if (rc) return rc;
+    n->flowing[n->nflowing++] = id;
+    x->state = I_FLOW;
+    x->rem = x->bytes;
+    x->due = UINT64_MAX;
+    return SS_OK;
+}
+
+static void stop_flow(net *n, uint32_t id)
+{
+    flow_remove(n->fs, n->in[id].flow);
+    for (uint32_t i = 0; i < n->nflowing; i++)
+        if (n->flowing[i] == id) {
+            n->flowing[i] = n->flowing[--n->nflowing];
+            break;
+        }
+}
+
+/* ---- eng_net ---- */
+
+static int on_start(void *ctx, uint32_t id, prog_coll c, prog_group pg, uint32_t gid,
+                    ss_bytes bytes, ss_ns now, eng_wakes *w, ss_err *err)
+{
+    net *n = ctx;
+    if (id >= n->nin) {
+        if (!ss_grow((void **)&n->in, &n->cap_in, id + 1, sizeof *n->in)) return nomem(err);
+        for (uint32_t i = n->nin; i <= id; i++) n->in[i] = (inst){0};
+        n->nin = id + 1;
+    }
+    inst *x = &n->in[id];
+    *x = (inst){.state = I_DONE, .bytes = (double)bytes};
+    if (pg.size <= 1) return eng_wake_at(w, id, now, err);
+    const algo_shape *sh[ALGO_NKINDS];
+    uint32_t nsh, best = 0;
+    int rc = candidates(n, gid, c, pg, sh, &nsh, err);
+    if (rc) return rc;
+    pick(n, sh, nsh, c, pg.size, bytes, &best, &x->cost);
+    x->shape = sh[best];
+    x->state = bytes ? I_LATENCY : I_DONE;
+    return eng_wake_at(w, id, now + x->cost.latency_ns, err);
+}
+
+static int on_wake(void *ctx, uint32_t id, ss_ns now, bool *done, eng_wakes *w, ss_err *err)
+{
+    net *n = ctx;
+    inst *x = &n->in[id];
+    advance(n, now);
+    if (x->state == I_DONE) {
+        *done = true;
+        return SS_OK;
+    }
+    if (x->state == I_LATENCY) {
+        x->phase = 0;
+    } else {
+        /* woken at its due time: within a byte (or a ppb) of the end */
+        if (x->rem > 1.0 + 1e-9 * x->bytes) { /* rounding left more: come back */
+            x->due = due_of(x, flow_rate(n->fs, x->flow), now);
+            return eng_wake_at(w, id, x->due, err);
+        }
+        stop_flow(n, id);
+        if (++x->phase == x->shape->nphase) {
+            x->state = I_DONE;
+            *done = true;
+            return resolve(n, now, w, err);
+        }
+    }
+    int rc = start_phase(n, id, err);
+    return rc ? rc : resolve(n, now, w, err);
+}
+
+eng_net net_eng(net *n)
+{
+    eng_net e = {.ctx = n, .coll_ns = NULL, .start = on_start, .wake = on_wake};
+    return e;
+}
+
+int net_coll_alone(net *n, prog_coll c, const uint32_t *ranks, uint32_t nranks, ss_bytes bytes,
+                   net_alone *out, ss_err *err)
+{
+    *out = (net_alone){0};
+    if (nranks <= 1) return SS_OK;
+    algo_shape own[ALGO_NKINDS];
+    const algo_shape *sh[ALGO_NKINDS];
+    uint32_t nsh = 0, best = 0;
+    int rc = SS_OK;
+    for (int pass = 0; pass < 2 && nsh == 0 && !rc; pass++)
+        for (int a = ALGO_RING; a < ALGO_NKINDS && !rc; a++) {
+            if (pass == 0 && n->o.algo != ALGO_AUTO && a != (int)n->o.algo) continue;
+            if (!algo_applies(n->g, c, ranks, nranks, (algo_kind)a)) continue;
+            rc = algo_shape_build(n->g, c, ranks, nranks, (algo_kind)a, &own[nsh], err);
+            if (!rc) {
+                sh[nsh] = &own[nsh];
+                nsh++;
+            }
+        }
+    if (!rc && nsh) {
+        algo_cost k;
+        pick(n, sh, nsh, c, nranks, bytes, &best, &k);
+        *out = (net_alone){k.algo, k.proto, k.latency_ns, k.iso_s};
+    }
+    for (uint32_t i = 0; i < nsh; i++) algo_shape_fini(&own[i]);
+    return rc;
+}

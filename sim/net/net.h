@@ -1,0 +1,59 @@
+/* net.h - the network with contention: collectives as flows on the
+ * machine graph, sharing links max-min fairly, behind eng_net.
+ *
+ * A collective instance, when all its members have arrived: the tuner
+ * (algo.h) picks an algorithm and protocol by its time alone on the
+ * machine (or the scenario forces them); the instance waits its latency,
+ * then runs its phases one after another, each as one flow of flow.h. Every
+ * time a flow starts or ends, all rates are re-solved and every running
+ * instance's end is rescheduled, so concurrent TP, DP and EP traffic on one
+ * NIC slows each other down exactly as max-min sharing predicts, and
+ * collectives on disjoint links do not interact.
+ *
+ * Times are integer ns: an instance's end is rounded up to the next ns;
+ * progress is carried in double bytes between events. Deterministic: the
+ * same program gives the same trace.
+ *
+ * Shapes (usage vectors) are built once per (group, collective, algorithm)
+ * and cached; a group's ranks are GPUs (identity placement: rank r on GPU
+ * r). Owns its topology graph.
+ */
+#ifndef NET_NET_H
+#define NET_NET_H
+
+#include "../eng/eng.h"
+#include "algo.h"
+#include "topo.h"
+
+typedef struct net_opts {
+    algo_kind algo;   /* ALGO_AUTO: the tuner's choice */
+    algo_proto proto; /* ALGO_P_AUTO: the tuner's choice */
+} net_opts;
+
+typedef struct net net;
+
+/* A network over the graph of t (graph form). */
+int net_new(const spec_topology *t, const net_opts *o, net **out, ss_err *err);
+void net_free(net *n);
+
+const topo *net_topo(const net *n);
+
+/* The engine's view; n must outlive the engine run. */
+eng_net net_eng(net *n);
+
+/* What one collective costs alone on the machine: the chosen algorithm and
+ * protocol and its time. For `shardsim coll` and tests. */
+typedef struct net_alone {
+    algo_kind algo;
+    algo_proto proto;
+    ss_ns latency_ns;
+    double time_s;
+} net_alone;
+
+int net_coll_alone(net *n, prog_coll c, const uint32_t *ranks, uint32_t nranks, ss_bytes bytes,
+                   net_alone *out, ss_err *err);
+
+/* Collectives started and flows re-solved since net_new; for benches. */
+uint64_t net_solves(const net *n);
+
+#endif

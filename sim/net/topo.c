@@ -1,0 +1,407 @@
+/* The machine graph. topo.h states the contract. */
+#include "topo.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NOLINK UINT16_MAX
+
+/* One directed link of the node template. */
+typedef struct tlink {
+    uint16_t from, to; /* template vertices */
+    double Bps;
+    ss_ns lat;
+    spec_lkind kind;
+} tlink;
+
+struct topo {
+    uint32_t nodes, gpn, nv, ntl, nnic;
+    spec_vgroup vg[SPEC_TOPO_VGROUPS];
+    uint32_t nvg, gbase[SPEC_TOPO_VGROUPS];
+    tlink *tl;
+    uint16_t *next;     /* [nv * nv]: first template link from s towards d */
+    uint16_t nic_v[SPEC_TOPO_VMAX];
+    bool nvls;
+    spec_fabric fab;
+    uint32_t fbase, nfl; /* fabric links [fbase, fbase + nfl) */
+    uint32_t lbase, pods, leaves;
+    double *fBps;        /* [nfl] */
+};
+
+/* ---- node template ---- */
+
+static uint32_t member_of(const topo *g, uint32_t grp, uint32_t i) { return g->gbase[grp] + i; }
+
+static int add_pair(topo *g, uint32_t cap, uint32_t a, uint32_t b, const spec_lgroup *x)
+{
+    if (g->ntl + 2 > cap) return 0;
+    double bps = x->Bps * x->efficiency;
+    g->tl[g->ntl++] = (tlink){(uint16_t)a, (uint16_t)b, bps, x->latency_ns, x->kind};
+    g->tl[g->ntl++] = (tlink){(uint16_t)b, (uint16_t)a, bps, x->latency_ns, x->kind};
+    return 1;
+}
+
+/* Expand one link group: a single member, block mapping or mesh. */
+static int expand_group(topo *g, uint32_t cap, const spec_lgroup *x)
+{
+    uint32_t na = x->from_i >= 0 ? 1 : g->vg[x->from].count;
+    uint32_t nb = x->to_i >= 0 ? 1 : g->vg[x->to].count;
+    uint32_t a0 = member_of(g, x->from, x->from_i >= 0 ? (uint32_t)x->from_i : 0);
+    uint32_t b0 = member_of(g, x->to, x->to_i >= 0 ? (uint32_t)x->to_i : 0);
+    int ok = 1;
+    if (x->mesh) {
+        for (uint32_t i = 0; i < na && ok; i++)
+            for (uint32_t j = i + 1; j < na && ok; j++) ok = add_pair(g, cap, a0 + i, a0 + j, x);
+        return ok;
+    }
+    uint32_t n = na > nb ? na : nb;
+    for (uint32_t i = 0; i < n && ok; i++) {
+        uint32_t ia = na >= nb ? i : (uint32_t)((uint64_t)i * na / nb);
+        uint32_t ib = nb >= na ? i : (uint32_t)((uint64_t)i * nb / na);
+        if (a0 + ia != b0 + ib) ok = add_pair(g, cap, a0 + ia, b0 + ib, x);
+    }
+    return ok;
+}
+
+/* Capacity bound for the template: every group pair fully meshed is the
+ * most a link group can expand to. */
+static uint32_t template_cap(const spec_topology *t)
+{
+    uint64_t cap = 0;
+    for (uint32_t k = 0; k < t->nlgroups; k++) {
+        const spec_lgroup *x = &t->lg[k];
+        uint64_t na = t->vg[x->from].count, nb = t->vg[x->to].count;
+        cap += 2 * (x->mesh ? na * na : (na > nb ? na : nb));
+    }
+    return cap > NOLINK ? NOLINK : (uint32_t)cap;
+}
+
+static int build_template(topo *g, const spec_topology *t, ss_err *err)
+{
+    g->nv = 0;
+    g->nvg = t->nvgroups;
+    for (uint32_t k = 0; k < t->nvgroups; k++) {
+        g->vg[k] = t->vg[k];
+        g->gbase[k] = g->nv;
+        for (uint32_t i = 0; i < t->vg[k].count; i++)
+            if (t->vg[k].kind == SPEC_V_NIC) g->nic_v[g->nnic++] = (uint16_t)(g->nv + i);
+        g->nv += t->vg[k].count;
+    }
+    uint32_t cap = template_cap(t);
+    g->tl = calloc(cap ? cap : 1, sizeof *g->tl);
+    if (!g->tl) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for topology %s", t->name);
+    for (uint32_t k = 0; k < t->nlgroups; k++)
+        if (!expand_group(g, cap, &t->lg[k]))
+            return ss_fail(err, SS_E_INPUT, NULL, "topology %s: more than %u links in one node",
+                           t->name, (unsigned)NOLINK - 1);
+    return SS_OK;
+}
+
+/* First hops towards d for every source: Dijkstra from d over reversed
+ * links, cost 1 / capacity. O(V^2 + E) per destination; V <= 256. */
+static void route_to(topo *g, uint32_t d, double *dist, uint8_t *done)
+{
+    uint32_t nv = g->nv;
+    for (uint32_t v = 0; v < nv; v++) {
+        dist[v] = -1.0;
+        done[v] = 0;
+        g->next[(size_t)v * nv + d] = NOLINK;
+    }
+    dist[d] = 0.0;
+    for (;;) {
+        uint32_t u = nv;
+        for (uint32_t v = 0; v < nv; v++)
+            if (!done[v] && dist[v] >= 0.0 && (u == nv || dist[v] < dist[u])) u = v;
+        if (u == nv) return;
+        done[u] = 1;
+        for (uint32_t l = 0; l < g->ntl; l++) {
+            if (g->tl[l].to != u) continue;
+            uint32_t s = g->tl[l].from;
+            double c = dist[u] + 1.0 / g->tl[l].Bps;
+            if (done[s] || (dist[s] >= 0.0 && dist[s] <= c)) continue;
+            dist[s] = c;
+            g->next[(size_t)s * nv + d] = (uint16_t)l;
+        }
+    }
+}
+
+static const char *vname(const topo *g, uint32_t v, char *buf, size_t n)
+{
+    uint32_t k = g->nvg - 1;
+    while (k > 0 && g->gbase[k] > v) k--;
+    if (g->vg[k].count == 1) snprintf(buf, n, "%s", g->vg[k].name);
+    else snprintf(buf, n, "%s[%u]", g->vg[k].name, v - g->gbase[k]);
+    return buf;
+}
+
+static int check_reach(const topo *g, const char *name, ss_err *err)
+{
+    char a[48], b[48];
+    for (uint32_t s = 0; s < g->gpn; s++) {
+        for (uint32_t d = 0; d < g->gpn; d++)
+            if (s != d && g->next[(size_t)s * g->nv + d] == NOLINK)
+                return ss_fail(err, SS_E_INPUT, NULL,
+                               "topology %s: %s cannot reach %s inside a node; add a link group "
+                               "that joins them", name, vname(g, s, a, sizeof a),
+                               vname(g, d, b, sizeof b));
+        for (uint32_t i = 0; i < g->nnic; i++)
+            if (g->next[(size_t)s * g->nv + g->nic_v[i]] == NOLINK ||
+                g->next[(size_t)g->nic_v[i] * g->nv + s] == NOLINK)
+                return ss_fail(err, SS_E_INPUT, NULL,
+                               "topology %s: %s and %s are not joined inside a node", name,
+                               vname(g, s, a, sizeof a), vname(g, g->nic_v[i], b, sizeof b));
+    }
+    return SS_OK;
+}
+
+static int build_routes(topo *g, const char *name, ss_err *err)
+{
+    g->next = malloc((size_t)g->nv * g->nv * sizeof *g->next);
+    double *dist = malloc(g->nv * sizeof *dist);
+    uint8_t *done = malloc(g->nv);
+    int rc = SS_OK;
+    if (!g->next || !dist || !done) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    for (uint32_t d = 0; d < g->nv && !rc; d++) route_to(g, d, dist, done);
+    free(dist);
+    free(done);
+    return rc ? rc : check_reach(g, name, err);
+}
+
+/* NVLS needs one NVLS-capable switch group that every GPU links to. */
+static bool find_nvls(const topo *g)
+{
+    for (uint32_t k = 1; k < g->nvg; k++) {
+        if (g->vg[k].kind != SPEC_V_NVSWITCH || !g->vg[k].nvls) continue;
+        uint32_t linked = 0;
+        for (uint32_t s = 0; s < g->gpn; s++)
+            for (uint32_t l = 0; l < g->ntl; l++)
+                if (g->tl[l].from == s && g->tl[l].to >= g->gbase[k] &&
+                    g->tl[l].to < g->gbase[k] + g->vg[k].count) {
+                    linked++;
+                    break;
+                }
+        if (linked == g->gpn) return true;
+    }
+    return false;
+}
+
+/* ---- fabric ---- */
+
+static uint32_t leaf_of(const topo *g, uint32_t node, uint32_t nic)
+{
+    uint32_t pod = node / g->fab.nodes_per_leaf;
+    return g->fab.rail_optimized ? pod * g->nnic + nic : pod;
+}
+
+/* NICs attached to a leaf: its pod's nodes, one (rail) or all NICs each. */
+static uint32_t leaf_ports(const topo *g, uint32_t leaf)
+{
+    uint32_t pod = g->fab.rail_optimized ? leaf / g->nnic : leaf;
+    uint32_t first = pod * g->fab.nodes_per_leaf, n = g->fab.nodes_per_leaf;
+    if (first + n > g->nodes) n = g->nodes - first;
+    return g->fab.rail_optimized ? n : n * g->nnic;
+}
+
+static int build_fabric(topo *g, ss_err *err)
+{
+    const spec_fabric *f = &g->fab;
+    double port = f->Bps * f->efficiency;
+    g->fbase = g->nodes * g->ntl;
+    switch (f->kind) {
+    case SPEC_FAB_NONE: g->nfl = 0; break;
+    case SPEC_FAB_TORUS2D: g->nfl = 4 * g->nodes; break;
+    case SPEC_FAB_STAR: g->nfl = 2 * g->nodes * g->nnic; break;
+    case SPEC_FAB_FAT_TREE:
+        g->pods = (g->nodes + f->nodes_per_leaf - 1) / f->nodes_per_leaf;
+        g->leaves = f->rail_optimized ? g->pods * g->nnic : g->pods;
+        g->lbase = 2 * g->nodes * g->nnic;
+        g->nfl = g->lbase + 2 * g->leaves;
+        break;
+    default: break;
+    }
+    if ((uint64_t)g->fbase + g->nfl > UINT32_MAX - 1)
+        return ss_fail(err, SS_E_INPUT, NULL, "the topology has more than 2^32 links");
+    g->fBps = calloc(g->nfl ? g->nfl : 1, sizeof *g->fBps);
+    if (!g->fBps) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for the fabric");
+    for (uint32_t i = 0; i < g->nfl; i++) g->fBps[i] = port;
+    if (f->kind == SPEC_FAB_FAT_TREE)
+        for (uint32_t j = 0; j < g->leaves; j++)
+            g->fBps[g->lbase + 2 * j] = g->fBps[g->lbase + 2 * j + 1] =
+                port * leaf_ports(g, j) / f->oversubscription;
+    return SS_OK;
+}
+
+int topo_new(const spec_topology *t, topo **out, ss_err *err)
+{
+    if (!t->graph)
+        return ss_fail(err, SS_E_INTERNAL, NULL, "topology %s has no graph (flat form)", t->name);
+    topo *g = calloc(1, sizeof *g);
+    if (!g) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for topology %s", t->name);
+    g->nodes = t->nodes;
+    g->gpn = t->gpus_per_node;
+    g->fab = t->fabric;
+    int rc = build_template(g, t, err);
+    if (!rc) rc = build_routes(g, t->name, err);
+    if (!rc && (uint64_t)g->nodes * g->ntl > UINT32_MAX / 2)
+        rc = ss_fail(err, SS_E_INPUT, NULL, "topology %s: too many links", t->name);
+    if (!rc) rc = build_fabric(g, err);
+    if (rc) {
+        topo_free(g);
+        return rc;
+    }
+    g->nvls = find_nvls(g);
+    *out = g;
+    return SS_OK;
+}
+
+void topo_free(topo *g)
+{
+    if (!g) return;
+    free(g->tl);
+    free(g->next);
+    free(g->fBps);
+    free(g);
+}
+
+uint32_t topo_ngpus(const topo *g) { return g->nodes * g->gpn; }
+uint32_t topo_nodes(const topo *g) { return g->nodes; }
+uint32_t topo_gpus_per_node(const topo *g) { return g->gpn; }
+uint32_t topo_nics_per_node(const topo *g) { return g->nnic; }
+uint32_t topo_nlinks(const topo *g) { return g->fbase + g->nfl; }
+uint32_t topo_node_of(const topo *g, uint32_t gpu) { return gpu / g->gpn; }
+bool topo_has_nvls(const topo *g) { return g->nvls; }
+
+uint32_t topo_nic_of(const topo *g, uint32_t local)
+{
+    return g->nnic ? (uint32_t)((uint64_t)local * g->nnic / g->gpn) : 0;
+}
+
+double topo_link_Bps(const topo *g, uint32_t l)
+{
+    return l < g->fbase ? g->tl[l % g->ntl].Bps : g->fBps[l - g->fbase];
+}
+
+ss_ns topo_link_latency(const topo *g, uint32_t l)
+{
+    return l < g->fbase ? g->tl[l % g->ntl].lat : g->fab.latency_ns;
+}
+
+spec_lkind topo_link_kind(const topo *g, uint32_t l)
+{
+    return l < g->fbase ? g->tl[l % g->ntl].kind : SPEC_L_NET;
+}
+
+static const char *torus_dir[4] = {"+x", "-x", "+y", "-y"};
+
+static void fabric_name(const topo *g, uint32_t f, char *buf, size_t n)
+{
+    if (g->fab.kind == SPEC_FAB_TORUS2D) {
+        snprintf(buf, n, "node%u.torus%s", f / 4, torus_dir[f % 4]);
+        return;
+    }
+    const char *sw = g->fab.kind == SPEC_FAB_STAR ? "switch" : "leaf";
+    if (f < g->lbase || g->fab.kind == SPEC_FAB_STAR) {
+        uint32_t port = f / 2, node = port / g->nnic, nic = port % g->nnic;
+        char l[24];
+        snprintf(l, sizeof l, g->fab.kind == SPEC_FAB_STAR ? "switch" : "leaf[%u]",
+                 leaf_of(g, node, nic));
+        if (f % 2 == 0) snprintf(buf, n, "node%u.nic[%u]->%s", node, nic, l);
+        else snprintf(buf, n, "%s->node%u.nic[%u]", l, node, nic);
+        return;
+    }
+    uint32_t leaf = (f - g->lbase) / 2;
+    if ((f - g->lbase) % 2 == 0) snprintf(buf, n, "%s[%u]->core", sw, leaf);
+    else snprintf(buf, n, "core->%s[%u]", sw, leaf);
+}
+
+const char *topo_link_name(const topo *g, uint32_t l, char *buf, size_t n)
+{
+    if (l >= g->fbase) {
+        fabric_name(g, l - g->fbase, buf, n);
+        return buf;
+    }
+    const tlink *t = &g->tl[l % g->ntl];
+    char a[48], b[48];
+    snprintf(buf, n, "node%u.%s->%s", l / g->ntl, vname(g, t->from, a, sizeof a),
+             vname(g, t->to, b, sizeof b));
+    return buf;
+}
+
+/* ---- routes ---- */
+
+/* Template path s -> d inside node `node`, appended at path[n]. */
+static uint32_t route_in(const topo *g, uint32_t node, uint32_t s, uint32_t d, uint32_t *path,
+                         uint32_t n)
+{
+    while (s != d && n < TOPO_PATH_MAX) {
+        uint16_t l = g->next[(size_t)s * g->nv + d];
+        path[n++] = node * g->ntl + l;
+        s = g->tl[l].to;
+    }
+    return n;
+}
+
+static uint32_t push(uint32_t *path, uint32_t n, uint32_t link)
+{
+    if (n < TOPO_PATH_MAX) path[n++] = link;
+    return n;
+}
+
+/* One torus dimension: steps from a to b on a ring of k, the shorter way
+ * (ties increasing); appends the links leaving each node passed. */
+static uint32_t torus_dim(const topo *g, uint32_t *node, uint32_t dim, uint32_t to, uint32_t *path,
+                          uint32_t n)
+{
+    uint32_t X = g->fab.dims[0], k = g->fab.dims[dim];
+    uint32_t c = dim == 0 ? *node % X : *node / X;
+    uint32_t up = (to + k - c) % k, down = (c + k - to) % k;
+    bool inc = up <= down;
+    for (uint32_t s = 0; s < (inc ? up : down); s++) {
+        n = push(path, n, g->fbase + 4 * *node + 2 * dim + (inc ? 0 : 1));
+        uint32_t nc = inc ? (c + 1) % k : (c + k - 1) % k;
+        *node = dim == 0 ? *node - c + nc : nc * X + *node % X;
+        c = nc;
+    }
+    return n;
+}
+
+static uint32_t route_fabric(const topo *g, uint32_t na, uint32_t ra, uint32_t nb, uint32_t rb,
+                             uint32_t *path, uint32_t n)
+{
+    if (g->fab.kind == SPEC_FAB_TORUS2D) {
+        uint32_t cur = na, X = g->fab.dims[0];
+        n = torus_dim(g, &cur, 0, nb % X, path, n);
+        return torus_dim(g, &cur, 1, nb / X, path, n);
+    }
+    n = push(path, n, g->fbase + 2 * (na * g->nnic + ra));
+    if (g->fab.kind == SPEC_FAB_FAT_TREE) {
+        uint32_t la = leaf_of(g, na, ra), lb = leaf_of(g, nb, rb);
+        if (la != lb) {
+            n = push(path, n, g->fbase + g->lbase + 2 * la);
+            n = push(path, n, g->fbase + g->lbase + 2 * lb + 1);
+        }
+    }
+    return push(path, n, g->fbase + 2 * (nb * g->nnic + rb) + 1);
+}
+
+uint32_t topo_route(const topo *g, uint32_t a, uint32_t b, int rail, uint32_t *path)
+{
+    uint32_t na = a / g->gpn, nb = b / g->gpn, la = a % g->gpn, lb = b % g->gpn;
+    if (a == b) return 0;
+    if (na == nb) return route_in(g, na, la, lb, path, 0);
+    bool torus = g->fab.kind == SPEC_FAB_TORUS2D;
+    uint32_t ra = torus ? 0 : rail >= 0 ? (uint32_t)rail % g->nnic : topo_nic_of(g, la);
+    uint32_t rb = torus ? 0 : g->fab.kind == SPEC_FAB_FAT_TREE && g->fab.rail_optimized
+                                  ? ra : rail >= 0 ? ra : topo_nic_of(g, lb);
+    uint32_t n = route_in(g, na, la, g->nic_v[ra], path, 0);
+    n = route_fabric(g, na, ra, nb, rb, path, n);
+    return route_in(g, nb, g->nic_v[rb], lb, path, n);
+}
+
+ss_ns topo_path_latency(const topo *g, const uint32_t *path, uint32_t n)
+{
+    ss_ns t = 0;
+    for (uint32_t i = 0; i < n; i++) t += topo_link_latency(g, path[i]);
+    return t;
+}
