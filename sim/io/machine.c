@@ -303,6 +303,7 @@ static int load_counts(js_node n, uint32_t nodes_override, spec_topology *t, ss_
 
 int mach_from_node(js_node n, uint32_t nodes_override, spec_topology *t, ss_err *err)
 {
+    *t = (spec_topology){0};
     js_node node;
     bool graph = js_get(n, "node", &node);
     int rc = js_want_obj(n, err);

@@ -18,7 +18,8 @@ const char *const algo_proto_names[] = {ALGO_PROTOS(ALGO_NAME_)};
 enum { HW_NVLINK, HW_PCI, HW_NET };
 static const double base_lat[ALGO_NKINDS][3] = {
     [ALGO_RING] = {6.6, 14.0, 8.4}, [ALGO_TREE] = {6.8, 14.0, 0.0},
-    [ALGO_NVLS] = {0.0, 0.0, 23.0}, [ALGO_HIER] = {6.6, 14.0, 8.4},
+    [ALGO_NVLS] = {0.0, 0.0, 23.0}, [ALGO_NVLS_TREE] = {0.0, 0.0, 23.0},
+    [ALGO_HIER] = {6.6, 14.0, 8.4},
     [ALGO_DIRECT] = {6.6, 14.0, 8.4},
 };
 static const double hw_lat_ring[3][3] = {
@@ -229,6 +230,26 @@ static void nvls(const topo *g, const uint32_t *r, uint32_t n, acc *a)
     }
 }
 
+/* ---- nvls_tree ---- */
+
+/* NVLS inside each node, and per local rank j a double binary tree over
+ * the nodes on rail j carrying 1/ppn of the payload (NCCL's NVLS_TREE). */
+static void nvls_tree(const topo *g, const uint32_t *r, uint32_t n, uint32_t m, acc *a)
+{
+    uint32_t ppn = n / m;
+    for (uint32_t x = 0; x < m; x++) nvls(g, r + x * ppn, ppn, a);
+    for (uint32_t j = 0; j < ppn; j++) {
+        int rail = (int)topo_nic_of(g, r[j] % topo_gpus_per_node(g));
+        for (uint32_t t = 0; t < 2; t++)
+            for (uint32_t pos = 1; pos < m; pos++) {
+                uint32_t child = (pos + t) % m, parent = (heap_parent(pos, m) + t) % m;
+                uint32_t rc = r[child * ppn + j], rp = r[parent * ppn + j];
+                acc_edge_rail(a, g, rc, rp, rail, 0.5 / ppn);
+                acc_edge_rail(a, g, rp, rc, rail, 0.5 / ppn);
+            }
+    }
+}
+
 /* ---- hierarchical ---- */
 
 /* Rings inside every node over its ppn ranks, factor w each. */
@@ -270,6 +291,9 @@ bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
     case ALGO_RING: return c != PROG_COLL_ALL_TO_ALL;
     case ALGO_TREE: return c == PROG_COLL_ALL_REDUCE && m > 1 && regular(g, ranks, n, m);
     case ALGO_NVLS: return c == PROG_COLL_ALL_REDUCE && m == 1 && topo_has_nvls(g);
+    case ALGO_NVLS_TREE:
+        return c == PROG_COLL_ALL_REDUCE && m > 1 && n / m > 1 && topo_has_nvls(g) &&
+               regular(g, ranks, n, m);
     case ALGO_HIER:
         return (c == PROG_COLL_ALL_REDUCE || c == PROG_COLL_ALL_GATHER ||
                 c == PROG_COLL_REDUCE_SCATTER) && m > 1 && regular(g, ranks, n, m);
@@ -286,6 +310,9 @@ static const char *why_not(algo_kind algo)
                            "on each node";
     case ALGO_NVLS: return "nvls runs all_reduce inside one node whose GPUs share an NVLS-capable "
                            "nvswitch";
+    case ALGO_NVLS_TREE: return "nvls_tree runs all_reduce over a group spanning nodes, several "
+                                "ranks on each (the same count), whose GPUs share an NVLS "
+                                "nvswitch";
     case ALGO_HIER: return "hierarchical runs all_reduce, all_gather and reduce_scatter over a "
                            "group spanning nodes with the same ranks on each node";
     case ALGO_DIRECT: return "direct runs all_to_all only";
@@ -333,6 +360,9 @@ static void set_steps(const topo *g, prog_coll c, const uint32_t *r, uint32_t n,
     if (s->algo == ALGO_TREE) {
         steps = 2 * (n / m - 1);
         inter = 2 * (uint32_t)ceil(log2((double)m));
+    } else if (s->algo == ALGO_NVLS_TREE) {
+        steps = 1 + 2 * (uint32_t)ceil(log2((double)m));
+        inter = steps - 1;
     } else if (s->algo == ALGO_NVLS || s->algo == ALGO_DIRECT) {
         steps = 1;
         inter = m > 1;
@@ -357,6 +387,7 @@ int algo_shape_build(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t
     case ALGO_RING: ring(g, c, ranks, n, m == 1, &ph[0]); break;
     case ALGO_TREE: tree(g, ranks, n, m, &ph[0]); break;
     case ALGO_NVLS: nvls(g, ranks, n, &ph[0]); break;
+    case ALGO_NVLS_TREE: nvls_tree(g, ranks, n, m, &ph[0]); break;
     case ALGO_HIER: hier_phases(g, c, ranks, n, m, ph, &nph); break;
     default: direct_all(g, ranks, n, &ph[0]); break;
     }
@@ -399,6 +430,7 @@ static double latency_us(const topo *g, const algo_shape *s, algo_proto p)
     int pi = p - ALGO_P_LL;
     double lat = base_lat[s->algo][pi];
     if (s->algo == ALGO_NVLS) return lat + nvls_lat;
+    if (s->algo == ALGO_NVLS_TREE) return lat + nvls_lat + s->steps_inter * hw_lat_tree[HW_NET][pi];
     const double (*hw)[3] = s->algo == ALGO_TREE ? hw_lat_tree : hw_lat_ring;
     double intra = hw[hw_intra(g, s)][pi], inter = hw[HW_NET][pi];
     if (s->inter && p == ALGO_P_LL) intra *= 1.8; /* NCCL: LL across nodes */
@@ -411,7 +443,7 @@ static double proto_scale(const algo_shape *s, prog_coll c, algo_proto p)
     double k = 1.0;
     if (p == ALGO_P_LL) k = (s->inter || c == PROG_COLL_ALL_REDUCE) ? 4.0 : 3.0;
     else if (p == ALGO_P_LL128) k = 1.0 / 0.92;
-    if (s->algo == ALGO_TREE) k /= TREE_BW_FACTOR;
+    if (s->algo == ALGO_TREE || s->algo == ALGO_NVLS_TREE) k /= TREE_BW_FACTOR;
     return k;
 }
 

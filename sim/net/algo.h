@@ -22,6 +22,9 @@
  *   nvls  all-reduce inside a node with an NVLS NVSwitch: each GPU's link
  *         to the switch carries 1 + 1/n each way (reduce-load, then
  *         multicast store of its slice).
+ *   nvls_tree  all-reduce across nodes with NVLS inside them: NVLS in each
+ *         node, and per local rank a double binary tree over the nodes on
+ *         its own rail carrying 1/ppn of the payload (NCCL's NVLS_TREE).
  *   hier  all-reduce / all-gather / reduce-scatter across nodes in two
  *         levels: inside nodes, then across nodes per local rank on its own
  *         rail, then inside nodes again (reduce-scatter, all-reduce,

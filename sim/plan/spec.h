@@ -262,6 +262,7 @@ typedef struct spec_topology {
     X(RING, "ring")                                                            \
     X(TREE, "tree")                                                            \
     X(NVLS, "nvls")                                                            \
+    X(NVLS_TREE, "nvls_tree")                                                  \
     X(HIER, "hierarchical")                                                    \
     X(DIRECT, "direct")
 #define SPEC_NET_PROTOS(X)                                                     \
