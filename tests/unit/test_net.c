@@ -1,0 +1,373 @@
+/* The network: max-min sharing worked by hand, routes on the shipped
+ * topologies, bus bandwidths against the link capacities they must equal,
+ * latency growth of trees and rings, and contention through the engine. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../sim/eng/eng.h"
+#include "../../sim/io/json.h"
+#include "../../sim/io/machine.h"
+#include "../../sim/net/algo.h"
+#include "../../sim/net/cost.h"
+#include "../../sim/net/flow.h"
+#include "../../sim/net/net.h"
+#include "../../sim/net/topo.h"
+
+#define REL(a, b) (fabs((a) - (b)) / (b))
+
+/* ---- flow ---- */
+
+static flow_sys *sys(uint32_t n, const double *cap)
+{
+    flow_sys *s = NULL;
+    assert_int_equal(flow_sys_new(n, cap, &s, NULL), SS_OK);
+    return s;
+}
+
+static uint32_t add_flow(flow_sys *s, const flow_use *u, uint32_t n, double max_rate)
+{
+    uint32_t id;
+    assert_int_equal(flow_add(s, u, n, max_rate, &id, NULL), SS_OK);
+    return id;
+}
+
+/* Links l0 = 10, l1 = 4; A on l0, B on l0 and l1, C on l1. l1 is the first
+ * bottleneck (B = C = 2), then A takes what B leaves on l0: 8. */
+static void test_maxmin_textbook(void **state)
+{
+    (void)state;
+    double cap[] = {10, 4};
+    flow_sys *s = sys(2, cap);
+    flow_use a[] = {{0, 1}}, b[] = {{0, 1}, {1, 1}}, c[] = {{1, 1}};
+    uint32_t ia = add_flow(s, a, 1, 0), ib = add_flow(s, b, 2, 0), ic = add_flow(s, c, 1, 0);
+    flow_solve(s);
+    assert_true(REL(flow_rate(s, ib), 2.0) < 1e-12);
+    assert_true(REL(flow_rate(s, ic), 2.0) < 1e-12);
+    assert_true(REL(flow_rate(s, ia), 8.0) < 1e-12);
+    assert_int_equal(flow_last_rounds(s), 2);
+    /* C ends: A and B would share l0 at 5 each, but l1 holds B at 4, so A
+     * takes the rest of l0: 6. */
+    flow_remove(s, ic);
+    flow_solve(s);
+    assert_true(REL(flow_rate(s, ib), 4.0) < 1e-12);
+    assert_true(REL(flow_rate(s, ia), 6.0) < 1e-12);
+    flow_sys_free(s);
+}
+
+/* Weights scale what a flow puts on a link; caps bound a rate; a flow
+ * with no links is unconstrained. */
+static void test_weights_and_caps(void **state)
+{
+    (void)state;
+    double cap[] = {10};
+    flow_sys *s = sys(1, cap);
+    flow_use heavy[] = {{0, 2}}, light[] = {{0, 1}};
+    uint32_t h = add_flow(s, heavy, 1, 0);
+    flow_solve(s);
+    assert_true(REL(flow_rate(s, h), 5.0) < 1e-12);
+    uint32_t l = add_flow(s, light, 1, 0);
+    flow_solve(s); /* 2x + x = 10 */
+    assert_true(REL(flow_rate(s, h), 10.0 / 3) < 1e-12);
+    assert_true(REL(flow_rate(s, l), 10.0 / 3) < 1e-12);
+    flow_remove(s, l);
+    uint32_t capped = add_flow(s, light, 1, 1.0);
+    flow_solve(s); /* capped at 1, heavy takes the rest: 2x = 9 */
+    assert_true(REL(flow_rate(s, capped), 1.0) < 1e-12);
+    assert_true(REL(flow_rate(s, h), 4.5) < 1e-12);
+    uint32_t free_flow = add_flow(s, NULL, 0, 0);
+    flow_solve(s);
+    assert_true(isinf(flow_rate(s, free_flow)));
+    assert_int_equal(flow_nactive(s), 3);
+    flow_sys_free(s);
+}
+
+/* ---- topologies ---- */
+
+static void load(const char *name, uint32_t nodes, spec_topology *t)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/topologies/%s", SS_SOURCE_DIR, name);
+    ss_err err;
+    ss_err_clear(&err);
+    if (mach_load(path, nodes, t, &err)) fail_msg("%s: %s: %s", name, err.where, err.msg);
+}
+
+static topo *graph(const char *name, uint32_t nodes)
+{
+    spec_topology t;
+    load(name, nodes, &t);
+    topo *g = NULL;
+    ss_err err;
+    ss_err_clear(&err);
+    if (topo_new(&t, &g, &err)) fail_msg("%s: %s", name, err.msg);
+    return g;
+}
+
+static int path_has(const topo *g, const uint32_t *p, uint32_t n, const char *want)
+{
+    char buf[96];
+    for (uint32_t i = 0; i < n; i++)
+        if (!strcmp(topo_link_name(g, p[i], buf, sizeof buf), want)) return 1;
+    return 0;
+}
+
+static void test_routes_hgx(void **state)
+{
+    (void)state;
+    topo *g = graph("h100x8-hgx.json", 0);
+    uint32_t p[TOPO_PATH_MAX];
+    assert_int_equal(topo_ngpus(g), 8);
+    assert_int_equal(topo_nics_per_node(g), 8);
+    assert_true(topo_has_nvls(g));
+    assert_int_equal(topo_route(g, 0, 5, -1, p), 2); /* through the switch */
+    assert_true(path_has(g, p, 2, "node0.gpu[0]->nvswitch"));
+    assert_true(path_has(g, p, 2, "node0.nvswitch->gpu[5]"));
+    /* 450 GB/s x 0.82, the NVLink default */
+    assert_true(REL(topo_link_Bps(g, p[0]), 450e9 * 0.82) < 1e-12);
+    assert_int_equal(topo_path_latency(g, p, 2), 200); /* 0.1 us per hop */
+    topo_free(g);
+}
+
+/* Across nodes: NIC of the chosen rail, its leaf, and the core only when
+ * the nodes sit in different pods (32 nodes per leaf). A far NIC is
+ * reached through the NVLink peer that owns it (PXN), not over PCIe. */
+static void test_routes_fat_tree(void **state)
+{
+    (void)state;
+    uint32_t p[TOPO_PATH_MAX], n;
+    topo *g = graph("h100-ib-fattree.json", 2);
+    n = topo_route(g, 0, 8, 3, p);
+    assert_true(path_has(g, p, n, "node0.nic[3]->leaf[3]"));
+    assert_true(path_has(g, p, n, "leaf[3]->node1.nic[3]"));
+    assert_true(path_has(g, p, n, "node0.gpu[0]->nvswitch"));
+    assert_true(path_has(g, p, n, "node0.pcie[1]->nic[3]")); /* via GPU 2 or 3's switch */
+    assert_false(path_has(g, p, n, "node0.gpu[0]->pcie[0]"));
+    assert_false(path_has(g, p, n, "leaf[3]->core"));
+    topo_free(g);
+    g = graph("h100-ib-fattree.json", 64);
+    n = topo_route(g, 0, 40 * 8, -1, p); /* node 0 (pod 0) to node 40 (pod 1), rail 0 */
+    assert_true(path_has(g, p, n, "leaf[0]->core"));
+    assert_true(path_has(g, p, n, "core->leaf[8]")); /* pod 1, rail 0 */
+    topo_free(g);
+}
+
+/* 4 x 4 torus: dimension order, the short way round. */
+static void test_routes_torus(void **state)
+{
+    (void)state;
+    topo *g = graph("accel-torus.json", 16);
+    uint32_t p[TOPO_PATH_MAX], n;
+    n = topo_route(g, 0, 5, -1, p); /* (0,0) -> (1,1) */
+    assert_true(path_has(g, p, n, "node0.torus+x"));
+    assert_true(path_has(g, p, n, "node1.torus+y"));
+    n = topo_route(g, 0, 3, -1, p); /* (0,0) -> (3,0): one hop the other way */
+    assert_true(path_has(g, p, n, "node0.torus-x"));
+    assert_int_equal(n, 3); /* gpu -> router, one torus hop, router -> gpu */
+    topo_free(g);
+}
+
+/* ---- algorithms ---- */
+
+static const uint32_t first8[] = {0, 1, 2, 3, 4, 5, 6, 7};
+
+static double busbw(const topo *g, prog_coll c, const uint32_t *r, uint32_t n, algo_kind a)
+{
+    algo_shape s;
+    ss_err err;
+    ss_err_clear(&err);
+    if (algo_shape_build(g, c, r, n, a, &s, &err)) fail_msg("%s", err.msg);
+    algo_cost k = algo_cost_of(g, &s, c, n, ALGO_P_SIMPLE, 1 << 30);
+    algo_shape_fini(&s);
+    return k.iso_rate[0] * cost_bus_factor(c, n);
+}
+
+/* On a switch, a ring's bus bandwidth is one GPU link whatever the
+ * collective: that is what the bus factors are for. */
+static void test_bus_factor(void **state)
+{
+    (void)state;
+    topo *g = graph("h100x8-hgx.json", 0);
+    double link = 450e9 * 0.82;
+    assert_true(REL(busbw(g, PROG_COLL_ALL_GATHER, first8, 8, ALGO_RING), link) < 1e-12);
+    assert_true(REL(busbw(g, PROG_COLL_REDUCE_SCATTER, first8, 8, ALGO_RING), link) < 1e-12);
+    assert_true(REL(busbw(g, PROG_COLL_ALL_REDUCE, first8, 8, ALGO_RING), link) < 1e-12);
+    assert_true(REL(busbw(g, PROG_COLL_ALL_GATHER, first8, 4, ALGO_RING), link) < 1e-12);
+    /* NVLS moves (1 + 1/n) of the payload each way per GPU: algbw = link * 8/9 */
+    double nv = busbw(g, PROG_COLL_ALL_REDUCE, first8, 8, ALGO_NVLS) / cost_bus_factor(
+                    PROG_COLL_ALL_REDUCE, 8);
+    assert_true(REL(nv, link * 8.0 / 9.0) < 1e-12);
+    topo_free(g);
+}
+
+/* 4 V100s, 2 NVLinks per pair: rings over all three Hamiltonian cycles in
+ * both directions use every link, 3 x 50 GB/s per GPU. */
+static void test_mesh_rings(void **state)
+{
+    (void)state;
+    topo *g = graph("v100x4-sxm2.json", 0);
+    assert_true(REL(busbw(g, PROG_COLL_ALL_GATHER, first8, 4, ALGO_RING), 150e9 * 0.87) < 1e-12);
+    assert_true(REL(busbw(g, PROG_COLL_ALL_REDUCE, first8, 4, ALGO_RING), 150e9 * 0.87) < 1e-12);
+    /* two GPUs: one pair of links */
+    assert_true(REL(busbw(g, PROG_COLL_ALL_GATHER, first8, 2, ALGO_RING), 50e9 * 0.87) < 1e-12);
+    topo_free(g);
+}
+
+static ss_ns lat_of(const topo *g, const uint32_t *r, uint32_t n, algo_kind a)
+{
+    algo_shape s;
+    ss_err err;
+    ss_err_clear(&err);
+    if (algo_shape_build(g, PROG_COLL_ALL_REDUCE, r, n, a, &s, &err)) fail_msg("%s", err.msg);
+    algo_cost k = algo_cost_of(g, &s, PROG_COLL_ALL_REDUCE, n, ALGO_P_SIMPLE, 0);
+    algo_shape_fini(&s);
+    return k.latency_ns;
+}
+
+/* One GPU per node over 2..16 nodes of one pod: the tree's latency grows by
+ * the same amount per doubling (log2 of the nodes), the ring's by a
+ * doubling amount (linear in the ranks). */
+static void test_latency_growth(void **state)
+{
+    (void)state;
+    topo *g = graph("h100-ib-fattree.json", 16);
+    uint32_t r[16];
+    for (uint32_t i = 0; i < 16; i++) r[i] = i * 8;
+    ss_ns tree[4], ring[4];
+    for (int k = 0; k < 4; k++) {
+        tree[k] = lat_of(g, r, 2u << k, ALGO_TREE);
+        ring[k] = lat_of(g, r, 2u << k, ALGO_RING);
+    }
+    /* NCCL's network tree step for Simple: 50 us, twice (up and down) */
+    for (int k = 1; k < 4; k++) assert_int_equal(tree[k] - tree[k - 1], 100000);
+    for (int k = 2; k < 4; k++)
+        assert_int_equal(ring[k] - ring[k - 1], 2 * (ring[k - 1] - ring[k - 2]));
+    topo_free(g);
+}
+
+/* ---- contention through the engine ---- */
+
+/* 2 nodes x 2 GPUs, one NIC each: GPUs reach the NIC at 100 GB/s, the NIC
+ * the switch at 10 GB/s; every efficiency 1. */
+static const char tiny[] =
+    "{\"name\": \"tiny\", \"nodes\": 2, \"gpus_per_node\": 2,"
+    " \"node\": {\"vertices\": [{\"name\": \"nic\", \"kind\": \"nic\"}],"
+    "  \"links\": [{\"from\": \"gpu\", \"to\": \"nic\", \"kind\": \"pcie\", \"GBps\": 100,"
+    "   \"efficiency\": 1}]},"
+    " \"fabric\": {\"kind\": \"star\", \"GBps\": 10, \"efficiency\": 1, \"latency_us\": 0},"
+    " \"device\": {\"name\": \"d\", \"hbm_bytes\": 1000000000, \"hbm_bw_GBps\": 1000,"
+    "  \"peak_tflops\": {\"bf16\": 100}, \"gemm_efficiency\": 0.5, \"mem_efficiency\": 0.5,"
+    "  \"launch_us\": 1}}";
+
+static net *tiny_net(void)
+{
+    js_doc d;
+    spec_topology t;
+    net *n = NULL;
+    ss_err err;
+    ss_err_clear(&err);
+    assert_int_equal(js_doc_parse(&d, "tiny.json", tiny, strlen(tiny), &err), SS_OK);
+    if (mach_from_node(js_root(&d), 0, &t, &err)) fail_msg("%s: %s", err.where, err.msg);
+    js_doc_fini(&d);
+    net_opts o = {ALGO_RING, ALGO_P_SIMPLE};
+    assert_int_equal(net_new(&t, &o, &n, &err), SS_OK);
+    return n;
+}
+
+#define GIB (1ull << 30)
+
+/* Two all-reduces of 2 ranks: pair a on GPUs (a0, a1), pair b on (b0, b1),
+ * b's ranks computing `delay` ns first. Returns the end of a's and b's
+ * collective. */
+static void run_pairs(const uint32_t ga[2], const uint32_t gb[2], ss_ns delay, ss_ns *ea,
+                      ss_ns *eb)
+{
+    prog *p = NULL;
+    uint32_t g[2], ops[4][2] = {{0}};
+    assert_int_equal(prog_new(&p, 4, NULL), SS_OK);
+    assert_int_equal(prog_group_add(p, ga, 2, &g[0], NULL), SS_OK);
+    assert_int_equal(prog_group_add(p, gb, 2, &g[1], NULL), SS_OK);
+    for (int k = 0; k < 2; k++) {
+        const uint32_t *gr = k ? gb : ga;
+        for (int m = 0; m < 2; m++) {
+            uint32_t r = gr[m], id, dep = 0;
+            if (k && delay) {
+                prog_op_spec c = {.kind = PROG_OP_COMPUTE, .stream = PROG_COMPUTE, .name = "wait",
+                                  .dev_ns = delay};
+                assert_int_equal(prog_op_add(p, r, &c, &dep, NULL), SS_OK);
+            }
+            prog_op_spec sp = {.kind = PROG_OP_COLL, .stream = PROG_REDUCE, .name = "ar",
+                               .coll = PROG_COLL_ALL_REDUCE, .group = g[k], .bytes = GIB,
+                               .deps = &dep, .ndeps = k && delay};
+            assert_int_equal(prog_op_add(p, r, &sp, &id, NULL), SS_OK);
+            ops[r][0] = id;
+        }
+    }
+    net *n = tiny_net();
+    eng_net e = net_eng(n);
+    trc *t = NULL;
+    ss_err err;
+    ss_err_clear(&err);
+    if (eng_run(p, &e, &t, &err)) fail_msg("%s", err.msg);
+    *ea = t->ops[ga[0]][ops[ga[0]][0]].end;
+    *eb = t->ops[gb[0]][ops[gb[0]][0]].end;
+    assert_int_equal(t->ops[ga[1]][ops[ga[1]][0]].end, *ea); /* members end together */
+    trc_free(t);
+    net_free(n);
+    prog_free(p);
+}
+
+/* Alone, a 2-rank ring all-reduce moves the payload once each way (bus
+ * factor 1) through its NIC at 10 GB/s. Two pairs across the same NICs
+ * share them: half each, twice the time. Pairs inside the nodes use
+ * disjoint GPU-NIC links: no interference. */
+static void test_contention(void **state)
+{
+    (void)state;
+    const uint32_t a[2] = {0, 2}, b[2] = {1, 3}, c[2] = {0, 1}, d[2] = {2, 3};
+    ss_ns ea, eb, ec, ed;
+    run_pairs(a, b, 0, &ea, &eb);
+    net *n = tiny_net();
+    net_alone al;
+    assert_int_equal(net_coll_alone(n, PROG_COLL_ALL_REDUCE, a, 2, GIB, &al, NULL), SS_OK);
+    ss_ns lat = al.latency_ns;
+    double alone = (double)GIB / 10e9;
+    assert_true(REL(al.time_s, lat * 1e-9 + alone) < 1e-9);
+    assert_int_equal(ea, eb);
+    assert_true(llabs((long long)(ea - lat) - (long long)(2 * alone * 1e9)) <= 1);
+    run_pairs(c, d, 0, &ec, &ed); /* inside nodes: 100 GB/s each, unshared */
+    net_alone in;
+    assert_int_equal(net_coll_alone(n, PROG_COLL_ALL_REDUCE, c, 2, GIB, &in, NULL), SS_OK);
+    assert_int_equal(ec, ed);
+    assert_true(llabs((long long)(ec - in.latency_ns) - (long long)((double)GIB / 100e9 * 1e9)) <=
+                1);
+    /* b starts 30 ms later: a runs alone at 10 GB/s, then both at 5, then
+     * b alone: a ends at L + 30 ms + (S - 10 GB/s * 30 ms) / 5 GB/s. */
+    ss_ns delay = 30000000;
+    run_pairs(a, b, delay, &ea, &eb);
+    double ta = (double)lat * 1e-9 + 0.030 + ((double)GIB - 10e9 * 0.030) / 5e9;
+    assert_true(fabs((double)ea * 1e-9 - ta) < 2e-9);
+    /* b: 5 GB/s while a runs, 10 GB/s after */
+    double tb = ta + ((double)GIB - 5e9 * (ta - 0.030 - lat * 1e-9)) / 10e9;
+    assert_true(fabs((double)eb * 1e-9 - tb) < 4e-9);
+    net_free(n);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_maxmin_textbook), cmocka_unit_test(test_weights_and_caps),
+        cmocka_unit_test(test_routes_hgx),      cmocka_unit_test(test_routes_fat_tree),
+        cmocka_unit_test(test_routes_torus),    cmocka_unit_test(test_bus_factor),
+        cmocka_unit_test(test_mesh_rings),      cmocka_unit_test(test_latency_growth),
+        cmocka_unit_test(test_contention),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
