@@ -3,6 +3,12 @@
  *   engine   events per second of the engine on a synthetic program: R ranks,
  *            each a chain of compute ops with a cross-stream dependency and an
  *            all-reduce of every rank every 8 ops;
+ *   flows    max-min re-solves per second of the flow solver with N concurrent
+ *            flows of 6 links each, after every end-and-start of a flow:
+ *            "symmetric" (every link shared alike: one bottleneck level, as
+ *            in a training step's collectives) and "random" (random links
+ *            and capacities, fixed seed: many levels, the solver's worst
+ *            realistic case);
  *   steps    wall time and peak RSS of whole runs (load, plan, schedule,
  *            engine, memory replay, summary) of shipped scenarios.
  *
@@ -16,6 +22,7 @@
 #include <time.h>
 
 #include "../sim/eng/eng.h"
+#include "../sim/net/flow.h"
 #include "../sim/io/scenario.h"
 #include "../sim/run/run.h"
 
@@ -74,6 +81,56 @@ static void bench_engine(uint32_t ranks, uint32_t ops)
     prog_free(p);
 }
 
+/* xorshift64: a fixed-seed sequence, the same on every machine */
+static uint64_t rnd(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static void flow_uses(flow_use *u, uint32_t i, uint32_t nlinks, bool random, uint64_t *seed)
+{
+    for (uint32_t k = 0; k < 6; k++)
+        u[k] = (flow_use){random ? (uint32_t)(rnd(seed) % nlinks) : (i * 3 + k) % nlinks, 1.0};
+}
+
+static void bench_flows(uint32_t nflows, bool random)
+{
+    uint32_t nlinks = nflows * 2;
+    double *cap = malloc(nlinks * sizeof *cap);
+    uint32_t *id = malloc(nflows * sizeof *id);
+    uint64_t seed = 88172645463325252ull;
+    flow_sys *fs = NULL;
+    if (!cap || !id) goto out;
+    for (uint32_t l = 0; l < nlinks; l++) cap[l] = random ? 1e9 * (1 + rnd(&seed) % 1000 / 1e3) : 1e9;
+    if (flow_sys_new(nlinks, cap, &fs, NULL)) goto out;
+    flow_use u[6];
+    for (uint32_t i = 0; i < nflows; i++) {
+        flow_uses(u, i, nlinks, random, &seed);
+        if (flow_add(fs, u, 6, 0, &id[i], NULL)) goto out;
+    }
+    if (flow_solve(fs, NULL)) goto out;
+    uint32_t rounds = flow_last_rounds(fs), n = 0;
+    double t0 = now(), dt = 0;
+    for (; dt < 1.0 && n < 100000; n++) { /* about a second of re-solves */
+        uint32_t k = n % nflows;
+        flow_remove(fs, id[k]);
+        flow_uses(u, k + n, nlinks, random, &seed);
+        if (flow_add(fs, u, 6, 0, &id[k], NULL)) goto out;
+        if (flow_solve(fs, NULL)) goto out;
+        if ((n & 7) == 7) dt = now() - t0;
+    }
+    dt = now() - t0;
+    printf("  flows   %6u concurrent, %-9s  %6u bottleneck levels  %9.0f re-solves/s  %8.3f ms each\n",
+           nflows, random ? "random" : "symmetric", rounds, n / dt, dt / n * 1e3);
+out:
+    flow_sys_free(fs);
+    free(cap);
+    free(id);
+}
+
 static void bench_step(const char *dir, const char *file)
 {
     char path[1024];
@@ -103,6 +160,10 @@ int main(int argc, char **argv)
     bench_engine(8, 100000);
     bench_engine(1024, 1000);
     bench_engine(16384, 64);
+    bench_flows(1024, false);
+    bench_flows(1024, true);
+    bench_flows(16384, false);
+    bench_flows(16384, true);
     const char *steps[] = {"scenarios/seed002/zero3_full_shard_pre.json",
                            "scenarios/transformers/llama3-8b-full-shard-8xh100.json",
                            "scenarios/transformers/llama3-70b-full-shard-8xh100.json",

@@ -8,10 +8,6 @@
 
 #include "../core/vec.h"
 
-/* A link counts as saturated when less than this fraction of its capacity
- * is left: the filling arithmetic subtracts in floating point. */
-#define SATURATED 1e-12
-
 typedef struct fl {
     flow_use *u;
     uint32_t n, cap_u;
@@ -19,11 +15,25 @@ typedef struct fl {
     bool active, frozen;
 } fl;
 
+typedef struct hent {
+    double t;
+    uint32_t key; /* link, or nlinks + flow for a cap */
+    uint32_t ver;
+} hent;
+
 struct flow_sys {
     uint32_t nlinks;
     double *cap, *rem, *W; /* [nlinks]: capacity, left this solve, unfrozen weight */
     uint32_t *cnt;         /* [nlinks]: unfrozen flows on the link (W may keep rounding dust) */
+    double *L0;            /* [nlinks]: level at which rem was last brought up to date */
+    uint32_t *ver;         /* [nlinks]: bumped when the link's saturation level moves */
+    uint32_t *pos;         /* [nlinks]: index in used[] this solve */
     uint32_t *stamp, epoch;
+    uint32_t *off, cap_off; /* [nused + 1]: CSR of the flows on each used link */
+    uint32_t *lf, cap_lf;
+    hent *heap;
+    uint32_t nheap, cap_heap, left;
+    uint32_t *dmark, *dirty, ndirty, batch; /* [nlinks]: links touched this batch */
     uint32_t *used, nused; /* links in use this solve, first-use order */
     fl *f;
     uint32_t nf, cap_f;
@@ -43,8 +53,14 @@ int flow_sys_new(uint32_t nlinks, const double *cap, flow_sys **out, ss_err *err
         s->stamp = calloc(n, sizeof *s->stamp);
         s->used = malloc(n * sizeof *s->used);
         s->cnt = calloc(n, sizeof *s->cnt);
+        s->L0 = calloc(n, sizeof *s->L0);
+        s->ver = calloc(n, sizeof *s->ver);
+        s->pos = calloc(n, sizeof *s->pos);
+        s->dmark = calloc(n, sizeof *s->dmark);
+        s->dirty = calloc(n, sizeof *s->dirty);
     }
-    if (!s || !s->cap || !s->rem || !s->W || !s->stamp || !s->used || !s->cnt) {
+    if (!s || !s->cap || !s->rem || !s->W || !s->stamp || !s->used || !s->cnt || !s->L0 ||
+        !s->ver || !s->pos || !s->dmark || !s->dirty) {
         flow_sys_free(s);
         return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for %u links", nlinks);
     }
@@ -65,6 +81,14 @@ void flow_sys_free(flow_sys *s)
     free(s->stamp);
     free(s->used);
     free(s->cnt);
+    free(s->L0);
+    free(s->ver);
+    free(s->pos);
+    free(s->dmark);
+    free(s->dirty);
+    free(s->off);
+    free(s->lf);
+    free(s->heap);
     free(s);
 }
 
@@ -109,102 +133,223 @@ void flow_remove(flow_sys *s, uint32_t id)
     s->nactive--;
 }
 
-/* Reset the links the active flows use and load their weights. */
-static void solve_init(flow_sys *s)
+/* ---- the solver ----
+ * Progressive filling with an event heap: every unfrozen rate equals the
+ * common level L. A link with weight W of unfrozen flows and rem bytes/s
+ * left when the level was L0 saturates at level L0 + rem / W; a capped
+ * flow stops at its cap. Pop the least such level, freeze the flows it
+ * blocks, and update (rem, L0, W) of their links, pushing their new
+ * levels; stale heap entries carry an old version and are skipped. Each
+ * usage entry is touched once per solve: O(U log U). */
+
+static bool hless(const hent *a, const hent *b)
+{
+    return a->t < b->t || (a->t == b->t && a->key < b->key);
+}
+
+static int hpush(flow_sys *s, double t, uint32_t key, uint32_t ver)
+{
+    if (!ss_grow((void **)&s->heap, &s->cap_heap, s->nheap + 1, sizeof *s->heap)) return 0;
+    uint32_t i = s->nheap++;
+    hent e = {t, key, ver};
+    while (i > 0 && hless(&e, &s->heap[(i - 1) / 2])) {
+        s->heap[i] = s->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    s->heap[i] = e;
+    return 1;
+}
+
+static hent hpop(flow_sys *s)
+{
+    hent top = s->heap[0], last = s->heap[--s->nheap];
+    uint32_t i = 0, n = s->nheap;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && hless(&s->heap[c + 1], &s->heap[c])) c++;
+        if (!hless(&s->heap[c], &last)) break;
+        s->heap[i] = s->heap[c];
+        i = c;
+    }
+    if (n) s->heap[i] = last;
+    return top;
+}
+
+/* Load the links the active flows use, their weights, and for each used
+ * link the list of its flows (CSR over used-link positions). */
+static int solve_init(flow_sys *s)
 {
     if (++s->epoch == 0) { /* wrapped: restart the stamps */
         memset(s->stamp, 0, s->nlinks * sizeof *s->stamp);
         s->epoch = 1;
     }
     s->nused = 0;
+    uint32_t nu = 0;
     for (uint32_t i = 0; i < s->nf; i++) {
         fl *f = &s->f[i];
         if (!f->active) continue;
         f->frozen = false;
+        f->rate = 0.0;
         for (uint32_t k = 0; k < f->n; k++) {
             uint32_t l = f->u[k].link;
             if (s->stamp[l] != s->epoch) {
                 s->stamp[l] = s->epoch;
+                s->pos[l] = s->nused;
                 s->used[s->nused++] = l;
                 s->rem[l] = s->cap[l];
+                s->L0[l] = 0.0;
                 s->W[l] = 0.0;
                 s->cnt[l] = 0;
+                s->ver[l]++;
             }
             s->W[l] += f->u[k].w;
             s->cnt[l]++;
+            nu++;
         }
     }
-}
-
-/* The common increment every unfrozen rate can still take. */
-static double next_step(const flow_sys *s, double level)
-{
-    double d = INFINITY;
-    for (uint32_t k = 0; k < s->nused; k++) {
-        uint32_t l = s->used[k];
-        if (s->cnt[l] && s->W[l] > 0.0 && s->rem[l] / s->W[l] < d) d = s->rem[l] / s->W[l];
-    }
+    if (!ss_grow((void **)&s->off, &s->cap_off, s->nused + 1, sizeof *s->off) ||
+        !ss_grow((void **)&s->lf, &s->cap_lf, nu ? nu : 1, sizeof *s->lf))
+        return 0;
+    for (uint32_t k = 0; k <= s->nused; k++) s->off[k] = 0;
+    for (uint32_t k = 0; k < s->nused; k++) s->off[k + 1] = s->off[k] + s->cnt[s->used[k]];
+    for (uint32_t k = 0; k < s->nused; k++) s->cnt[s->used[k]] = 0; /* fill cursors */
     for (uint32_t i = 0; i < s->nf; i++) {
         const fl *f = &s->f[i];
-        if (f->active && !f->frozen && f->max_rate > 0.0 && f->max_rate - level < d)
-            d = f->max_rate - level;
+        for (uint32_t k = 0; f->active && k < f->n; k++) {
+            uint32_t l = f->u[k].link;
+            s->lf[s->off[s->pos[l]] + s->cnt[l]++] = i;
+        }
     }
-    return d < 0.0 ? 0.0 : d;
+    return 1;
 }
 
-static bool blocked(const flow_sys *s, const fl *f, double level)
+static int push_link(flow_sys *s, uint32_t l, double level)
 {
-    if (f->max_rate > 0.0 && level >= f->max_rate * (1.0 - SATURATED)) return true;
+    double t = s->L0[l] + s->rem[l] / s->W[l];
+    return hpush(s, t > level ? t : level, l, s->ver[l]);
+}
+
+static int freeze_flow(flow_sys *s, uint32_t i, double level)
+{
+    fl *f = &s->f[i];
+    f->frozen = true;
+    f->rate = level;
+    s->left--;
     for (uint32_t k = 0; k < f->n; k++) {
         uint32_t l = f->u[k].link;
-        if (s->rem[l] <= s->cap[l] * SATURATED) return true;
-    }
-    return false;
-}
-
-/* Freeze the flows a saturated link or their cap now blocks; returns how
- * many are left unfrozen. */
-static uint32_t freeze(flow_sys *s, double level)
-{
-    uint32_t left = 0;
-    for (uint32_t i = 0; i < s->nf; i++) {
-        fl *f = &s->f[i];
-        if (!f->active || f->frozen) continue;
-        if (!blocked(s, f, level)) {
-            left++;
-            continue;
-        }
-        f->frozen = true;
-        f->rate = level;
-        for (uint32_t k = 0; k < f->n; k++) {
-            s->W[f->u[k].link] -= f->u[k].w;
-            s->cnt[f->u[k].link]--;
+        s->rem[l] -= s->W[l] * (level - s->L0[l]);
+        s->L0[l] = level;
+        s->W[l] -= f->u[k].w;
+        s->ver[l]++;
+        s->cnt[l]--;
+        if (s->dmark[l] != s->batch) { /* its new level is pushed after the batch */
+            s->dmark[l] = s->batch;
+            s->dirty[s->ndirty++] = l;
         }
     }
-    return left;
+    return 1;
 }
 
-void flow_solve(flow_sys *s)
+/* The link saturates at `level`: freeze every flow on it not yet frozen. */
+static int saturate(flow_sys *s, uint32_t l, double level)
 {
-    solve_init(s);
+    uint32_t p = s->pos[l];
+    for (uint32_t j = s->off[p]; j < s->off[p + 1]; j++)
+        if (!s->f[s->lf[j]].frozen && !freeze_flow(s, s->lf[j], level)) return 0;
+    return 1;
+}
+
+/* The level at which link l saturates, given what is known now. */
+static double link_level(const flow_sys *s, uint32_t l)
+{
+    return s->L0[l] + s->rem[l] / s->W[l];
+}
+
+static bool live(const flow_sys *s, uint32_t l) { return s->cnt[l] && s->W[l] > 0.0; }
+
+/* One round by scanning: the least saturation level over every live link
+ * and cap, then freeze what it blocks. O(A + F) a round; returns 0 when no
+ * constraint is left. */
+static int scan_round(flow_sys *s, double *level)
+{
+    double d = INFINITY;
+    for (uint32_t k = 0; k < s->nused; k++)
+        if (live(s, s->used[k]) && link_level(s, s->used[k]) < d) d = link_level(s, s->used[k]);
+    for (uint32_t i = 0; i < s->nf; i++)
+        if (s->f[i].active && !s->f[i].frozen && s->f[i].max_rate > 0.0 && s->f[i].max_rate < d)
+            d = s->f[i].max_rate;
+    if (isinf(d)) return 0;
+    *level = d > *level ? d : *level;
+    s->batch++;
+    s->ndirty = 0;
+    for (uint32_t k = 0; k < s->nused; k++) {
+        uint32_t l = s->used[k];
+        if (live(s, l) && link_level(s, l) <= *level && !saturate(s, l, *level)) return -1;
+    }
+    for (uint32_t i = 0; i < s->nf; i++)
+        if (s->f[i].active && !s->f[i].frozen && s->f[i].max_rate > 0.0 &&
+            s->f[i].max_rate <= *level && !freeze_flow(s, i, *level))
+            return -1;
+    s->rounds++;
+    return 1;
+}
+
+/* The rest by heap, batch by batch: everything that saturates at one
+ * level, then the new levels of the links it touched. */
+static int heap_rounds(flow_sys *s, double level)
+{
+    s->nheap = 0;
+    for (uint32_t k = 0; k < s->nused; k++)
+        if (live(s, s->used[k]) && !push_link(s, s->used[k], level)) return 0;
+    for (uint32_t i = 0; i < s->nf; i++)
+        if (s->f[i].active && !s->f[i].frozen && s->f[i].max_rate > 0.0 &&
+            !hpush(s, s->f[i].max_rate, s->nlinks + i, 0))
+            return 0;
+    while (s->left && s->nheap) {
+        level = s->heap[0].t;
+        uint32_t before = s->left;
+        s->batch++;
+        s->ndirty = 0;
+        while (s->nheap && s->heap[0].t == level) {
+            hent e = hpop(s);
+            if (e.key >= s->nlinks) {
+                uint32_t i = e.key - s->nlinks;
+                if (!s->f[i].frozen && !freeze_flow(s, i, e.t)) return 0;
+            } else if (e.ver == s->ver[e.key] && s->cnt[e.key]) {
+                if (!saturate(s, e.key, e.t)) return 0;
+            }
+        }
+        for (uint32_t k = 0; k < s->ndirty; k++)
+            if (live(s, s->dirty[k]) && !push_link(s, s->dirty[k], level)) return 0;
+        s->rounds += s->left != before;
+    }
+    return 1;
+}
+
+/* A training step's collectives are symmetric: a handful of levels, where
+ * scanning beats a heap; past SCAN_ROUNDS the heap bounds the work. */
+#define SCAN_ROUNDS 4
+
+static int fill(flow_sys *s)
+{
     double level = 0.0;
-    uint32_t left = s->nactive;
+    int r = 1;
+    for (int k = 0; k < SCAN_ROUNDS && s->left && r > 0; k++) r = scan_round(s, &level);
+    if (r < 0) return 0;
+    if (r > 0 && s->left && !heap_rounds(s, level)) return 0;
+    for (uint32_t i = 0; i < s->nf; i++) /* only unconstrained flows remain */
+        if (s->f[i].active && !s->f[i].frozen) s->f[i].rate = INFINITY;
+    return 1;
+}
+
+int flow_solve(flow_sys *s, ss_err *err)
+{
     s->rounds = 0;
-    while (left) {
-        double d = next_step(s, level);
-        if (isinf(d)) { /* only unconstrained flows remain */
-            for (uint32_t i = 0; i < s->nf; i++)
-                if (s->f[i].active && !s->f[i].frozen) s->f[i].rate = INFINITY;
-            return;
-        }
-        level += d;
-        for (uint32_t k = 0; k < s->nused; k++) {
-            uint32_t l = s->used[k];
-            if (s->cnt[l]) s->rem[l] -= d * s->W[l];
-        }
-        left = freeze(s, level);
-        s->rounds++;
-    }
+    s->left = s->nactive;
+    if (!solve_init(s) || !fill(s))
+        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory solving %u flows", s->nactive);
+    return SS_OK;
 }
 
 double flow_rate(const flow_sys *s, uint32_t id) { return s->f[id].rate; }

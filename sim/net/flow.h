@@ -8,15 +8,16 @@
  * sum_f w_fl * x_f <= cap_l on every link and x_f <= max_f, no rate can grow
  * without lowering a rate that is not larger (progressive filling: raise all
  * unfrozen rates together, freeze the flows of the first link to saturate,
- * repeat). Re-solved by the caller whenever a flow starts or ends.
+ * repeat), with the saturation levels in a heap so a solve touches each
+ * usage entry once. Re-solved by the caller whenever a flow starts or ends.
  *
  * Determinism: flows are visited in slot order, links in first-use order;
  * the same calls give the same rates bit for bit. Ids are slots, reused
  * last-freed first.
  *
- * Cost of flow_solve: O(B * (A + U)) for B distinct bottleneck levels, A
- * links in use and U usage entries of active flows; no allocation once the
- * arrays have grown. Knows nothing of collectives or topologies.
+ * Cost of flow_solve: O(F + U log U) for F flow slots and U usage entries
+ * of active flows; no allocation once the arrays have grown. Knows nothing
+ * of collectives or topologies.
  */
 #ifndef NET_FLOW_H
 #define NET_FLOW_H
@@ -45,8 +46,9 @@ int flow_add(flow_sys *s, const flow_use *u, uint32_t n, double max_rate, uint32
 void flow_remove(flow_sys *s, uint32_t id);
 
 /* Recompute every active flow's rate. A flow with no links and no cap
- * gets rate infinity. */
-void flow_solve(flow_sys *s);
+ * gets rate infinity. SS_E_NOMEM leaves the rates undefined until a
+ * successful solve. */
+int flow_solve(flow_sys *s, ss_err *err);
 
 double flow_rate(const flow_sys *s, uint32_t id);
 uint32_t flow_nactive(const flow_sys *s);

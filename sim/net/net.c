@@ -165,9 +165,8 @@ static ss_ns due_of(const inst *x, double rate, ss_ns now)
 /* Re-solve and reschedule every flowing instance whose end moved. */
 static int resolve(net *n, ss_ns now, eng_wakes *w, ss_err *err)
 {
-    flow_solve(n->fs);
+    int rc = flow_solve(n->fs, err);
     n->solves++;
-    int rc = SS_OK;
     for (uint32_t i = 0; i < n->nflowing && !rc; i++) {
         uint32_t id = n->flowing[i];
         inst *x = &n->in[id];
