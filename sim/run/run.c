@@ -1,5 +1,6 @@
 #include "run.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,8 @@ static int simulate(const spec_scenario *s, run_result *r, ss_err *err)
     net_opts no = {(algo_kind)s->net_algo, (algo_proto)s->net_proto};
     net *n = NULL;
     int rc = net_new(&s->topo, &no, &n, err);
+    if (rc == SS_E_INPUT && err && !err->where[0]) /* the graph is the topology's */
+        snprintf(err->where, sizeof err->where, "%.480s: $.topology", s->file);
     if (!rc) {
         eng_net e = net_eng(n);
         rc = eng_run(r->p, &e, &r->t, err);
