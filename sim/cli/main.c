@@ -18,7 +18,9 @@
 #include "../out/expect.h"
 #include "../run/run.h"
 #include "../run/sweep.h"
+#include "coll_cmd.h"
 #include "dist.h"
+#include "out.h"
 
 #define MAX_SETS 256
 #define MAX_FILES 4096
@@ -31,6 +33,9 @@ static const char usage[] =
     "       shardsim diff A B [--set PATH=VALUE]... [--svg FILE] [--ranks A..B]\n"
     "       shardsim sweep SCENARIO --vary PATH=V1,V2,... [--vary ...] [--set ...]\n"
     "                      [-j THREADS] [-o FILE.csv]\n"
+    "       shardsim coll --topology FILE --op OP [--ranks N] [--nodes N] [-b SIZE]\n"
+    "                     [-e SIZE] [-f FACTOR] [--algo A] [--proto P] [-o FILE]\n"
+    "       shardsim coll --topology FILE --compare NCCL_TESTS_LOG [--table LABEL] ...\n"
     "       shardsim --version | --help\n"
     "\n"
     "  run      simulate one training step of SCENARIO and print a summary\n"
@@ -39,6 +44,9 @@ static const char usage[] =
     "  diff     compare two runs side by side; A and B are JSON summaries or\n"
     "           scenarios (simulated first, --set applying to both); --svg draws\n"
     "           the two timelines one above the other on one time scale\n"
+    "  coll     predict one collective alone on the machine over a size sweep, in\n"
+    "           nccl-tests' columns; --compare reads a real nccl-tests log and\n"
+    "           prints predicted vs measured per row and the median error\n"
     "  sweep    simulate the cartesian product of the --vary lists on THREADS\n"
     "           threads (default 1) and write one CSV row per point; under\n"
     "           mpirun -n K the points are split across the K processes\n"
@@ -182,30 +190,6 @@ static int parse_args(int argc, char **argv, cli_args *a, int is_run)
     return 0;
 }
 
-/* Write to a temporary file beside the target, then rename: a reader never
- * sees a half-written summary. */
-static int write_atomic(const char *path, const char *text, ss_err *err)
-{
-    if (!strcmp(path, "-")) {
-        fputs(text, stdout);
-        fputc('\n', stdout);
-        return SS_OK;
-    }
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return ss_fail(err, SS_E_IO, path, "cannot write: %s", strerror(errno));
-    size_t n = strlen(text);
-    int ok = fputs(text, f) >= 0 && (n && text[n - 1] == '\n' ? 1 : fputc('\n', f) != EOF);
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
-        remove(tmp);
-        return ss_fail(err, SS_E_IO, path, "cannot write: %s", strerror(e));
-    }
-    return SS_OK;
-}
-
 /* One scenario: load, simulate, render JSON, check expectations. */
 typedef struct sim_one {
     spec_scenario s;
@@ -312,7 +296,7 @@ static int write_timeline(const cli_args *a, const sim_one *o, ss_err *err)
         snprintf(tmp, sizeof tmp, "%s.dot.tmp.%ld", a->svg, (long)getpid());
         dotfile = tmp;
     }
-    if (!rc) rc = write_atomic(dotfile, text, err);
+    if (!rc) rc = cli_write_atomic(dotfile, text, err);
     if (!rc && a->svg) rc = render_svg(dotfile, a->svg, err);
     if (!a->dot) remove(tmp);
     free(text);
@@ -325,11 +309,11 @@ static int cmd_run(const cli_args *a)
     ss_err_clear(&err);
     sim_one o;
     int rc = sim_run(a->files[0], a, &o, &err);
-    if (!rc && a->json) rc = write_atomic(a->json, o.json, &err);
+    if (!rc && a->json) rc = cli_write_atomic(a->json, o.json, &err);
     if (!rc && (a->dot || a->svg)) rc = write_timeline(a, &o, &err);
     if (!rc && a->trace) {
         char *tr = chrome_json(&o.r.sum, o.r.t);
-        rc = tr ? write_atomic(a->trace, tr, &err)
+        rc = tr ? cli_write_atomic(a->trace, tr, &err)
                 : ss_fail(&err, SS_E_NOMEM, NULL, "out of memory rendering the trace");
         free(tr);
     }
@@ -435,7 +419,7 @@ static int diff_svg(const cli_args *a, const sim_one *o, ss_err *err)
         snprintf(dots[k], sizeof dots[k], "%s.%c.dot.tmp.%ld", a->svg, 'a' + k, (long)getpid());
         snprintf(svgs[k], sizeof svgs[k], "%s.%c.svg.tmp.%ld", a->svg, 'a' + k, (long)getpid());
         rc = dot_text(&o[k], &view, &text, err);
-        if (!rc) rc = write_atomic(dots[k], text, err);
+        if (!rc) rc = cli_write_atomic(dots[k], text, err);
         if (!rc) rc = render_svg(dots[k], svgs[k], err);
         if (!rc && !(body[k] = svg_body(svgs[k], &w[k], &h[k], err)))
             rc = ss_fail(err, SS_E_IO, svgs[k], "cannot read the rendered SVG");
@@ -452,7 +436,7 @@ static int diff_svg(const cli_args *a, const sim_one *o, ss_err *err)
                      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0fpt\" height=\"%.0fpt\">\n"
                      "<svg x=\"0\" y=\"0\"%s\n<svg x=\"0\" y=\"%.0fpt\"%s\n</svg>\n",
                      w[0] > w[1] ? w[0] : w[1], h[0] + h[1], body[0] + 4, h[0], body[1] + 4);
-            rc = write_atomic(a->svg, all, err);
+            rc = cli_write_atomic(a->svg, all, err);
             free(all);
         }
     }
@@ -529,7 +513,7 @@ static int cmd_sweep(cli_args *a)
     if (!rc && root) {
         strcpy(all, head);
         strcat(all, rows);
-        if (a->out) rc = write_atomic(a->out, all, &err);
+        if (a->out) rc = cli_write_atomic(a->out, all, &err);
         else fputs(all, stdout);
     }
     free(all);
@@ -550,6 +534,7 @@ int main(int argc, char **argv)
         puts("shardsim " SHARDSIM_VERSION);
         return 0;
     }
+    if (!strcmp(argv[1], "coll")) return coll_cmd(argc - 2, argv + 2);
     int is_diff = !strcmp(argv[1], "diff");
     int is_run = !strcmp(argv[1], "run") ? 1 : !strcmp(argv[1], "sweep") ? 2 : is_diff ? 3 : 0;
     if (!is_run && !is_diff && strcmp(argv[1], "check") != 0)

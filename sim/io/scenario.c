@@ -420,14 +420,31 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
     return SS_OK;
 }
 
+/* "topology": a path, an inline topology, or {"file": PATH, "nodes": N}
+ * (a shipped topology at another node count). */
+static int load_topology_ref(js_node root, js_doc *doc, spec_topology *t, ss_err *err)
+{
+    js_node n, f;
+    uint64_t nodes = 0;
+    int rc;
+    if (js_get(root, "topology", &n) && js_is_obj(n) && js_get(n, "file", &f)) {
+        if ((rc = js_keys_check(n, KEYS("file", "nodes"), err)) ||
+            (rc = js_u64(n, "nodes", false, 0, 1, 1u << 20, &nodes, err)) ||
+            (rc = js_load_ref(n, "file", doc, &n, err)))
+            return rc;
+        return mach_from_node(n, (uint32_t)nodes, t, err);
+    }
+    rc = js_load_ref(root, "topology", doc, &n, err);
+    return rc ? rc : mach_from_node(n, 0, t, err);
+}
+
 static int load_refs(js_node root, spec_scenario *s, ss_err *err)
 {
     js_doc mdoc = {0}, tdoc = {0};
-    js_node m, t;
+    js_node m;
     int rc = js_load_ref(root, "model", &mdoc, &m, err);
     if (!rc) rc = load_model(m, &s->model, err);
-    if (!rc) rc = js_load_ref(root, "topology", &tdoc, &t, err);
-    if (!rc) rc = mach_from_node(t, 0, &s->topo, err);
+    if (!rc) rc = load_topology_ref(root, &tdoc, &s->topo, err);
     js_doc_fini(&mdoc);
     js_doc_fini(&tdoc);
     return rc;

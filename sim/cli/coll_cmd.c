@@ -1,0 +1,205 @@
+/* `shardsim coll`. coll_cmd.h states the contract. */
+#include "coll_cmd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../io/machine.h"
+#include "../run/coll.h"
+#include "out.h"
+
+static const char usage[] =
+    "usage: shardsim coll --topology FILE --op OP [--ranks N] [--nodes N]\n"
+    "                     [-b SIZE] [-e SIZE] [-f FACTOR] [--algo A] [--proto P] [-o FILE]\n"
+    "       shardsim coll --topology FILE --compare LOG [--op OP] [--table LABEL]\n"
+    "                     [--algo A] [--proto P] [-o FILE]\n"
+    "\n"
+    "  --op       all_reduce, all_gather, reduce_scatter, broadcast, all_to_all\n"
+    "  --ranks    ranks, spread evenly over the nodes (default: every GPU)\n"
+    "  --nodes    node count of the topology (default: the file's)\n"
+    "  -b -e -f   smallest and largest size and the step factor, as nccl-tests\n"
+    "             (sizes take K, M, G suffixes; default -b 8 -e 8G -f 2)\n"
+    "  --algo     auto, ring, tree, nvls, hierarchical, direct (NCCL_ALGO)\n"
+    "  --proto    auto, ll, ll128, simple (NCCL_PROTO)\n"
+    "  --compare  a real nccl-tests output; predicts every row of every table\n"
+    "             with the table's ranks and nodes, prints the error per row\n"
+    "             and the median |error| for sizes >= 1 MiB\n"
+    "  --op       with --compare: the collective of tables the log does not name\n"
+    "  --table    with --compare: only the table of this label\n";
+
+typedef struct opts {
+    const char *topo, *compare, *table, *out, *op;
+    uint32_t ranks, nodes, f;
+    uint64_t b, e;
+    net_opts net;
+} opts;
+
+static int bad(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "shardsim coll: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n\n%s", usage);
+    return 2;
+}
+
+/* "64", "8K", "1M", "8G" (powers of 1024, as nccl-tests). */
+static int parse_size(const char *v, uint64_t *out)
+{
+    char *end;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (end == v || v[0] == '-') return 0;
+    uint64_t mul = 1;
+    if (*end == 'K' || *end == 'k') mul = 1ull << 10;
+    else if (*end == 'M' || *end == 'm') mul = 1ull << 20;
+    else if (*end == 'G' || *end == 'g') mul = 1ull << 30;
+    else if (*end) return 0;
+    if (mul > 1 && end[1]) return 0;
+    if (n > UINT64_MAX / mul) return 0;
+    *out = (uint64_t)n * mul;
+    return 1;
+}
+
+static int parse_u32(const char *v, uint32_t lo, uint32_t *out)
+{
+    uint64_t x;
+    if (!parse_size(v, &x) || strpbrk(v, "KkMmGg") || x < lo || x > UINT32_MAX) return 0;
+    *out = (uint32_t)x;
+    return 1;
+}
+
+static int pick_name(const char *v, const char *const *names, int n, int *out)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(v, names[i])) {
+            *out = i;
+            return 1;
+        }
+    return 0;
+}
+
+static int parse_one(opts *o, const char *k, const char *v)
+{
+    int x;
+    if (!strcmp(k, "--topology")) o->topo = v;
+    else if (!strcmp(k, "--compare")) o->compare = v;
+    else if (!strcmp(k, "--table")) o->table = v;
+    else if (!strcmp(k, "-o")) o->out = v;
+    else if (!strcmp(k, "--op")) o->op = v;
+    else if (!strcmp(k, "--ranks")) return parse_u32(v, 1, &o->ranks) ? 0 : bad("--ranks: expected a count >= 1, not %s", v);
+    else if (!strcmp(k, "--nodes")) return parse_u32(v, 1, &o->nodes) ? 0 : bad("--nodes: expected a count >= 1, not %s", v);
+    else if (!strcmp(k, "-f")) return parse_u32(v, 2, &o->f) ? 0 : bad("-f: expected a factor >= 2, not %s", v);
+    else if (!strcmp(k, "-b")) return parse_size(v, &o->b) ? 0 : bad("-b: expected a size like 8, 64K, 1M, not %s", v);
+    else if (!strcmp(k, "-e")) return parse_size(v, &o->e) ? 0 : bad("-e: expected a size like 8G, not %s", v);
+    else if (!strcmp(k, "--algo")) {
+        if (!pick_name(v, algo_kind_names, ALGO_NKINDS, &x))
+            return bad("--algo: expected auto, ring, tree, nvls, hierarchical or direct, not %s", v);
+        o->net.algo = (algo_kind)x;
+    } else if (!strcmp(k, "--proto")) {
+        if (!pick_name(v, algo_proto_names, ALGO_NPROTOS, &x))
+            return bad("--proto: expected auto, ll, ll128 or simple, not %s", v);
+        o->net.proto = (algo_proto)x;
+    } else {
+        return bad("unknown option %s", k);
+    }
+    return 0;
+}
+
+static int parse(int argc, char **argv, opts *o)
+{
+    *o = (opts){.f = 2, .b = 8, .e = 8ull << 30};
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage, stdout);
+            return -1;
+        }
+        if (i + 1 >= argc) return bad("%s needs a value", argv[i]);
+        int rc = parse_one(o, argv[i], argv[i + 1]);
+        if (rc) return rc;
+        i++;
+    }
+    if (!o->topo) return bad("%s", "--topology FILE is required");
+    if (!o->compare && !o->op) return bad("%s", "--op OP (or --compare LOG) is required");
+    return 0;
+}
+
+static int coll_of(const char *name, prog_coll *out)
+{
+    for (int c = 0; c < PROG_NCOLLS; c++)
+        if (!strcmp(name, prog_coll_name((prog_coll)c))) {
+            *out = (prog_coll)c;
+            return 1;
+        }
+    return 0;
+}
+
+static int fail(const ss_err *err)
+{
+    char buf[1200];
+    fprintf(stderr, "shardsim coll: error: %s\n", ss_err_str(err, buf, sizeof buf));
+    return err->code == SS_E_INPUT || err->code == SS_E_IO ? 2 : 1;
+}
+
+/* Append s to *all (both malloc'd; s is consumed). */
+static int append(char **all, char *s)
+{
+    size_t a = *all ? strlen(*all) : 0, b = strlen(s);
+    char *p = realloc(*all, a + b + 2);
+    if (!p) {
+        free(s);
+        return 0;
+    }
+    if (a) p[a++] = '\n';
+    memcpy(p + a, s, b + 1);
+    *all = p;
+    free(s);
+    return 1;
+}
+
+static int emit(const opts *o, const char *topo_name, coll_table *t, size_t n, ss_err *err)
+{
+    char *all = NULL;
+    int rc = SS_OK;
+    for (size_t i = 0; i < n && !rc; i++) {
+        char *s = NULL;
+        rc = coll_format(&t[i], topo_name, &o->net, &s, err);
+        if (!rc && !append(&all, s)) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    }
+    if (!rc) {
+        if (o->out) rc = cli_write_atomic(o->out, all, err);
+        else fputs(all, stdout);
+    }
+    free(all);
+    return rc;
+}
+
+int coll_cmd(int argc, char **argv)
+{
+    opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc) return rc < 0 ? 0 : rc;
+    prog_coll c = PROG_COLL_ALL_REDUCE;
+    if (o.op && !o.compare && !coll_of(o.op, &c))
+        return bad("--op: expected all_reduce, all_gather, reduce_scatter, broadcast or "
+                   "all_to_all, not %s", o.op);
+    ss_err err;
+    ss_err_clear(&err);
+    spec_topology t;
+    if ((rc = mach_load(o.topo, o.nodes, &t, &err))) return fail(&err);
+    coll_table *tabs = NULL, one;
+    size_t n = 0;
+    if (o.compare) {
+        rc = coll_compare(o.topo, &o.net, o.compare, o.op, o.table, &tabs, &n, &err);
+    } else {
+        uint32_t ranks = o.ranks ? o.ranks : t.nodes * t.gpus_per_node;
+        rc = coll_sweep(o.topo, &o.net, c, ranks, t.nodes, o.b, o.e, o.f, &one, &err);
+        if (!rc) {
+            tabs = &one;
+            n = 1;
+        }
+    }
+    if (!rc) rc = emit(&o, t.name, tabs, n, &err);
+    for (size_t i = 0; i < n; i++) coll_table_fini(&tabs[i]);
+    if (tabs != &one) free(tabs);
+    return rc ? fail(&err) : 0;
+}

@@ -1,0 +1,300 @@
+/* nccl-tests-shaped sweeps and comparisons. coll.h states the contract. */
+#include "coll.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../io/machine.h"
+#include "../io/ncclt.h"
+#include "../net/cost.h"
+
+#define ELEM 4 /* float, nccl-tests' default -d */
+
+/* The GPUs of `ranks` ranks spread evenly over `nodes` nodes. */
+static int place(const spec_topology *t, uint32_t ranks, uint32_t nodes, uint32_t **out,
+                 ss_err *err)
+{
+    if (!t->graph)
+        return ss_fail(err, SS_E_INPUT, NULL,
+                       "topology %s has the flat form; collectives need its graph (\"node\")",
+                       t->name);
+    if (nodes == 0 || ranks % nodes || ranks / nodes > t->gpus_per_node || nodes > t->nodes)
+        return ss_fail(err, SS_E_INPUT, NULL,
+                       "%u ranks on %u nodes of %s (%u nodes of %u GPUs): expected an equal "
+                       "number of ranks per node, at most the GPUs of a node", ranks, nodes,
+                       t->name, t->nodes, t->gpus_per_node);
+    uint32_t *g = malloc(ranks * sizeof *g), ppn = ranks / nodes;
+    if (!g) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    for (uint32_t i = 0; i < ranks; i++) g[i] = (i / ppn) * t->gpus_per_node + i % ppn;
+    *out = g;
+    return SS_OK;
+}
+
+/* Elements nccl-tests prints in its count column. */
+static uint64_t count_of(prog_coll c, uint64_t bytes, uint32_t n)
+{
+    bool per_rank = c == PROG_COLL_ALL_GATHER || c == PROG_COLL_REDUCE_SCATTER ||
+                    c == PROG_COLL_ALL_TO_ALL;
+    return bytes / ELEM / (per_rank ? n : 1);
+}
+
+static int predict(net *nt, prog_coll c, const uint32_t *g, uint32_t n, uint64_t bytes,
+                   coll_row *row, ss_err *err)
+{
+    net_alone a;
+    int rc = net_coll_alone(nt, c, g, n, bytes, &a, err);
+    if (rc) return rc;
+    row->bytes = bytes;
+    row->count = count_of(c, bytes, n);
+    row->time_us = a.time_s * 1e6;
+    row->algbw_GBps = a.time_s > 0 ? (double)bytes / a.time_s * 1e-9 : 0.0;
+    row->busbw_GBps = row->algbw_GBps * cost_bus_factor(c, n);
+    row->algo = a.algo;
+    row->proto = a.proto;
+    return SS_OK;
+}
+
+static int grow_rows(coll_table *t, uint32_t need, uint32_t *cap, ss_err *err)
+{
+    if (need <= *cap) return SS_OK;
+    uint32_t c = *cap ? *cap * 2 : 32;
+    coll_row *r = realloc(t->rows, c * sizeof *r);
+    if (!r) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    t->rows = r;
+    *cap = c;
+    return SS_OK;
+}
+
+static int open_net(const char *file, uint32_t nodes, const net_opts *o, spec_topology *t,
+                    net **nt, ss_err *err)
+{
+    int rc = mach_load(file, nodes, t, err);
+    if (!rc && !t->graph)
+        rc = ss_fail(err, SS_E_INPUT, file,
+                     "topology %s has the flat form; collectives need its graph (\"node\")",
+                     t->name);
+    return rc ? rc : net_new(t, o, nt, err);
+}
+
+int coll_sweep(const char *topo_file, const net_opts *o, prog_coll c, uint32_t ranks,
+               uint32_t nodes, uint64_t b, uint64_t e, uint32_t f, coll_table *out, ss_err *err)
+{
+    if (b == 0 || e < b || f < 2)
+        return ss_fail(err, SS_E_INPUT, NULL,
+                       "sizes: expected 0 < -b <= -e and -f >= 2, got -b %llu -e %llu -f %u",
+                       (unsigned long long)b, (unsigned long long)e, f);
+    spec_topology t;
+    net *nt = NULL;
+    uint32_t *g = NULL, cap = 0;
+    coll_table tab = {.op = c, .nranks = ranks, .nodes = nodes, .median_abs_err = NAN};
+    int rc = open_net(topo_file, nodes, o, &t, &nt, err);
+    if (!rc) rc = place(&t, ranks, nodes ? nodes : t.nodes, &g, err);
+    tab.nodes = t.nodes;
+    snprintf(tab.label, sizeof tab.label, "%s", prog_coll_name(c));
+    for (uint64_t s = b; !rc && s <= e; s = s > UINT64_MAX / f ? UINT64_MAX : s * f) {
+        rc = grow_rows(&tab, tab.nrows + 1, &cap, err);
+        if (!rc) rc = predict(nt, c, g, ranks, s, &tab.rows[tab.nrows++], err);
+        if (s == UINT64_MAX) break;
+    }
+    free(g);
+    net_free(nt);
+    if (rc) {
+        coll_table_fini(&tab);
+        return rc;
+    }
+    *out = tab;
+    return SS_OK;
+}
+
+/* ---- comparisons ---- */
+
+static int to_coll(const char *file, const ncclt_info *in, prog_coll *c, ss_err *err)
+{
+    switch (in->op) {
+    case NCCLT_ALL_REDUCE: *c = PROG_COLL_ALL_REDUCE; return SS_OK;
+    case NCCLT_ALL_GATHER: *c = PROG_COLL_ALL_GATHER; return SS_OK;
+    case NCCLT_REDUCE_SCATTER: *c = PROG_COLL_REDUCE_SCATTER; return SS_OK;
+    case NCCLT_BROADCAST: *c = PROG_COLL_BROADCAST; return SS_OK;
+    case NCCLT_ALLTOALL: *c = PROG_COLL_ALL_TO_ALL; return SS_OK;
+    default: break;
+    }
+    char where[1100];
+    snprintf(where, sizeof where, "%s:%u", file, in->line);
+    return ss_fail(err, SS_E_INPUT, where, "table %s: %s is not a collective shardsim models "
+                   "(all_reduce, all_gather, reduce_scatter, broadcast, alltoall)",
+                   in->label, ncclt_op_names[in->op]);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void set_median(coll_table *t)
+{
+    double *v = malloc((t->nrows ? t->nrows : 1) * sizeof *v);
+    uint32_t k = 0;
+    for (uint32_t i = 0; v && i < t->nrows; i++)
+        if (t->rows[i].bytes >= COLL_MIB_MIN) v[k++] = fabs(t->rows[i].rel_err);
+    t->nmedian = k;
+    t->median_abs_err = NAN;
+    if (v && k) {
+        qsort(v, k, sizeof *v, cmp_double);
+        t->median_abs_err = k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+    }
+    free(v);
+}
+
+static int compare_table(const char *topo_file, const net_opts *o, const char *log_file,
+                         const ncclt_log *log, size_t ti, coll_table *tab, ss_err *err)
+{
+    const ncclt_info *in = ncclt_table(log, ti);
+    char where[1100];
+    snprintf(where, sizeof where, "%s:%u", log_file, in->line);
+    if (!in->nranks)
+        return ss_fail(err, SS_E_INPUT, where, "table %s: the log does not say how many ranks "
+                       "ran (no \"#  Rank N Group\" lines)", in->label);
+    *tab = (coll_table){.nranks = in->nranks, .nodes = in->nnodes ? in->nnodes : 1,
+                        .measured = true};
+    snprintf(tab->label, sizeof tab->label, "%s", in->label);
+    spec_topology t;
+    net *nt = NULL;
+    uint32_t *g = NULL;
+    int rc = to_coll(log_file, in, &tab->op, err);
+    if (!rc) rc = open_net(topo_file, tab->nodes, o, &t, &nt, err);
+    if (!rc) rc = place(&t, tab->nranks, tab->nodes, &g, err);
+    if (!rc && !(tab->rows = calloc(in->nrows ? in->nrows : 1, sizeof *tab->rows)))
+        rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    for (uint32_t j = 0; !rc && j < in->nrows; j++) {
+        const ncclt_row *m = ncclt_row_at(log, ti, j);
+        coll_row *r = &tab->rows[tab->nrows++];
+        rc = predict(nt, tab->op, g, tab->nranks, m->bytes, r, err);
+        r->count = m->count;
+        r->measured_us = m->out.time_us;
+        r->rel_err = m->out.time_us > 0 ? (r->time_us - m->out.time_us) / m->out.time_us : 0.0;
+    }
+    if (!rc) set_median(tab);
+    free(g);
+    net_free(nt);
+    return rc;
+}
+
+int coll_compare(const char *topo_file, const net_opts *o, const char *log_file,
+                 const char *op_hint, const char *label, coll_table **out, size_t *n,
+                 ss_err *err)
+{
+    ncclt_log *log = NULL;
+    int rc = ncclt_load(log_file, op_hint, &log, err);
+    if (rc) return rc;
+    size_t nt = ncclt_ntables(log), k = 0;
+    coll_table *tabs = calloc(nt ? nt : 1, sizeof *tabs);
+    if (!tabs) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    for (size_t i = 0; !rc && i < nt; i++) {
+        if (label && strcmp(ncclt_table(log, i)->label, label)) continue;
+        rc = compare_table(topo_file, o, log_file, log, i, &tabs[k], err);
+        k++;
+    }
+    if (!rc && k == 0)
+        rc = ss_fail(err, SS_E_INPUT, log_file, label ? "no table labelled \"%s\" in the log"
+                                                      : "no tables in the log%s", label ? label : "");
+    ncclt_free(log);
+    if (rc) {
+        for (size_t i = 0; tabs && i < k; i++) coll_table_fini(&tabs[i]);
+        free(tabs);
+        return rc;
+    }
+    *out = tabs;
+    *n = k;
+    return SS_OK;
+}
+
+void coll_table_fini(coll_table *t)
+{
+    if (!t) return;
+    free(t->rows);
+    t->rows = NULL;
+    t->nrows = 0;
+}
+
+/* ---- text ---- */
+
+typedef struct buf {
+    char *s;
+    size_t len, cap;
+    bool nomem;
+} buf;
+
+static void put(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    for (;;) {
+        if (b->nomem) return;
+        va_start(ap, fmt);
+        int k = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0) return;
+        if (b->s && b->len + (size_t)k < b->cap) {
+            b->len += (size_t)k;
+            return;
+        }
+        size_t c = b->cap ? b->cap : 4096;
+        while (c <= b->len + (size_t)k) c *= 2;
+        char *p = realloc(b->s, c);
+        if (!p) {
+            b->nomem = true;
+            return;
+        }
+        b->s = p;
+        b->cap = c;
+    }
+}
+
+static const char *redop_of(prog_coll c)
+{
+    return c == PROG_COLL_ALL_REDUCE || c == PROG_COLL_REDUCE_SCATTER ? "sum" : "none";
+}
+
+static void put_row(buf *b, const coll_table *t, const coll_row *r)
+{
+    char ap[32];
+    snprintf(ap, sizeof ap, "%s/%s", algo_kind_names[r->algo], algo_proto_names[r->proto]);
+    put(b, "%15llu  %12llu  %8s  %6s  %6d  %9.2f  %7.2f  %7.2f", (unsigned long long)r->bytes,
+        (unsigned long long)r->count, "float", redop_of(t->op),
+        t->op == PROG_COLL_BROADCAST ? 0 : -1, r->time_us, r->algbw_GBps, r->busbw_GBps);
+    if (t->measured) put(b, "  %10.2f  %+7.1f%%", r->measured_us, 100.0 * r->rel_err);
+    put(b, "  %s\n", ap);
+}
+
+int coll_format(const coll_table *t, const char *topo_name, const net_opts *o, char **text,
+                ss_err *err)
+{
+    buf b = {0};
+    put(&b, "# shardsim coll: %s (%s), %u ranks on %u node(s) of %s; algo %s, proto %s\n",
+        prog_coll_name(t->op), t->label, t->nranks, t->nodes, topo_name,
+        algo_kind_names[o->algo], algo_proto_names[o->proto]);
+    put(&b, "# predicted, one collective alone on the machine (columns as nccl-tests' "
+            "out-of-place group)\n#\n");
+    /* nccl-tests' own header text for the shared columns */
+    put(&b, "#       size         count      type   redop    root       time    algbw    busbw");
+    if (t->measured) put(&b, "    measured     error");
+    put(&b, "  algo/proto\n");
+    put(&b, "#        (B)    (elements)                                 (us)   (GB/s)   (GB/s)");
+    if (t->measured) put(&b, "        (us)");
+    put(&b, "\n");
+    for (uint32_t i = 0; i < t->nrows; i++) put_row(&b, t, &t->rows[i]);
+    if (t->measured && t->nmedian)
+        put(&b, "# median |error| of time for sizes >= 1 MiB: %.1f%% over %u sizes\n",
+            100.0 * t->median_abs_err, t->nmedian);
+    if (b.nomem || !b.s) {
+        free(b.s);
+        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    }
+    *text = b.s;
+    return SS_OK;
+}

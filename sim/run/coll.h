@@ -1,0 +1,67 @@
+/* coll.h - the network model in nccl-tests' terms: size sweeps and
+ * comparisons with real nccl-tests logs.
+ *
+ * A sweep predicts one collective alone on the machine for sizes b, b*f,
+ * ... up to e, like `all_gather_perf -b B -e E -f F`: time, algbw = size /
+ * time, busbw = algbw x the nccl-tests bus factor, and the algorithm and
+ * protocol the tuner chose. A comparison reads a log with io/ncclt.h and
+ * predicts every row of every table (the table's collective, rank and node
+ * count; ranks spread evenly over the nodes, local GPUs from 0) against its
+ * out-of-place time; the figure of merit is the median |relative error| over
+ * sizes >= 1 MiB.
+ *
+ * Ranks of node k are GPUs k * gpus_per_node + (0 .. ranks/nodes - 1); the
+ * topology file is loaded with the table's node count (topologies are
+ * parametrised by node count). Texts come out in nccl-tests' column layout
+ * so they can sit beside a real run. Ownership: tables and texts are the
+ * caller's (coll_table_fini, free).
+ */
+#ifndef RUN_COLL_H
+#define RUN_COLL_H
+
+#include "../net/net.h"
+
+#define COLL_MIB_MIN (1u << 20) /* sizes counted in the median */
+
+typedef struct coll_row {
+    uint64_t bytes, count;
+    double time_us, algbw_GBps, busbw_GBps;
+    algo_kind algo;
+    algo_proto proto;
+    double measured_us; /* comparisons only */
+    double rel_err;     /* (predicted - measured) / measured */
+} coll_row;
+
+typedef struct coll_table {
+    char label[128];
+    prog_coll op;
+    uint32_t nranks, nodes;
+    coll_row *rows;
+    uint32_t nrows;
+    bool measured;
+    double median_abs_err; /* over rows >= COLL_MIB_MIN; NAN when none */
+    uint32_t nmedian;
+} coll_table;
+
+/* A sweep over `ranks` GPUs on `nodes` nodes of the topology file (loaded
+ * with that node count; 0 keeps the file's), sizes b..e by factor f >= 2,
+ * float elements. Errors: a flat topology, ranks that do not fit or do not
+ * divide evenly over the nodes, sizes out of order. */
+int coll_sweep(const char *topo_file, const net_opts *o, prog_coll c, uint32_t ranks,
+               uint32_t nodes, uint64_t b, uint64_t e, uint32_t f, coll_table *out, ss_err *err);
+
+/* Compare with every table of an nccl-tests log (or the one labelled
+ * `label`, when not NULL). op_hint: the collective for tables the file does
+ * not name. *out is an array of *n tables. */
+int coll_compare(const char *topo_file, const net_opts *o, const char *log_file,
+                 const char *op_hint, const char *label, coll_table **out, size_t *n,
+                 ss_err *err);
+
+void coll_table_fini(coll_table *t);
+
+/* nccl-tests-shaped text of a table (with the measured columns when it has
+ * them); *text is malloc'd. */
+int coll_format(const coll_table *t, const char *topo_name, const net_opts *o, char **text,
+                ss_err *err);
+
+#endif

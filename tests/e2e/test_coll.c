@@ -1,0 +1,153 @@
+/* The network model against real nccl-tests tables, with the shipped
+ * topologies' default parameters (nothing fitted to these tables).
+ *
+ * Data: tests/data/nccl-tests/h100-8gpu-single-node-together.txt (Together
+ * AI's nccl-tests on one 8x H100 HGX node, NCCL 2.26.2; the file names say
+ * the algorithm was forced to ring or nvls) and
+ * tests/data/nccl-tests/h100-2node-16gpu-gcp-a3mega-ztan.txt (2 x 8 H100 on
+ * Google Cloud a3-mega, all_reduce). Their headers give the sources. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../sim/run/coll.h"
+
+#define ONE "tests/data/nccl-tests/h100-8gpu-single-node-together.txt"
+#define TWO "tests/data/nccl-tests/h100-2node-16gpu-gcp-a3mega-ztan.txt"
+#define TABLE "benchmarks/H100/results/20260305_220944/"
+
+static void path(char *buf, size_t n, const char *rel)
+{
+    snprintf(buf, n, "%s/%s", SS_SOURCE_DIR, rel);
+}
+
+/* Compare the table `label` of `log` on topology `topo` with `algo` forced;
+ * returns the table (the caller finishes it). */
+static coll_table compare(const char *topo_file, const char *log, const char *label, algo_kind algo)
+{
+    char t[1024], l[1024];
+    path(t, sizeof t, topo_file);
+    path(l, sizeof l, log);
+    net_opts o = {algo, ALGO_P_AUTO};
+    coll_table *tabs = NULL;
+    size_t n = 0;
+    ss_err err;
+    ss_err_clear(&err);
+    if (coll_compare(t, &o, l, NULL, label, &tabs, &n, &err))
+        fail_msg("%s: %s", err.where, err.msg);
+    assert_int_equal(n, 1);
+    coll_table tab = tabs[0];
+    free(tabs);
+    print_message("%-60s median |error| (>= 1 MiB, %u sizes): %5.1f%%\n", tab.label, tab.nmedian,
+                  100.0 * tab.median_abs_err);
+    return tab;
+}
+
+/* The ring tables: median |error| of time <= 10% over the 14 sizes from
+ * 1 MiB to 8 GiB (the issue's bar), and every size >= 64 MiB (bandwidth
+ * bound) within 12%. */
+static void check_ring(const char *file, double bar)
+{
+    char label[256];
+    snprintf(label, sizeof label, TABLE "%s", file);
+    coll_table t = compare("topologies/h100x8-hgx.json", ONE, label, ALGO_RING);
+    assert_int_equal(t.nranks, 8);
+    assert_int_equal(t.nmedian, 14);
+    assert_true(t.median_abs_err <= bar);
+    for (uint32_t i = 0; i < t.nrows; i++) {
+        assert_int_equal(t.rows[i].algo, ALGO_RING);
+        if (t.rows[i].bytes >= (64u << 20)) assert_true(fabs(t.rows[i].rel_err) <= 0.12);
+    }
+    coll_table_fini(&t);
+}
+
+static void test_all_reduce_ring(void **state)
+{
+    (void)state;
+    check_ring("all_reduce_ring.out", 0.10);
+}
+
+static void test_all_gather_ring(void **state)
+{
+    (void)state;
+    check_ring("all_gather_ring.out", 0.10);
+}
+
+static void test_reduce_scatter_ring(void **state)
+{
+    (void)state;
+    check_ring("reduce_scatter_ring.out", 0.10);
+}
+
+/* NVLS all-reduce: the model moves (1 + 1/n) of the payload over each
+ * GPU's NVLink, which is faster than measured (the switch's reduction rate
+ * is not modelled). Reported, and held to its present error so a change
+ * shows: predicted faster, median within 30%. */
+static void test_all_reduce_nvls(void **state)
+{
+    (void)state;
+    coll_table t = compare("topologies/h100x8-hgx.json", ONE, TABLE "all_reduce_nvls.out",
+                           ALGO_NVLS);
+    assert_true(t.median_abs_err <= 0.30);
+    for (uint32_t i = 0; i < t.nrows; i++)
+        if (t.rows[i].bytes >= (1u << 20)) assert_true(t.rows[i].rel_err < 0.0);
+    coll_table_fini(&t);
+}
+
+/* Two a3-mega nodes, the tuner's choice (NVLS_TREE for a 16-rank
+ * all-reduce across nodes, as NCCL on H100). Sizes >= 1 GiB run at the
+ * NICs' line rate and are within 10%; below that this machine's
+ * GPUDirect-TCPXO transport is up to 5x slower than any model of its
+ * stated NICs (a ~0.9 ms floor above 16 MiB), so the median over >= 1 MiB
+ * is far off with default parameters: printed, not asserted. A profile
+ * fitted by shardsim-calib replaces the defaults for such machines. */
+static void test_two_nodes(void **state)
+{
+    (void)state;
+    coll_table t = compare("topologies/gcp-a3mega.json", TWO, NULL, ALGO_AUTO);
+    assert_int_equal(t.nranks, 16);
+    assert_int_equal(t.nodes, 2);
+    uint32_t big = 0;
+    for (uint32_t i = 0; i < t.nrows; i++) {
+        if (t.rows[i].bytes < (1u << 30)) continue;
+        assert_true(fabs(t.rows[i].rel_err) <= 0.10);
+        assert_int_equal(t.rows[i].algo, ALGO_NVLS_TREE);
+        big++;
+    }
+    assert_int_equal(big, 4);
+    coll_table_fini(&t);
+}
+
+/* The text is nccl-tests' column layout with the comparison columns. */
+static void test_format(void **state)
+{
+    (void)state;
+    coll_table t = compare("topologies/h100x8-hgx.json", ONE, TABLE "all_gather_ring.out",
+                           ALGO_RING);
+    net_opts o = {ALGO_RING, ALGO_P_AUTO};
+    char *s = NULL;
+    assert_int_equal(coll_format(&t, "hgx", &o, &s, NULL), SS_OK);
+    assert_non_null(strstr(s, "#       size         count      type   redop    root"));
+    /* a row as nccl-tests prints it: size, count, type, redop, root */
+    assert_non_null(strstr(s, "\n     8589934592     268435456     float    none      -1 "));
+    assert_non_null(strstr(s, "# median |error| of time for sizes >= 1 MiB:"));
+    free(s);
+    coll_table_fini(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_all_reduce_ring), cmocka_unit_test(test_all_gather_ring),
+        cmocka_unit_test(test_reduce_scatter_ring), cmocka_unit_test(test_all_reduce_nvls),
+        cmocka_unit_test(test_two_nodes), cmocka_unit_test(test_format),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
