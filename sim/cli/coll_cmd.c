@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../io/machine.h"
+#include "../io/profile.h"
 #include "../run/coll.h"
 #include "out.h"
 
@@ -26,10 +27,12 @@ static const char usage[] =
     "             with the table's ranks and nodes, prints the error per row\n"
     "             and the median |error| for sizes >= 1 MiB\n"
     "  --op       with --compare: the collective of tables the log does not name\n"
-    "  --table    with --compare: only the table of this label\n";
+    "  --table    with --compare: only the table of this label\n"
+    "  --calibration  a profile from shardsim-calib fit: its measured curves\n"
+    "             replace the model's latency and bandwidth where they apply\n";
 
 typedef struct opts {
-    const char *topo, *compare, *table, *out, *op;
+    const char *topo, *compare, *table, *out, *op, *calibration;
     uint32_t ranks, nodes, f;
     uint64_t b, e;
     net_opts net;
@@ -86,6 +89,7 @@ static int parse_one(opts *o, const char *k, const char *v)
     else if (!strcmp(k, "--table")) o->table = v;
     else if (!strcmp(k, "-o")) o->out = v;
     else if (!strcmp(k, "--op")) o->op = v;
+    else if (!strcmp(k, "--calibration")) o->calibration = v;
     else if (!strcmp(k, "--ranks")) return parse_u32(v, 1, &o->ranks) ? 0 : bad("--ranks: expected a count >= 1, not %s", v);
     else if (!strcmp(k, "--nodes")) return parse_u32(v, 1, &o->nodes) ? 0 : bad("--nodes: expected a count >= 1, not %s", v);
     else if (!strcmp(k, "-f")) return parse_u32(v, 2, &o->f) ? 0 : bad("-f: expected a factor >= 2, not %s", v);
@@ -186,6 +190,12 @@ int coll_cmd(int argc, char **argv)
     ss_err_clear(&err);
     spec_topology t;
     if ((rc = mach_load(o.topo, o.nodes, &t, &err))) return fail(&err);
+    prof pf;
+    prof_init(&pf);
+    if (o.calibration) {
+        if ((rc = prof_load(o.calibration, &pf, &err))) return fail(&err);
+        o.net.profile = &pf;
+    }
     coll_table *tabs = NULL, one;
     size_t n = 0;
     if (o.compare) {
@@ -201,5 +211,6 @@ int coll_cmd(int argc, char **argv)
     if (!rc) rc = emit(&o, t.name, tabs, n, &err);
     for (size_t i = 0; i < n; i++) coll_table_fini(&tabs[i]);
     if (tabs != &one) free(tabs);
+    prof_fini(&pf);
     return rc ? fail(&err) : 0;
 }

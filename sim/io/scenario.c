@@ -1,5 +1,6 @@
 #include "scenario.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 
 #include "json.h"
 #include "machine.h"
+#include "profile.h"
 
 #define KEYS(...) (const char *const[]){__VA_ARGS__}, \
     sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)
@@ -299,6 +301,35 @@ static int load_network(js_node root, spec_scenario *s, ss_err *err)
     return SS_OK;
 }
 
+/* "calibration": a profile (docs/CALIBRATION.md) whose measured GEMM
+ * curves and launch cost replace the device's; the network reads its
+ * collective curves from the same file (s->calibration). */
+static int load_calibration(js_node root, spec_scenario *s, ss_err *err)
+{
+    js_node n;
+    const char *rel;
+    s->calibration[0] = '\0';
+    if (!js_get(root, "calibration", &n)) return SS_OK;
+    int rc = js_str_val(n, &rel, err);
+    if (rc || (rc = js_path_resolve(n.file, rel, s->calibration, sizeof s->calibration, err)))
+        return rc;
+    prof pf;
+    if ((rc = prof_load(s->calibration, &pf, err))) {
+        if (err && !strstr(err->msg, "referenced"))
+            snprintf(err->msg + strlen(err->msg), sizeof err->msg - strlen(err->msg),
+                     " (referenced from %s: %s)", n.file, n.path);
+        return rc;
+    }
+    spec_device *d = &s->topo.device;
+    for (int t = 0; t < SPEC_NDT; t++)
+        if (pf.gemm[t].present)
+            d->gemm_cal[t] = (spec_gemm_cal){true, pf.gemm[t].peak_tflops * 1e12, pf.gemm[t].e_max,
+                                             pf.gemm[t].d_half, pf.gemm[t].p};
+    if (isfinite(pf.launch_us)) d->launch_ns = ss_ns_from_s(pf.launch_us * 1e-6);
+    prof_fini(&pf);
+    return SS_OK;
+}
+
 static int load_allocator(js_node root, spec_scenario *s, ss_err *err)
 {
     static const char *const models[] = {"caching", "ideal"};
@@ -457,7 +488,8 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
     int rc = js_want_obj(root, err);
     if (rc || (rc = js_keys_check(root, KEYS("name", "description", "assumptions", "model",
                                              "topology", "parallel", "training", "precision",
-                                             "optimizer", "sharding", "runtime", "network", "allocator", "init",
+                                             "optimizer", "sharding", "runtime", "network", "calibration",
+                                             "allocator", "init",
                                              "expect"),
                                  err)) ||
         (rc = js_copy_name(root, "name", true, s->name, err)) ||
@@ -466,7 +498,7 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
         (rc = load_precision(root, &s->prec, err)) ||
         (rc = load_optimizer(root, &s->opt, err)) ||
         (rc = load_sharding(root, &s->shard, err)) || (rc = load_runtime(root, s, err)) ||
-        (rc = load_network(root, s, err)) ||
+        (rc = load_network(root, s, err)) || (rc = load_calibration(root, s, err)) ||
         (rc = load_allocator(root, s, err)) || (rc = load_init(root, s, err)) ||
         (rc = load_expect(root, s, err)))
         return rc;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "../core/vec.h"
+#include "../io/profile.h"
 
 enum { I_IDLE, I_LATENCY, I_FLOW, I_DONE };
 
@@ -123,6 +124,33 @@ static void pick(const net *n, const algo_shape *const *sh, uint32_t nsh, prog_c
         }
 }
 
+/* The profile's curve for c over pg, if any: latency and time alone
+ * replace the model's, the flows' bytes scale to match (net.h). */
+static void calibrate(const net *n, prog_coll c, const uint32_t *ranks, uint32_t size,
+                      ss_bytes bytes, algo_cost *k)
+{
+    static const ncclt_op ops[PROG_NCOLLS] = {
+        [PROG_COLL_ALL_REDUCE] = NCCLT_ALL_REDUCE, [PROG_COLL_ALL_GATHER] = NCCLT_ALL_GATHER,
+        [PROG_COLL_REDUCE_SCATTER] = NCCLT_REDUCE_SCATTER, [PROG_COLL_BROADCAST] = NCCLT_BROADCAST,
+        [PROG_COLL_ALL_TO_ALL] = NCCLT_ALLTOALL};
+    if (!n->o.profile) return;
+    uint32_t nodes = 1;
+    for (uint32_t i = 1; i < size; i++)
+        nodes += topo_node_of(n->g, ranks[i]) != topo_node_of(n->g, ranks[i - 1]);
+    const prof_coll *pc = prof_coll_find(n->o.profile, ops[c], size, nodes);
+    if (!pc || pc->c.nreg == 0) return;
+    const prof_regime *r = pc->c.reg;
+    uint32_t i = 0;
+    while (i + 1 < pc->c.nreg && bytes > r[i].max_bytes) i++;
+    double alpha = r[i].alpha_us > 0 ? r[i].alpha_us * 1e-6 : 0.0;
+    double total = prof_time_us(r, pc->c.nreg, bytes) * 1e-6;
+    double bw_model = k->iso_s - (double)k->latency_ns * 1e-9, bw_meas = total - alpha;
+    if (bw_model > 0 && bw_meas > 0) k->wscale *= bw_meas / bw_model;
+    else alpha = total; /* a curve with no bandwidth term: all latency */
+    k->latency_ns = ss_ns_from_s(alpha);
+    k->iso_s = total;
+}
+
 /* Candidate shapes: the forced algorithm if it applies, else all. */
 static int candidates(net *n, uint32_t gid, prog_coll c, prog_group pg,
                       const algo_shape *sh[ALGO_NKINDS], uint32_t *nsh, ss_err *err)
@@ -227,6 +255,7 @@ static int on_start(void *ctx, uint32_t id, prog_coll c, prog_group pg, uint32_t
     int rc = candidates(n, gid, c, pg, sh, &nsh, err);
     if (rc) return rc;
     pick(n, sh, nsh, c, pg.size, bytes, &best, &x->cost);
+    calibrate(n, c, pg.ranks, pg.size, bytes, &x->cost);
     x->shape = sh[best];
     x->state = bytes ? I_LATENCY : I_DONE;
     return eng_wake_at(w, id, now + x->cost.latency_ns, err);
@@ -288,6 +317,7 @@ int net_coll_alone(net *n, prog_coll c, const uint32_t *ranks, uint32_t nranks, 
     if (!rc && nsh) {
         algo_cost k;
         pick(n, sh, nsh, c, nranks, bytes, &best, &k);
+        calibrate(n, c, ranks, nranks, bytes, &k);
         *out = (net_alone){k.algo, k.proto, k.latency_ns, k.iso_s};
     }
     for (uint32_t i = 0; i < nsh; i++) algo_shape_fini(&own[i]);

@@ -25,9 +25,17 @@
 #include "algo.h"
 #include "topo.h"
 
+struct prof;
+
+/* With a calibration profile, a collective whose (op, ranks, nodes) has a
+ * measured curve keeps the tuner's algorithm and its flows, but takes the
+ * curve's latency (alpha) and its time alone on the machine (the flows'
+ * wire bytes are scaled so that their rate alone is the curve's): contention
+ * then slows it from the measured time, not the modelled one. */
 typedef struct net_opts {
     algo_kind algo;   /* ALGO_AUTO: the tuner's choice */
     algo_proto proto; /* ALGO_P_AUTO: the tuner's choice */
+    const struct prof *profile; /* NULL: model defaults; must outlive the net */
 } net_opts;
 
 typedef struct net net;

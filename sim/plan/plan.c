@@ -36,13 +36,23 @@ ss_ns plan_optim_ns(const plan *p, uint64_t numel)
 /* Roofline of one GEMM m x k x n in the compute dtype. Small GEMMs are far
  * from peak: efficiency = gemm_efficiency * g / (g + gemm_half_dim), g the
  * geometric mean of the three dimensions (flat when gemm_half_dim is 0). */
+double plan_gemm_rate(const plan *p, double g)
+{
+    const spec_device *d = &p->s->topo.device;
+    const spec_gemm_cal *c = &d->gemm_cal[p->s->prec.compute];
+    if (c->present) { /* measured (calibration profile) */
+        double gp = pow(g, c->p);
+        return c->peak_flops * c->e_max * gp / (gp + pow(c->d_half, c->p));
+    }
+    double eff = d->gemm_efficiency * (d->gemm_half_dim > 0 ? g / (g + d->gemm_half_dim) : 1.0);
+    return d->peak_flops[p->s->prec.compute] * eff;
+}
+
 ss_ns plan_gemm_ns(const plan *p, uint64_t m, uint64_t k, uint64_t n)
 {
     const spec_device *d = &p->s->topo.device;
     double flops = 2.0 * (double)m * (double)k * (double)n;
-    double g = cbrt((double)m * (double)k * (double)n);
-    double eff = d->gemm_efficiency * (d->gemm_half_dim > 0 ? g / (g + d->gemm_half_dim) : 1.0);
-    double peak = d->peak_flops[p->s->prec.compute] * eff;
+    double peak = plan_gemm_rate(p, cbrt((double)m * (double)k * (double)n));
     double bytes = (double)(m * k + k * n + m * n) * p->compute_elem;
     double tc = flops / peak;
     double tm = bytes / (d->hbm_bw_Bps * d->mem_efficiency);

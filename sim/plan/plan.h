@@ -76,8 +76,13 @@ typedef struct plan {
 int plan_new(plan **out, const spec_scenario *s, ss_err *err);
 void plan_free(plan *p);
 
-/* Device time of a GEMM m x k x n in the compute dtype: a roofline with the
- * device's efficiency curve. */
+/* FLOP/s a GEMM of geometric-mean dimension g reaches in the compute dtype:
+ * the calibration profile's measured curve when the scenario names one,
+ * else the device file's curve. */
+double plan_gemm_rate(const plan *p, double g);
+
+/* Device time of a GEMM m x k x n in the compute dtype: a roofline with that
+ * rate and the memory bandwidth. */
 ss_ns plan_gemm_ns(const plan *p, uint64_t m, uint64_t k, uint64_t n);
 /* Internal to plan/: expand an architecture model into blocks (plan_arch.c). */
 int plan_arch_blocks(plan *p, ss_err *err);

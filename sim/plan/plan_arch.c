@@ -145,9 +145,7 @@ static void attention(ab *x, unsigned l)
     if (!b) return;
     double core = (double)bs * a->heads * (double)s * s * (dqk + dv);
     double g = cbrt((double)s * s * dqk);
-    const spec_device *d = &x->p->s->topo.device;
-    double eff = d->gemm_efficiency * (d->gemm_half_dim > 0 ? g / (g + d->gemm_half_dim) : 1.0);
-    ss_ns core_ns = ss_ns_from_s(core / (d->peak_flops[x->p->s->prec.compute] * eff));
+    ss_ns core_ns = ss_ns_from_s(core / plan_gemm_rate(x->p, g));
     b->fwd_flops += (uint64_t)core;
     b->bwd_flops += (uint64_t)(2.5 * core);
     b->fwd_ns += core_ns;

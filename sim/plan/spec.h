@@ -151,8 +151,17 @@ typedef enum { SPEC_RECOMPUTE(SPEC_ENUM2_) SPEC_NRECOMP } spec_recompute;
 #undef SPEC_ENUM2_
 extern const char *const spec_recompute_names[SPEC_NRECOMP];
 
+/* A measured GEMM efficiency curve (a calibration profile's "gemm"):
+ * eff(d) = e_max d^p / (d^p + d_half^p) of peak_flops, d the geometric mean
+ * of m, n, k. Replaces the device's curve for that dtype when present. */
+typedef struct spec_gemm_cal {
+    bool present;
+    double peak_flops, e_max, d_half, p;
+} spec_gemm_cal;
+
 typedef struct spec_device {
     char name[SPEC_NAME_MAX];
+    spec_gemm_cal gemm_cal[SPEC_NDT];
     uint64_t hbm_bytes;
     double hbm_bw_Bps;         /* bytes per second */
     double peak_flops[SPEC_NDT]; /* dense FLOP/s per dtype, 0 = unsupported */
@@ -344,6 +353,7 @@ typedef struct spec_scenario {
     uint32_t nexpects;
     ss_ns hook_ns;           /* host time of one runtime hook (FSDP/DDP) */
     int net_algo, net_proto; /* SPEC_NALGO_*, SPEC_NPROTO_* */
+    char calibration[1024];  /* profile file (resolved), or "" */
 } spec_scenario;
 
 void spec_scenario_fini(spec_scenario *s);

@@ -6,6 +6,7 @@
 
 #include "../eng/eng.h"
 #include "../net/cost.h"
+#include "../io/profile.h"
 #include "../net/net.h"
 #include "../sched/sched.h"
 
@@ -40,9 +41,13 @@ static int simulate(const spec_scenario *s, run_result *r, ss_err *err)
         eng_net e = cost_eng_net(&cn);
         return eng_run(r->p, &e, &r->t, err);
     }
-    net_opts no = {(algo_kind)s->net_algo, (algo_proto)s->net_proto};
+    prof pf;
+    prof_init(&pf);
+    net_opts no = {(algo_kind)s->net_algo, (algo_proto)s->net_proto, NULL};
     net *n = NULL;
-    int rc = net_new(&s->topo, &no, &n, err);
+    int rc = SS_OK;
+    if (s->calibration[0] && !(rc = prof_load(s->calibration, &pf, err))) no.profile = &pf;
+    if (!rc) rc = net_new(&s->topo, &no, &n, err);
     if (rc == SS_E_INPUT && err && !err->where[0]) /* the graph is the topology's */
         snprintf(err->where, sizeof err->where, "%.480s: $.topology", s->file);
     if (!rc) {
@@ -50,6 +55,7 @@ static int simulate(const spec_scenario *s, run_result *r, ss_err *err)
         rc = eng_run(r->p, &e, &r->t, err);
     }
     net_free(n);
+    prof_fini(&pf);
     return rc;
 }
 

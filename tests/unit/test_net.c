@@ -276,7 +276,7 @@ static net *tiny_net(void)
     assert_int_equal(js_doc_parse(&d, "tiny.json", tiny, strlen(tiny), &err), SS_OK);
     if (mach_from_node(js_root(&d), 0, &t, &err)) fail_msg("%s: %s", err.where, err.msg);
     js_doc_fini(&d);
-    net_opts o = {ALGO_RING, ALGO_P_SIMPLE};
+    net_opts o = {.algo = ALGO_RING, .proto = ALGO_P_SIMPLE};
     assert_int_equal(net_new(&t, &o, &n, &err), SS_OK);
     return n;
 }
