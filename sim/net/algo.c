@@ -275,8 +275,12 @@ static void hier_inter(const topo *g, const uint32_t *r, uint32_t m, uint32_t pp
 
 /* ---- direct ---- */
 
-static void direct_all(const topo *g, const uint32_t *r, uint32_t n, acc *a)
+static void direct_all(const topo *g, prog_coll c, const uint32_t *r, uint32_t n, acc *a)
 {
+    if (c == PROG_COLL_SEND_RECV) { /* a shift by one: every member's payload once */
+        for (uint32_t i = 0; i < n; i++) acc_edge(a, g, r[i], r[(i + 1) % n], 1.0);
+        return;
+    }
     for (uint32_t i = 0; i < n; i++)
         for (uint32_t j = 0; j < n; j++)
             if (i != j) acc_edge(a, g, r[i], r[j], 1.0 / n);
@@ -288,7 +292,7 @@ bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
 {
     uint32_t m = count_nodes(g, ranks, n);
     switch (algo) {
-    case ALGO_RING: return c != PROG_COLL_ALL_TO_ALL;
+    case ALGO_RING: return c != PROG_COLL_ALL_TO_ALL && c != PROG_COLL_SEND_RECV;
     case ALGO_TREE: return c == PROG_COLL_ALL_REDUCE && m > 1 && regular(g, ranks, n, m);
     case ALGO_NVLS: return c == PROG_COLL_ALL_REDUCE && m == 1 && topo_has_nvls(g);
     case ALGO_NVLS_TREE:
@@ -297,7 +301,7 @@ bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
     case ALGO_HIER:
         return (c == PROG_COLL_ALL_REDUCE || c == PROG_COLL_ALL_GATHER ||
                 c == PROG_COLL_REDUCE_SCATTER) && m > 1 && regular(g, ranks, n, m);
-    case ALGO_DIRECT: return c == PROG_COLL_ALL_TO_ALL;
+    case ALGO_DIRECT: return c == PROG_COLL_ALL_TO_ALL || c == PROG_COLL_SEND_RECV;
     default: return false;
     }
 }
@@ -305,7 +309,7 @@ bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
 static const char *why_not(algo_kind algo)
 {
     switch (algo) {
-    case ALGO_RING: return "ring does not run all_to_all (use direct)";
+    case ALGO_RING: return "ring does not run all_to_all or send_recv (use direct)";
     case ALGO_TREE: return "tree runs all_reduce over a group spanning nodes with the same ranks "
                            "on each node";
     case ALGO_NVLS: return "nvls runs all_reduce inside one node whose GPUs share an NVLS-capable "
@@ -315,7 +319,7 @@ static const char *why_not(algo_kind algo)
                                 "nvswitch";
     case ALGO_HIER: return "hierarchical runs all_reduce, all_gather and reduce_scatter over a "
                            "group spanning nodes with the same ranks on each node";
-    case ALGO_DIRECT: return "direct runs all_to_all only";
+    case ALGO_DIRECT: return "direct runs all_to_all and send_recv only";
     default: return "auto is not an algorithm";
     }
 }
@@ -363,7 +367,7 @@ static void set_steps(const topo *g, prog_coll c, const uint32_t *r, uint32_t n,
     } else if (s->algo == ALGO_NVLS_TREE) {
         steps = 1 + 2 * (uint32_t)ceil(log2((double)m));
         inter = steps - 1;
-    } else if (s->algo == ALGO_NVLS || s->algo == ALGO_DIRECT) {
+    } else if (s->algo == ALGO_NVLS || s->algo == ALGO_DIRECT) { /* one step, peers at once */
         steps = 1;
         inter = m > 1;
     }
@@ -389,7 +393,7 @@ int algo_shape_build(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t
     case ALGO_NVLS: nvls(g, ranks, n, &ph[0]); break;
     case ALGO_NVLS_TREE: nvls_tree(g, ranks, n, m, &ph[0]); break;
     case ALGO_HIER: hier_phases(g, c, ranks, n, m, ph, &nph); break;
-    default: direct_all(g, ranks, n, &ph[0]); break;
+    default: direct_all(g, c, ranks, n, &ph[0]); break;
     }
     algo_shape s = {.algo = algo, .nphase = nph};
     int rc = SS_OK;

@@ -29,7 +29,8 @@
  *         levels: inside nodes, then across nodes per local rank on its own
  *         rail, then inside nodes again (reduce-scatter, all-reduce,
  *         all-gather for all-reduce).
- *   direct all-to-all: every pair, 1/n of the payload each way.
+ *   direct all-to-all: every pair, 1/n of the payload each way; send_recv:
+ *         each member to the next, the whole payload.
  *
  * Latency follows NCCL's tuning model (src/graph/tuning.cc): a base per
  * algorithm and protocol plus a per-step cost by hardware (NVLink, PCIe,

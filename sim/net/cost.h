@@ -3,7 +3,7 @@
  * time = steps * latency + bytes * factor / bus_bw, where bytes follows the
  * prog.h payload convention (nccl-tests "size") and factor is nccl-tests'
  * bus factor: (N-1)/N for all-gather, reduce-scatter and all-to-all,
- * 2(N-1)/N for all-reduce, 1 for broadcast. steps is the ring's step count
+ * 2(N-1)/N for all-reduce, 1 for broadcast and send_recv. steps is the ring's step count
  * (N-1, or 2(N-1) for all-reduce). A group inside one node uses the
  * topology's intra-node level, a group spanning nodes the inter-node level
  * (its bottleneck). A group of one rank costs nothing.

@@ -48,7 +48,8 @@
     X(ALL_GATHER, "all_gather")                                                \
     X(REDUCE_SCATTER, "reduce_scatter")                                        \
     X(BROADCAST, "broadcast")                                                  \
-    X(ALL_TO_ALL, "all_to_all")
+    X(ALL_TO_ALL, "all_to_all")                                                \
+    X(SEND_RECV, "send_recv")
 
 #define PROG_PHASES(X)                                                         \
     X(FORWARD, "forward")                                                      \
@@ -107,7 +108,10 @@ typedef struct prog_op {
 } prog_op;
 /* COLL payload convention (nccl-tests "size"): all_reduce, broadcast and
  * all_to_all: the buffer size; all_gather: the output (full) size;
- * reduce_scatter: the input (full) size. */
+ * reduce_scatter: the input (full) size; send_recv: what each member sends
+ * to the next member of the group (in rank order, the last to the first)
+ * while it receives as much from the previous one, as nccl-tests'
+ * sendrecv_perf (a 2-member group exchanges; pipeline stages use it). */
 
 typedef enum { PROG_ALLOC_AT_ISSUE, PROG_FREE_AT_ISSUE, PROG_FREE_AT_END } prog_memact;
 

@@ -119,12 +119,13 @@ static int to_coll(const char *file, const ncclt_info *in, prog_coll *c, ss_err 
     case NCCLT_REDUCE_SCATTER: *c = PROG_COLL_REDUCE_SCATTER; return SS_OK;
     case NCCLT_BROADCAST: *c = PROG_COLL_BROADCAST; return SS_OK;
     case NCCLT_ALLTOALL: *c = PROG_COLL_ALL_TO_ALL; return SS_OK;
+    case NCCLT_SENDRECV: *c = PROG_COLL_SEND_RECV; return SS_OK;
     default: break;
     }
     char where[1100];
     snprintf(where, sizeof where, "%s:%u", file, in->line);
     return ss_fail(err, SS_E_INPUT, where, "table %s: %s is not a collective shardsim models "
-                   "(all_reduce, all_gather, reduce_scatter, broadcast, alltoall)",
+                   "(all_reduce, all_gather, reduce_scatter, broadcast, alltoall, sendrecv)",
                    in->label, ncclt_op_names[in->op]);
 }
 
