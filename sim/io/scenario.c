@@ -242,7 +242,8 @@ static int load_sharding(js_node root, spec_sharding *s, ss_err *err)
         (rc = js_keys_check(n, KEYS("strategy", "bucket_cap_mb", "gradient_as_bucket_view",
                                     "parameters_as_bucket_view", "backward_prefetch",
                                     "forward_prefetch", "limit_all_gathers",
-                                    "use_orig_params", "no_sync", "wrap"), err)) ||
+                                    "use_orig_params", "no_sync", "wrap",
+                                    "shard_group_size"), err)) ||
         (rc = js_enum(n, "strategy", true, 0, spec_strategy_names, SPEC_NSTRATEGIES, &strat, err)) ||
         (rc = js_num(n, "bucket_cap_mb", false, 25.0, 1e-6, 1e7, &mb, err)) ||
         (rc = js_bool(n, "gradient_as_bucket_view", false, false, &s->gradient_as_bucket_view, err)) ||
@@ -260,6 +261,32 @@ static int load_sharding(js_node root, spec_sharding *s, ss_err *err)
     /* PyTorch DDP: only the default cap (none given) starts with a 1 MiB
      * first bucket; an explicit bucket_cap_mb applies to every bucket. */
     s->first_bucket_bytes = js_get(n, "bucket_cap_mb", &cap) ? s->bucket_cap_bytes : SS_MIB;
+    return SS_OK;
+}
+
+/* HYBRID_SHARD: FSDP's default shard group is a node's ranks. */
+static int load_hybrid(js_node root, spec_scenario *s, ss_err *err)
+{
+    js_node n, k;
+    js_get(root, "sharding", &n);
+    bool hybrid = s->shard.strategy == SPEC_HYBRID_SHARD ||
+                  s->shard.strategy == SPEC_HYBRID_SHARD_ZERO2;
+    bool given = js_get(n, "shard_group_size", &k);
+    s->shard.shard_group_size = 0;
+    if (!hybrid) {
+        if (given)
+            return js_failf(k, err, "shard_group_size goes with strategy hybrid_shard or "
+                                    "hybrid_shard_zero2");
+        return SS_OK;
+    }
+    uint32_t def = s->topo.gpus_per_node < s->dp ? s->topo.gpus_per_node : s->dp;
+    uint64_t size;
+    int rc = js_u64(n, "shard_group_size", false, def, 1, s->dp, &size, err);
+    if (rc) return rc;
+    if (s->dp % size)
+        return js_failf(given ? k : n, err, "shard groups of %llu ranks do not divide dp = %u",
+                        (unsigned long long)size, s->dp);
+    s->shard.shard_group_size = (uint32_t)size;
     return SS_OK;
 }
 
@@ -497,7 +524,7 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
         (rc = load_refs(root, s, err)) || (rc = load_layout(root, s, err)) ||
         (rc = load_precision(root, &s->prec, err)) ||
         (rc = load_optimizer(root, &s->opt, err)) ||
-        (rc = load_sharding(root, &s->shard, err)) || (rc = load_runtime(root, s, err)) ||
+        (rc = load_sharding(root, &s->shard, err)) || (rc = load_hybrid(root, s, err)) || (rc = load_runtime(root, s, err)) ||
         (rc = load_network(root, s, err)) || (rc = load_calibration(root, s, err)) ||
         (rc = load_allocator(root, s, err)) || (rc = load_init(root, s, err)) ||
         (rc = load_expect(root, s, err)))

@@ -11,7 +11,7 @@ enum { I_IDLE, I_LATENCY, I_FLOW, I_DONE };
 
 typedef struct inst {
     uint8_t state, phase;
-    const algo_shape *shape;
+    uint32_t shape; /* index in net.shapes (which moves as it grows) */
     algo_cost cost;
     double bytes, rem;
     uint32_t flow;
@@ -84,7 +84,7 @@ uint64_t net_solves(const net *n) { return n->solves; }
 /* ---- shapes ---- */
 
 static int cached_shape(net *n, uint32_t gid, prog_coll c, prog_group pg, algo_kind a,
-                        const algo_shape **out, ss_err *err)
+                        int32_t *out, ss_err *err)
 {
     uint32_t k = (gid * NCOLL + (uint32_t)c) * ALGO_NKINDS + (uint32_t)a;
     if (k >= n->nslot) {
@@ -103,7 +103,7 @@ static int cached_shape(net *n, uint32_t gid, prog_coll c, prog_group pg, algo_k
             n->slot[k] = (int32_t)++n->nshapes;
         }
     }
-    *out = n->slot[k] > 0 ? &n->shapes[n->slot[k] - 1] : NULL;
+    *out = n->slot[k] - 1; /* -1: not applicable */
     return SS_OK;
 }
 
@@ -151,18 +151,19 @@ static void calibrate(const net *n, prog_coll c, const uint32_t *ranks, uint32_t
     k->iso_s = total;
 }
 
-/* Candidate shapes: the forced algorithm if it applies, else all. */
+/* Candidate shapes (indexes): the forced algorithm if it applies, else
+ * all. */
 static int candidates(net *n, uint32_t gid, prog_coll c, prog_group pg,
-                      const algo_shape *sh[ALGO_NKINDS], uint32_t *nsh, ss_err *err)
+                      uint32_t idx[ALGO_NKINDS], uint32_t *nsh, ss_err *err)
 {
     *nsh = 0;
     for (int pass = 0; pass < 2 && *nsh == 0; pass++)
         for (int a = ALGO_RING; a < ALGO_NKINDS; a++) {
             if (pass == 0 && n->o.algo != ALGO_AUTO && a != (int)n->o.algo) continue;
-            const algo_shape *s = NULL;
-            int rc = cached_shape(n, gid, c, pg, (algo_kind)a, &s, err);
+            int32_t i = -1;
+            int rc = cached_shape(n, gid, c, pg, (algo_kind)a, &i, err);
             if (rc) return rc;
-            if (s) sh[(*nsh)++] = s;
+            if (i >= 0) idx[(*nsh)++] = (uint32_t)i;
         }
     if (*nsh == 0)
         return ss_fail(err, SS_E_INTERNAL, NULL, "no algorithm runs %s over %u ranks",
@@ -209,7 +210,7 @@ static int resolve(net *n, ss_ns now, eng_wakes *w, ss_err *err)
 static int start_phase(net *n, uint32_t id, ss_err *err)
 {
     inst *x = &n->in[id];
-    const algo_shape *s = x->shape;
+    const algo_shape *s = &n->shapes[x->shape];
     uint32_t nu = s->nuse[x->phase];
     if (!ss_grow((void **)&n->scratch, &n->cap_scratch, nu ? nu : 1, sizeof *n->scratch))
         return nomem(err);
@@ -251,12 +252,13 @@ static int on_start(void *ctx, uint32_t id, prog_coll c, prog_group pg, uint32_t
     *x = (inst){.state = I_DONE, .bytes = (double)bytes};
     if (pg.size <= 1) return eng_wake_at(w, id, now, err);
     const algo_shape *sh[ALGO_NKINDS];
-    uint32_t nsh, best = 0;
-    int rc = candidates(n, gid, c, pg, sh, &nsh, err);
+    uint32_t idx[ALGO_NKINDS], nsh, best = 0;
+    int rc = candidates(n, gid, c, pg, idx, &nsh, err);
     if (rc) return rc;
+    for (uint32_t i = 0; i < nsh; i++) sh[i] = &n->shapes[idx[i]]; /* stable from here */
     pick(n, sh, nsh, c, pg.size, bytes, &best, &x->cost);
     calibrate(n, c, pg.ranks, pg.size, bytes, &x->cost);
-    x->shape = sh[best];
+    x->shape = idx[best];
     x->state = bytes ? I_LATENCY : I_DONE;
     return eng_wake_at(w, id, now + x->cost.latency_ns, err);
 }
@@ -279,7 +281,7 @@ static int on_wake(void *ctx, uint32_t id, ss_ns now, bool *done, eng_wakes *w, 
             return eng_wake_at(w, id, x->due, err);
         }
         stop_flow(n, id);
-        if (++x->phase == x->shape->nphase) {
+        if (++x->phase == n->shapes[x->shape].nphase) {
             x->state = I_DONE;
             *done = true;
             return resolve(n, now, w, err);

@@ -132,8 +132,8 @@ static bool block_wrapped(const plan *p, const plan_block *b)
 
 static void unit_close(plan *p, plan_unit *u)
 {
-    u->shard = ss_div_ceil(u->numel, p->n);
-    u->padded = u->shard * p->n;
+    u->shard = ss_div_ceil(u->numel, p->shard_n);
+    u->padded = u->shard * p->shard_n;
     for (uint32_t i = 0; i < u->nblocks; i++)
         p->blocks[u->block0 + i].unit = (uint32_t)(u - p->units);
 }
@@ -181,8 +181,8 @@ static int add_units(plan *p, ss_err *err)
             b->unit = 0;
         }
     }
-    root->shard = ss_div_ceil(root->numel, p->n);
-    root->padded = root->shard * p->n;
+    root->shard = ss_div_ceil(root->numel, p->shard_n);
+    root->padded = root->shard * p->shard_n;
     if (root->block0 == UINT32_MAX) root->block0 = 0;
     return SS_OK;
 }
@@ -226,6 +226,7 @@ int plan_new(plan **out, const spec_scenario *s, ss_err *err)
     if (!p) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for the plan");
     p->s = s;
     p->n = s->dp;
+    p->shard_n = s->shard.shard_group_size ? s->shard.shard_group_size : s->dp;
     p->tokens = s->micro_batch * s->seq_len;
     p->param_elem = spec_dtype_size(s->prec.param);
     p->compute_elem = spec_dtype_size(s->prec.compute);

@@ -57,6 +57,7 @@ typedef struct plan_bucket {
 typedef struct plan {
     const spec_scenario *s;
     uint32_t n;               /* data-parallel ranks */
+    uint32_t shard_n;         /* ranks a FlatParameter is sharded over (n; HSDP: a group) */
     uint32_t param_elem, compute_elem, grad_elem, reduce_elem;
     plan_param *params;
     uint32_t nparams;

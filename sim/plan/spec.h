@@ -24,7 +24,9 @@
     X(ZERO1, "zero1")                                                          \
     X(SHARD_GRAD_OP, "shard_grad_op")                                          \
     X(FULL_SHARD, "full_shard")                                                \
-    X(NO_SHARD, "no_shard")
+    X(NO_SHARD, "no_shard")                                                    \
+    X(HYBRID_SHARD, "hybrid_shard")                                            \
+    X(HYBRID_SHARD_ZERO2, "hybrid_shard_zero2")
 
 /* FSDP1 backward_prefetch. */
 #define SPEC_BWD_PREFETCH(X)                                                   \
@@ -316,6 +318,9 @@ typedef struct spec_sharding {
     char (*wrap_modules)[SPEC_NAME_MAX]; /* wrap == MODULES */
     uint32_t nwrap_modules;
     uint64_t wrap_min_params; /* wrap == SIZE */
+    /* HYBRID_SHARD / _HYBRID_SHARD_ZERO2: ranks per shard group (consecutive
+     * ranks; replicated across groups); 0 for the other strategies. */
+    uint32_t shard_group_size;
 } spec_sharding;
 
 /* One expectation on a summary key (scenario "expect" block). */

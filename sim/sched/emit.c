@@ -104,6 +104,8 @@ void em_coll(em *e, prog_coll c, ss_bytes bytes)
     e->s.group = 0;
 }
 
+void em_group(em *e, uint32_t gid) { e->s.group = gid; }
+
 void em_cost(em *e, ss_ns host_ns, ss_ns dev_ns, uint64_t flops)
 {
     e->s.host_ns = host_ns;

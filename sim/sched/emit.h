@@ -55,6 +55,8 @@ void em_begin(em *e, prog_opkind kind, prog_stream st, prog_phase ph,
 void em_dep(em *e, uint32_t op); /* EM_NONE is ignored */
 void em_mem(em *e, uint32_t tensor, prog_memact act);
 void em_coll(em *e, prog_coll c, ss_bytes bytes);
+/* The collective's group, when it is not group 0 (all data-parallel ranks). */
+void em_group(em *e, uint32_t gid);
 void em_cost(em *e, ss_ns host_ns, ss_ns dev_ns, uint64_t flops);
 uint32_t em_end(em *e); /* returns the op id (EM_NONE after an error) */
 

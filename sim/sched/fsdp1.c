@@ -1,4 +1,5 @@
-/* FSDP1 (FullyShardedDataParallel) FULL_SHARD, SHARD_GRAD_OP, NO_SHARD.
+/* FSDP1 (FullyShardedDataParallel) FULL_SHARD, SHARD_GRAD_OP, NO_SHARD,
+ * HYBRID_SHARD and _HYBRID_SHARD_ZERO2.
  *
  * Per wrap unit (one FlatParameter, padded to N * ceil(numel / N)):
  *   pre-forward   unshard: all-gather on the unshard stream into a freshly
@@ -13,6 +14,11 @@
  *   post-backward reshard (not NO_SHARD); reduce-scatter the unsharded
  *                 gradient on the reduce stream into a new shard (NO_SHARD:
  *                 all-reduce in place); BACKWARD_POST prefetches now.
+ * HYBRID_SHARD (HSDP): FULL_SHARD inside a shard group (a node by default),
+ * replicated across groups: all-gathers and reduce-scatters run over the
+ * shard group, and each reduced shard is then all-reduced in place over the
+ * replicate group, on the reduce stream after its reduce-scatter (FSDP1's
+ * _reduce_grad). _HYBRID_SHARD_ZERO2 is the same with SHARD_GRAD_OP inside.
  * MixedPrecision: unsharded parameters and gradients are in the compute
  * dtype (param_dtype), the shards in the parameter and gradient dtypes.
  * Gradient accumulation: under no_sync() the unsharded gradients stay and
@@ -22,13 +28,16 @@
  * parameters' views: the flat gradient shards stay allocated until the root
  * pre-forward of the next step resets them (seeds/002's steady memory). */
 #include "emit.h"
+#include "sched.h"
 
 #include <stdlib.h>
 
 typedef struct fs {
     em *e;
     const plan *pl;
-    spec_strategy strat;
+    spec_strategy strat;       /* the behaviour inside the shard group */
+    bool hybrid;               /* shards also all-reduced across replicas */
+    uint32_t g_shard, g_rep;   /* group ids (sched.h) */
     uint32_t *t_full, *t_grad, *t_old, *t_new; /* per unit */
     uint32_t *ag;                              /* per unit: its pending all-gather */
     bool *unsharded, *gdone, *have_shard;
@@ -82,6 +91,7 @@ static void fs_unshard(fs *f, uint32_t u, prog_phase ph)
                              false, "fsdp.u%u.unsharded.%s", u, prog_phase_name(ph));
     em_begin(f->e, PROG_OP_COLL, PROG_UNSHARD, ph, "fsdp.all_gather.u%u", u);
     em_coll(f->e, PROG_COLL_ALL_GATHER, pu->padded * f->pl->compute_elem);
+    em_group(f->e, f->g_shard);
     em_mem(f->e, f->t_full[u], PROG_ALLOC_AT_ISSUE);
     f->ag[u] = em_end(f->e);
     f->unsharded[u] = true;
@@ -108,6 +118,16 @@ static void fs_hook(fs *f, prog_phase ph, const char *name)
     if (f->pl->s->hook_ns) em_host(f->e, ph, f->pl->s->hook_ns, name);
 }
 
+/* HSDP: the reduced shard, all-reduced in place across the replicas. */
+static void fs_replicate(fs *f, uint32_t u)
+{
+    em_begin(f->e, PROG_OP_COLL, PROG_REDUCE, PROG_PH_BACKWARD, "fsdp.all_reduce.replicas.u%u", u);
+    em_coll(f->e, PROG_COLL_ALL_REDUCE, f->pl->units[u].shard * f->pl->reduce_elem);
+    em_group(f->e, f->g_rep);
+    em_dep(f->e, f->reduce[u]);
+    f->reduce[u] = em_end(f->e);
+}
+
 static void fs_reduce(fs *f, uint32_t u, uint32_t last_bwd)
 {
     const plan_unit *pu = &f->pl->units[u];
@@ -122,6 +142,7 @@ static void fs_reduce(fs *f, uint32_t u, uint32_t last_bwd)
              noshard ? "fsdp.all_reduce.u%u" : "fsdp.reduce_scatter.u%u", u);
     em_coll(f->e, noshard ? PROG_COLL_ALL_REDUCE : PROG_COLL_REDUCE_SCATTER,
             (noshard ? pu->numel : pu->padded) * f->pl->reduce_elem);
+    if (!noshard) em_group(f->e, f->g_shard);
     em_dep(f->e, last_bwd);
     if (!noshard) {
         /* Later reductions add into the shard the first one made. */
@@ -133,6 +154,7 @@ static void fs_reduce(fs *f, uint32_t u, uint32_t last_bwd)
         em_mem(f->e, f->t_grad[u], PROG_FREE_AT_END);
     }
     f->reduce[u] = em_end(f->e);
+    if (f->hybrid && !noshard) fs_replicate(f, u);
 }
 
 static uint32_t fs_prev_unit(const fs *f, uint32_t u)
@@ -264,7 +286,7 @@ static void fs_free(fs *f)
 static int fs_local_tensors(const fs *f, em_tensors *params, em_tensors *optim)
 {
     const plan *pl = f->pl;
-    uint32_t r = f->e->rank;
+    uint32_t r = f->e->rank % pl->shard_n; /* place in the shard group */
     bool noshard = f->strat == SPEC_NO_SHARD, views = pl->s->shard.use_orig_params;
     int rc = em_tensors_init(params, pl->nunits, f->e->err);
     if (!rc) rc = em_tensors_init(optim, pl->nparams + pl->nunits, f->e->err);
@@ -291,11 +313,23 @@ static int fs_local_tensors(const fs *f, em_tensors *params, em_tensors *optim)
     return rc;
 }
 
+/* What a rank does inside its shard group. FSDP1 switches to NO_SHARD
+ * when it shards over one rank (and then all-reduces over every rank). */
+static spec_strategy fs_behaviour(const plan *pl)
+{
+    spec_strategy s = pl->s->shard.strategy;
+    if (pl->shard_n == 1) return SPEC_NO_SHARD;
+    if (s == SPEC_HYBRID_SHARD) return SPEC_FULL_SHARD;
+    if (s == SPEC_HYBRID_SHARD_ZERO2) return SPEC_SHARD_GRAD_OP;
+    return s;
+}
+
 static int fs_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)
 {
     em e;
-    /* FSDP1 switches to NO_SHARD when the world size is 1. */
-    fs f = {.e = &e, .pl = pl, .strat = pl->n == 1 ? SPEC_NO_SHARD : pl->s->shard.strategy};
+    fs f = {.e = &e, .pl = pl, .strat = fs_behaviour(pl), .hybrid = pl->shard_n != pl->n,
+            .g_shard = sched_gid_shard(pl, rank)};
+    if (f.hybrid) f.g_rep = sched_gid_replicate(pl, rank);
     int rc = em_init(&e, pl, p, rank, err);
     if (rc) return rc;
     if (!fs_alloc(&f, pl->nunits)) {
@@ -325,3 +359,6 @@ out:
 const sched_ops sched_fsdp1_full_shard = {"full_shard", SPEC_FULL_SHARD, fs_emit_rank};
 const sched_ops sched_fsdp1_shard_grad_op = {"shard_grad_op", SPEC_SHARD_GRAD_OP, fs_emit_rank};
 const sched_ops sched_fsdp1_no_shard = {"no_shard", SPEC_NO_SHARD, fs_emit_rank};
+const sched_ops sched_fsdp1_hybrid_shard = {"hybrid_shard", SPEC_HYBRID_SHARD, fs_emit_rank};
+const sched_ops sched_fsdp1_hybrid_shard_zero2 = {"hybrid_shard_zero2", SPEC_HYBRID_SHARD_ZERO2,
+                                                  fs_emit_rank};

@@ -3,11 +3,13 @@
 #include <stdlib.h>
 
 extern const sched_ops sched_ddp, sched_zero1, sched_fsdp1_full_shard,
-    sched_fsdp1_shard_grad_op, sched_fsdp1_no_shard;
+    sched_fsdp1_shard_grad_op, sched_fsdp1_no_shard, sched_fsdp1_hybrid_shard,
+    sched_fsdp1_hybrid_shard_zero2;
 
 static const sched_ops *const registry[] = {
     &sched_ddp, &sched_zero1, &sched_fsdp1_shard_grad_op,
-    &sched_fsdp1_full_shard, &sched_fsdp1_no_shard,
+    &sched_fsdp1_full_shard, &sched_fsdp1_no_shard, &sched_fsdp1_hybrid_shard,
+    &sched_fsdp1_hybrid_shard_zero2,
 };
 
 const sched_ops *sched_find(spec_strategy s)
@@ -22,8 +24,10 @@ st_kind sched_state_kind(spec_strategy s)
     switch (s) {
     case SPEC_DDP: return ST_ZERO0;
     case SPEC_ZERO1: return ST_ZERO1_ZRO;
-    case SPEC_SHARD_GRAD_OP: return ST_FSDP_SHARD_GRAD_OP;
-    case SPEC_FULL_SHARD: return ST_FSDP_FULL_SHARD;
+    case SPEC_SHARD_GRAD_OP:
+    case SPEC_HYBRID_SHARD_ZERO2: return ST_FSDP_SHARD_GRAD_OP;
+    case SPEC_FULL_SHARD:
+    case SPEC_HYBRID_SHARD: return ST_FSDP_FULL_SHARD;
     default: return ST_FSDP_NO_SHARD;
     }
 }
@@ -38,7 +42,10 @@ int sched_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err)
     if (!numels) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     for (uint32_t i = 0; i < count; i++)
         numels[i] = fsdp ? pl->units[i].numel : pl->params[i].numel;
-    st_input in = {kind, pl->n, rank, numels, count, pl->s->prec, pl->s->opt,
+    /* HSDP ranks hold their shard group's shards: the state model sees the group. */
+    bool grouped = fsdp && pl->shard_n != pl->n;
+    st_input in = {kind, grouped ? pl->shard_n : pl->n, grouped ? rank % pl->shard_n : rank,
+                   numels, count, pl->s->prec, pl->s->opt,
                    pl->s->shard.use_orig_params};
     int rc = st_compute(&in, out, err);
     free(numels);
@@ -60,7 +67,7 @@ static ss_bytes fsdp_init_peak(const plan *pl, bool full)
 {
     ss_bytes e = pl->param_elem, done = 0, peak = 0;
     ss_bytes rest = full ? pl->total_numel * e : 0;
-    bool noshard = pl->s->shard.strategy == SPEC_NO_SHARD || pl->n == 1;
+    bool noshard = pl->s->shard.strategy == SPEC_NO_SHARD || pl->shard_n == 1;
     /* Auto-wrapping wraps the children in model order, the root last. */
     for (uint32_t i = 1; i <= pl->nunits; i++) {
         const plan_unit *u = &pl->units[i % pl->nunits];
@@ -84,6 +91,35 @@ int sched_init_peak(const plan *pl, uint32_t rank, ss_bytes *out, ss_err *err)
     return SS_OK;
 }
 
+/* HSDP: shard groups of consecutive ranks (ids 1 .. R), then replicate
+ * groups of the ranks with the same place in their shard group (R + 1 ..
+ * R + S), the ids sched_gid_shard / sched_gid_replicate name. */
+static int add_hybrid_groups(const plan *pl, prog *p, uint32_t *ranks, ss_err *err)
+{
+    uint32_t S = pl->shard_n, R = pl->n / S, gid;
+    if (S == pl->n) return SS_OK;
+    int rc = SS_OK;
+    for (uint32_t g = 0; g < R && !rc; g++) {
+        for (uint32_t i = 0; i < S; i++) ranks[i] = g * S + i;
+        rc = prog_group_add(p, ranks, S, &gid, err);
+    }
+    for (uint32_t j = 0; j < S && !rc; j++) {
+        for (uint32_t g = 0; g < R; g++) ranks[g] = g * S + j;
+        rc = prog_group_add(p, ranks, R, &gid, err);
+    }
+    return rc;
+}
+
+uint32_t sched_gid_shard(const plan *pl, uint32_t rank)
+{
+    return pl->shard_n == pl->n ? 0 : 1 + rank / pl->shard_n;
+}
+
+uint32_t sched_gid_replicate(const plan *pl, uint32_t rank)
+{
+    return 1 + pl->n / pl->shard_n + rank % pl->shard_n;
+}
+
 int sched_build(const plan *pl, prog **out, ss_err *err)
 {
     const sched_ops *ops = sched_find(pl->s->shard.strategy);
@@ -101,6 +137,7 @@ int sched_build(const plan *pl, prog **out, ss_err *err)
     for (uint32_t r = 0; r < pl->n; r++) ranks[r] = r;
     uint32_t gid;
     rc = prog_group_add(p, ranks, pl->n, &gid, err);
+    if (!rc) rc = add_hybrid_groups(pl, p, ranks, err);
     free(ranks);
     for (uint32_t r = 0; r < pl->n && !rc; r++) rc = ops->emit_rank(pl, p, r, err);
     if (rc) {

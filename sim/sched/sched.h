@@ -3,8 +3,8 @@
  *
  * One module per runtime (ddp.c: DDP's reducer and gradient buckets;
  * zero.c: PyTorch's ZeroRedundancyOptimizer over DDP; fsdp1.c: FSDP1
- * FULL_SHARD / SHARD_GRAD_OP / NO_SHARD with its prefetch knobs and rate
- * limiter). Each is a sched_ops entry in a static table searched by the
+ * FULL_SHARD / SHARD_GRAD_OP / NO_SHARD / HYBRID_SHARD / _HYBRID_SHARD_ZERO2
+ * with its prefetch knobs and rate limiter). Each is a sched_ops entry in a static table searched by the
  * scenario's sharding.strategy. Schedulers know heaps and streams only
  * through prog.h; they know nothing of the engine's queue or of JSON.
  *
@@ -43,6 +43,12 @@ int sched_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err);
  *   FSDP, init.mode per_unit: each unit materialized only when it is
  *   wrapped, so at most one unit whole beside the shards done so far. */
 int sched_init_peak(const plan *pl, uint32_t rank, ss_bytes *out, ss_err *err);
+
+/* Group ids for HSDP (HYBRID_SHARD): the rank's shard group (0, all ranks,
+ * when the plan shards over every rank) and its replicate group (the ranks
+ * holding the same shard in the other shard groups). */
+uint32_t sched_gid_shard(const plan *pl, uint32_t rank);
+uint32_t sched_gid_replicate(const plan *pl, uint32_t rank);
 
 /* Build the whole program for a plan with the scheduler of its strategy.
  * Caller frees *out with prog_free. */

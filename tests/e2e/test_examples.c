@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -242,13 +243,88 @@ static void test_ideal_is_lower_bound(void **state)
     }
 }
 
+/* HYBRID_SHARD on 8 ranks in shard groups of 4 (FSDP1 HSDP): inside a
+ * group it is FULL_SHARD over 4, so the all-gathers and reduce-scatters and
+ * every rank's shard are those of test_mlp7_full_shard; each reduced shard
+ * is then all-reduced over its 2 replicas: 7 all-reduces of the shard,
+ * sum ceil(numel / 4) elements. _HYBRID_SHARD_ZERO2 keeps the parameters
+ * unsharded after forward: no backward all-gathers. */
+static void test_hybrid_shard(void **state)
+{
+    (void)state;
+    const char *sets[] = {"topology={\"file\": \"../../topologies/h100x8-hgx.json\"}",
+                          "parallel.dp=8", "sharding.strategy=hybrid_shard",
+                          "sharding.shard_group_size=4"};
+    spec_scenario s;
+    run_result r;
+    load_run("examples/mlp7-full-shard-per-block.json", sets, 4, &s, &r);
+    uint64_t phys = 0, padded = 0, log3 = 0;
+    for (int i = 0; i < 7; i++) {
+        uint64_t c = (numel(i) + 3) / 4;
+        phys += c;
+        padded += 4 * c;
+        log3 += numel(i) > 3 * c ? numel(i) - 3 * c : 0;
+    }
+    const sum_report *sr = &r.sum;
+    assert_int_equal(sr->coll[PROG_COLL_ALL_GATHER].phase_count[PROG_PH_FORWARD], 7);
+    assert_int_equal(sr->coll[PROG_COLL_ALL_GATHER].phase_count[PROG_PH_BACKWARD], 7);
+    assert_int_equal(sr->coll[PROG_COLL_ALL_GATHER].bytes, 2 * padded * 4);
+    assert_int_equal(sr->coll[PROG_COLL_REDUCE_SCATTER].bytes, padded * 4);
+    assert_int_equal(sr->coll[PROG_COLL_ALL_REDUCE].count, 7);
+    assert_int_equal(sr->coll[PROG_COLL_ALL_REDUCE].bytes, phys * 4);
+    for (uint32_t k = 0; k < 8; k++) assert_int_equal(sr->ranks[k].st.param.physical, phys * 4);
+    assert_int_equal(sr->ranks[3].st.param.logical, log3 * 4);
+    assert_int_equal(sr->ranks[7].st.param.logical, log3 * 4);
+    run_fini(&r);
+    spec_scenario_fini(&s);
+    sets[2] = "sharding.strategy=hybrid_shard_zero2";
+    load_run("examples/mlp7-full-shard-per-block.json", sets, 4, &s, &r);
+    assert_int_equal(r.sum.coll[PROG_COLL_ALL_GATHER].phase_count[PROG_PH_BACKWARD], 0);
+    assert_int_equal(r.sum.coll[PROG_COLL_ALL_REDUCE].bytes, phys * 4);
+    run_fini(&r);
+    spec_scenario_fini(&s);
+    /* groups that do not divide the ranks are refused */
+    sets[3] = "sharding.shard_group_size=3";
+    char path[1024];
+    snprintf(path, sizeof path, "%s/scenarios/examples/mlp7-full-shard-per-block.json",
+             SS_SOURCE_DIR);
+    ss_err err;
+    ss_err_clear(&err);
+    assert_int_equal(scn_load(path, sets, 4, &s, &err), SS_E_INPUT);
+    assert_non_null(strstr(err.msg, "do not divide dp = 8"));
+}
+
+/* seeds/000's rule of thumb: at equal dtype, FULL_SHARD moves about 1.5x
+ * DDP's bytes: all-gather twice and reduce-scatter once, (n-1)/n of the
+ * payload each on the bus, against one all-reduce at 2(n-1)/n. */
+static void test_full_shard_bus_bytes(void **state)
+{
+    (void)state;
+    const char *ddp[] = {"sharding.strategy=ddp"};
+    spec_scenario s;
+    run_result r;
+    load_run("examples/mlp7-full-shard-per-block.json", NULL, 0, &s, &r);
+    double k = 3.0 / 4.0;
+    double fs = k * (double)(r.sum.coll[PROG_COLL_ALL_GATHER].bytes +
+                             r.sum.coll[PROG_COLL_REDUCE_SCATTER].bytes);
+    run_fini(&r);
+    spec_scenario_fini(&s);
+    load_run("examples/mlp7-full-shard-per-block.json", ddp, 1, &s, &r);
+    double dd = 2 * k * (double)r.sum.coll[PROG_COLL_ALL_REDUCE].bytes;
+    print_message("FULL_SHARD / DDP bus bytes: %.4f\n", fs / dd);
+    assert_true(fabs(fs / dd - 1.5) < 0.01); /* padding adds a little */
+    run_fini(&r);
+    spec_scenario_fini(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp7_full_shard), cmocka_unit_test(test_one_rank),
         cmocka_unit_test(test_overrides), cmocka_unit_test(test_json_deterministic),
         cmocka_unit_test(test_ideal_is_lower_bound), cmocka_unit_test(test_init_peak),
-        cmocka_unit_test(test_grad_accum),
+        cmocka_unit_test(test_grad_accum), cmocka_unit_test(test_hybrid_shard),
+        cmocka_unit_test(test_full_shard_bus_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
