@@ -240,17 +240,32 @@ char *sum_json(const sum_report *r)
 
 static double mib(ss_bytes b) { return (double)b / (double)SS_MIB; }
 
+#define TEXT_RANKS 16 /* more ranks than this: the text shows a few */
+
+static void text_rank(const sum_report *r, uint32_t k, FILE *f)
+{
+    const sum_rank *s = &r->ranks[k];
+    fprintf(f, "  %-4u %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %11.3f  %s%s\n", k,
+            mib(s->st.param.physical), mib(s->st.grad.physical),
+            mib(s->st.optim.physical + s->st.master.physical), mib(s->mem.end), mib(s->mem.peak),
+            mib(s->mem.peak_reserved), secs(s->mem.peak_t) * 1e3, s->peak_op,
+            s->mem.ooms ? "  DOES NOT FIT" : "");
+}
+
 static void text_memory(const sum_report *r, FILE *f)
 {
     fprintf(f, "\n  %-4s %9s %9s %9s %9s %9s %9s %11s  %s\n", "rank", "param", "grad",
             "optim", "steady", "peak", "reserved", "peak at ms", "peak op");
-    for (uint32_t k = 0; k < r->nranks; k++) {
-        const sum_rank *s = &r->ranks[k];
-        fprintf(f, "  %-4u %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %11.3f  %s%s\n", k,
-                mib(s->st.param.physical), mib(s->st.grad.physical),
-                mib(s->st.optim.physical + s->st.master.physical), mib(s->mem.end),
-                mib(s->mem.peak), mib(s->mem.peak_reserved), secs(s->mem.peak_t) * 1e3,
-                s->peak_op, s->mem.ooms ? "  DOES NOT FIT" : "");
+    /* Thousands of ranks do not make a readable table: the first ranks and
+     * the one with the highest peak reserved; the JSON keeps every rank. */
+    uint32_t shown = r->nranks > TEXT_RANKS ? TEXT_RANKS / 2 : r->nranks, worst = 0;
+    for (uint32_t k = 1; k < r->nranks; k++)
+        if (r->ranks[k].mem.peak_reserved > r->ranks[worst].mem.peak_reserved) worst = k;
+    for (uint32_t k = 0; k < shown; k++) text_rank(r, k, f);
+    if (shown < r->nranks) {
+        if (worst >= shown) text_rank(r, worst, f);
+        fprintf(f, "  ... %u more ranks in the JSON summary (memory.per_rank)\n",
+                r->nranks - shown - (worst >= shown));
     }
     fprintf(f, "  (MiB; allocator model: %s; optim includes master weights)\n",
             mem_model_names[r->s->alloc_model]);
