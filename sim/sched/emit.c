@@ -252,7 +252,10 @@ uint32_t em_bwd_block(em *e, uint32_t i, uint32_t dep, const uint32_t *grads,
     if (b->dgrad)
         e->t_dact[i - 1] = em_tensor(e, PROG_MEM_ACTIVATION, b->in_bytes, false,
                                      "dact.%s", e->pl->blocks[i - 1].name);
-    /* Recomputed activations live while the backward kernels run. */
+    /* Recomputed activations: allocated when the host recomputes the block
+     * and dropped once it has issued the block's backward. They are used on
+     * the compute stream only (no record_stream), so PyTorch's allocator
+     * frees them at host time and the next block's recompute reuses them. */
     uint32_t recomp = b->recompute_bytes ? em_tensor(e, PROG_MEM_ACTIVATION, b->recompute_bytes,
                                                      false, "recomputed.%s", b->name)
                                          : EM_NONE;
@@ -262,7 +265,7 @@ uint32_t em_bwd_block(em *e, uint32_t i, uint32_t dep, const uint32_t *grads,
     if (b->dgrad) em_mem(e, e->t_dact[i - 1], PROG_ALLOC_AT_ISSUE);
     for (uint32_t g = 0; g < ngrads; g++) em_mem(e, grads[g], PROG_ALLOC_AT_ISSUE);
     em_mem(e, recomp, PROG_ALLOC_AT_ISSUE);
-    em_mem(e, recomp, PROG_FREE_AT_END);
+    em_mem(e, recomp, PROG_FREE_AT_ISSUE);
     em_mem(e, e->t_saved[i], PROG_FREE_AT_ISSUE);
     em_mem(e, e->t_dact[i], PROG_FREE_AT_ISSUE);
     /* The saved input: the previous block's output (the batch itself stays

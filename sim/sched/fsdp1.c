@@ -132,8 +132,12 @@ static void fs_reduce(fs *f, uint32_t u, uint32_t last_bwd)
 {
     const plan_unit *pu = &f->pl->units[u];
     bool noshard = f->strat == SPEC_NO_SHARD;
-    /* MixedPrecision with reduce_dtype: the gradient is cast before it is
-     * reduced; the copy lives until the reduce-scatter ends. */
+    /* MixedPrecision with reduce_dtype: the gradient is cast on the reduce
+     * stream before it is reduced; that stream is the copy's only user, so
+     * the host drops it right after issuing the reduce-scatter and the
+     * allocator may hand it to the next one at once (no record_stream). The
+     * unsharded gradient came from the compute stream: record_stream keeps
+     * it until the reduce-scatter ends. */
     uint32_t cast = !noshard && f->pl->reduce_elem != f->pl->compute_elem
                         ? em_tensor(f->e, PROG_MEM_COMM_BUFFER, pu->padded * f->pl->reduce_elem,
                                     false, "fsdp.u%u.grad.reduce_dtype", u)
@@ -150,7 +154,7 @@ static void fs_reduce(fs *f, uint32_t u, uint32_t last_bwd)
         f->have_shard[u] = true;
         f->gdone[u] = false;
         em_mem(f->e, cast, PROG_ALLOC_AT_ISSUE);
-        em_mem(f->e, cast, PROG_FREE_AT_END);
+        em_mem(f->e, cast, PROG_FREE_AT_ISSUE);
         em_mem(f->e, f->t_grad[u], PROG_FREE_AT_END);
     }
     f->reduce[u] = em_end(f->e);
