@@ -290,13 +290,56 @@ static int load_hybrid(js_node root, spec_scenario *s, ss_err *err)
     return SS_OK;
 }
 
+/* runtime.stragglers: [{"rank": r, "factor": f}], at most 16, distinct ranks
+ * inside dp. */
+static int load_stragglers(js_node n, spec_scenario *s, ss_err *err)
+{
+    js_node a;
+    size_t len;
+    int rc = js_arr(n, "stragglers", false, &a, &len, err);
+    if (rc) return rc;
+    if (len > 16) return js_failf(a, err, "at most 16 stragglers");
+    for (size_t i = 0; i < len && !rc; i++) {
+        js_node x = js_at(a, i);
+        uint64_t r;
+        double f;
+        if ((rc = js_want_obj(x, err)) || (rc = js_keys_check(x, KEYS("rank", "factor"), err)) ||
+            (rc = js_u64(x, "rank", true, 0, 0, s->dp - 1, &r, err)) ||
+            (rc = js_num(x, "factor", true, 1, 0.01, 100, &f, err)))
+            return rc;
+        for (uint32_t k = 0; k < s->nstragglers; k++)
+            if (s->stragglers[k].rank == r)
+                return js_failf(x, err, "rank %llu is listed twice", (unsigned long long)r);
+        s->stragglers[s->nstragglers++] = (struct spec_straggler){(uint32_t)r, f};
+    }
+    return rc;
+}
+
+/* runtime.jitter: {"cv": c, "seed": s, "samples": k}. */
+static int load_jitter(js_node n, spec_scenario *s, ss_err *err)
+{
+    js_node j;
+    uint64_t samples;
+    if (!js_get(n, "jitter", &j)) return SS_OK;
+    int rc = js_want_obj(j, err);
+    if (rc || (rc = js_keys_check(j, KEYS("cv", "seed", "samples"), err)) ||
+        (rc = js_num(j, "cv", true, 0, 0.0, 1.0, &s->jitter_cv, err)) ||
+        (rc = js_u64(j, "seed", false, 1, 0, UINT64_MAX, &s->jitter_seed, err)) ||
+        (rc = js_u64(j, "samples", false, 16, 1, 10000, &samples, err)))
+        return rc;
+    s->jitter_samples = (uint32_t)samples;
+    return SS_OK;
+}
+
 static int load_runtime(js_node root, spec_scenario *s, ss_err *err)
 {
     js_node n;
     double hook_us = 0.0;
     if (!js_get(root, "runtime", &n)) return SS_OK;
     int rc = js_want_obj(n, err);
-    if (rc || (rc = js_keys_check(n, KEYS("resident_bytes", "hook_us"), err)) ||
+    if (rc || (rc = js_keys_check(n, KEYS("resident_bytes", "hook_us", "stragglers", "jitter"),
+                                  err)) ||
+        (rc = load_stragglers(n, s, err)) || (rc = load_jitter(n, s, err)) ||
         (rc = js_u64(n, "resident_bytes", false, 0, 0, UINT64_MAX, &s->resident_bytes, err)) ||
         (rc = js_num(n, "hook_us", false, 0.0, 0.0, 1e6, &hook_us, err)))
         return rc;

@@ -82,6 +82,41 @@ void sum_fini(sum_report *r)
     for (uint32_t k = 0; r->ranks && k < r->nranks; k++) mem_rank_fini(&r->ranks[k].mem);
     free(r->ranks);
     r->ranks = NULL;
+    free(r->samples);
+    r->samples = NULL;
+}
+
+static int cmp_ns(const void *a, const void *b)
+{
+    ss_ns x = *(const ss_ns *)a, y = *(const ss_ns *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct dist {
+    double mean, p50, p90, min, max;
+} dist;
+
+/* Nearest-rank percentiles of the samples. */
+static dist distribution(const sum_report *r)
+{
+    dist d = {0};
+    uint32_t n = r->nsamples;
+    ss_ns *v = malloc(n * sizeof *v);
+    if (!v || !n) {
+        free(v);
+        return d;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        v[i] = r->samples[i];
+        d.mean += (double)v[i] * 1e-9 / n;
+    }
+    qsort(v, n, sizeof *v, cmp_ns);
+    d.min = (double)v[0] * 1e-9;
+    d.max = (double)v[n - 1] * 1e-9;
+    d.p50 = (double)v[(n * 50 + 99) / 100 - 1] * 1e-9;
+    d.p90 = (double)v[(n * 90 + 99) / 100 - 1] * 1e-9;
+    free(v);
+    return d;
 }
 
 /* ---- JSON ---- */
@@ -208,6 +243,18 @@ char *sum_json(const sum_report *r)
     cJSON_AddStringToObject(root, "strategy", spec_strategy_names[r->s->shard.strategy]);
     add_u64(root, "ranks", r->nranks);
     cJSON_AddNumberToObject(root, "step_time_s", secs(r->step_ns));
+    if (r->nsamples) {
+        dist d = distribution(r);
+        cJSON *sd = cJSON_AddObjectToObject(root, "step_time_distribution");
+        cJSON_AddNumberToObject(sd, "samples", r->nsamples);
+        cJSON_AddNumberToObject(sd, "cv", r->s->jitter_cv);
+        cJSON_AddNumberToObject(sd, "seed", (double)r->s->jitter_seed);
+        cJSON_AddNumberToObject(sd, "mean_s", d.mean);
+        cJSON_AddNumberToObject(sd, "p50_s", d.p50);
+        cJSON_AddNumberToObject(sd, "p90_s", d.p90);
+        cJSON_AddNumberToObject(sd, "min_s", d.min);
+        cJSON_AddNumberToObject(sd, "max_s", d.max);
+    }
     json_time(root, r);
     json_throughput(root, r);
     cJSON *mem = cJSON_AddObjectToObject(root, "memory");
@@ -281,6 +328,11 @@ void sum_text(const sum_report *r, FILE *f)
     fprintf(f, "%s  [%s, %u ranks]\n", r->s->name, spec_strategy_names[r->s->shard.strategy],
             r->nranks);
     fprintf(f, "  step time        %10.3f ms\n", secs(r->step_ns) * 1e3);
+    if (r->nsamples) {
+        dist d = distribution(r);
+        fprintf(f, "  with jitter      p50 %.3f ms, p90 %.3f ms, max %.3f ms (%u samples, cv %.3g)\n",
+                d.p50 * 1e3, d.p90 * 1e3, d.max * 1e3, r->nsamples, r->s->jitter_cv);
+    }
     fprintf(f, "  compute busy     %10.3f ms\n", secs(r->compute_ns) * 1e3);
     fprintf(f, "  comm busy        %10.3f ms  (overlapped %.3f, exposed %.3f)\n",
             secs(r->comm_ns) * 1e3, secs(r->overlap_ns) * 1e3, secs(r->exposed_comm_ns) * 1e3);

@@ -44,6 +44,10 @@ typedef struct sum_report {
     uint64_t tokens;        /* per rank per step */
     double flops_per_token; /* 6 N + 12 L H Q T (torchtitan) */
     double peak_flops;      /* the device's dense rate in the compute dtype */
+    /* set by the caller under runtime.jitter: the step time of each sample
+     * (owned; sum_fini frees it) */
+    ss_ns *samples;
+    uint32_t nsamples;
 } sum_report;
 
 /* st[r]: rank r's state bytes. The memory series is recorded for rank 0,

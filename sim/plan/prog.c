@@ -200,6 +200,11 @@ int prog_op_add(prog *p, uint32_t rank, const prog_op_spec *s, uint32_t *opid,
 uint32_t prog_nranks(const prog *p) { return p->nranks; }
 uint32_t prog_nops(const prog *p, uint32_t r) { return p->ranks[r].ops.len; }
 const prog_op *prog_ops(const prog *p, uint32_t r) { return p->ranks[r].ops.data; }
+
+void prog_set_dev_ns(prog *p, uint32_t r, uint32_t op, ss_ns dev_ns)
+{
+    ((prog_op *)p->ranks[r].ops.data)[op].dev_ns = dev_ns;
+}
 const uint32_t *prog_deps(const prog *p, uint32_t r) { return p->ranks[r].deps.data; }
 const prog_mem *prog_mems(const prog *p, uint32_t r) { return p->ranks[r].mems.data; }
 uint32_t prog_ntensors(const prog *p, uint32_t r) { return p->ranks[r].tensors.len; }

@@ -163,6 +163,10 @@ int prog_op_add(prog *p, uint32_t rank, const prog_op_spec *s, uint32_t *opid,
 
 /* Reading. Indexes are not checked beyond assert-level: callers use the
  * counts. */
+/* Variation (stragglers, jitter): replace the device time of a COMPUTE op
+ * after the program is built; the one change a built program accepts. */
+void prog_set_dev_ns(prog *p, uint32_t rank, uint32_t op, ss_ns dev_ns);
+
 uint32_t prog_nranks(const prog *p);
 uint32_t prog_nops(const prog *p, uint32_t rank);
 const prog_op *prog_ops(const prog *p, uint32_t rank);

@@ -359,6 +359,15 @@ typedef struct spec_scenario {
     ss_ns hook_ns;           /* host time of one runtime hook (FSDP/DDP) */
     int net_algo, net_proto; /* SPEC_NALGO_*, SPEC_NPROTO_* */
     char calibration[1024];  /* profile file (resolved), or "" */
+    /* Variation (runtime.stragglers, runtime.jitter): compute time of rank
+     * straggler[i].rank scaled by .factor; jitter scales every compute op by
+     * exp(cv * z - cv^2 / 2), z standard normal from `seed`, for `samples`
+     * extra runs whose step times the summary reports. */
+    struct spec_straggler { uint32_t rank; double factor; } stragglers[16];
+    uint32_t nstragglers;
+    double jitter_cv;
+    uint64_t jitter_seed;
+    uint32_t jitter_samples;
 } spec_scenario;
 
 void spec_scenario_fini(spec_scenario *s);

@@ -9,6 +9,7 @@
 #include "../io/profile.h"
 #include "../net/net.h"
 #include "../sched/sched.h"
+#include "vary.h"
 
 void run_fini(run_result *r)
 {
@@ -34,12 +35,12 @@ static int states(run_result *r, ss_err *err)
 
 /* The engine run over the topology's network: the graph with contention
  * when the topology has one, else the flat ring model. */
-static int simulate(const spec_scenario *s, run_result *r, ss_err *err)
+static int simulate(const spec_scenario *s, const prog *p, trc **out, ss_err *err)
 {
     if (!s->topo.graph) {
         cost_net cn = {&s->topo};
         eng_net e = cost_eng_net(&cn);
-        return eng_run(r->p, &e, &r->t, err);
+        return eng_run(p, &e, out, err);
     }
     prof pf;
     prof_init(&pf);
@@ -52,10 +53,35 @@ static int simulate(const spec_scenario *s, run_result *r, ss_err *err)
         snprintf(err->where, sizeof err->where, "%.480s: $.topology", s->file);
     if (!rc) {
         eng_net e = net_eng(n);
-        rc = eng_run(r->p, &e, &r->t, err);
+        rc = eng_run(p, &e, out, err);
     }
     net_free(n);
     prof_fini(&pf);
+    return rc;
+}
+
+/* runtime.jitter: the step again per sample, with every compute op
+ * perturbed (vary.h); only the step times are kept. */
+static int jitter_samples(const spec_scenario *s, run_result *r, ss_err *err)
+{
+    if (!s->jitter_samples) return SS_OK;
+    ss_ns *base = vary_save(r->p);
+    r->sum.samples = calloc(s->jitter_samples, sizeof *r->sum.samples);
+    if (!base || !r->sum.samples) {
+        free(base);
+        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for %u jitter samples",
+                       s->jitter_samples);
+    }
+    int rc = SS_OK;
+    for (uint32_t k = 0; k < s->jitter_samples && !rc; k++) {
+        trc *t = NULL;
+        vary_jitter(s, r->p, base, k);
+        rc = simulate(s, r->p, &t, err);
+        if (!rc) r->sum.samples[r->sum.nsamples++] = t->step_ns;
+        trc_free(t);
+    }
+    vary_restore(r->p, base);
+    free(base);
     return rc;
 }
 
@@ -64,7 +90,8 @@ int run_step(const spec_scenario *s, const run_opts *o, run_result *out, ss_err 
     run_result r = {0};
     int rc = plan_new(&r.pl, s, err);
     if (!rc) rc = sched_build(r.pl, &r.p, err);
-    if (!rc) rc = simulate(s, &r, err);
+    if (!rc) vary_stragglers(s, r.p);
+    if (!rc) rc = simulate(s, r.p, &r.t, err);
     if (!rc) rc = states(&r, err);
     if (!rc) rc = sum_build(s, r.t, r.st, o && o->series_all, &r.sum, err);
     if (!rc) {
@@ -72,6 +99,7 @@ int run_step(const spec_scenario *s, const run_opts *o, run_result *out, ss_err 
         r.sum.flops_per_token = r.pl->flops_per_token;
         r.sum.peak_flops = s->topo.device.peak_flops[s->prec.compute];
     }
+    if (!rc) rc = jitter_samples(s, &r, err);
     for (uint32_t k = 0; !rc && k < r.pl->n; k++)
         rc = sched_init_peak(r.pl, k, &r.sum.ranks[k].init_peak, err);
     if (rc) {

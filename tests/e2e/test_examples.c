@@ -317,6 +317,56 @@ static void test_full_shard_bus_bytes(void **state)
     spec_scenario_fini(&s);
 }
 
+/* runtime.stragglers: rank 0 computing 2x slower doubles its compute busy
+ * time (every compute op scaled, rounding to the ns per op); the others
+ * wait for it at every collective, so the step is at least that long.
+ * runtime.jitter: cv 0 gives the step itself in every sample; the same seed
+ * gives the same samples, another seed others. */
+static void test_variation(void **state)
+{
+    (void)state;
+    spec_scenario s;
+    run_result base, slow;
+    load_run("seed002/zero0_ddp.json", NULL, 0, &s, &base);
+    const char *sl[] = {"runtime.stragglers=[{\"rank\": 0, \"factor\": 2}]"};
+    spec_scenario s2;
+    load_run("seed002/zero0_ddp.json", sl, 1, &s2, &slow);
+    assert_true(llabs((long long)slow.sum.compute_ns - 2 * (long long)base.sum.compute_ns) <=
+                (long long)slow.sum.nops);
+    assert_true(slow.sum.step_ns >= slow.sum.compute_ns);
+    assert_true(slow.sum.step_ns > base.sum.step_ns);
+    run_fini(&slow);
+    spec_scenario_fini(&s2);
+    const char *j0[] = {"runtime.jitter={\"cv\": 0, \"samples\": 3}"};
+    load_run("seed002/zero0_ddp.json", j0, 1, &s2, &slow);
+    assert_int_equal(slow.sum.nsamples, 3);
+    for (uint32_t k = 0; k < 3; k++) assert_int_equal(slow.sum.samples[k], base.sum.step_ns);
+    run_fini(&slow);
+    spec_scenario_fini(&s2);
+    const char *ja[] = {"runtime.jitter={\"cv\": 0.1, \"samples\": 4, \"seed\": 5}"};
+    const char *jb[] = {"runtime.jitter={\"cv\": 0.1, \"samples\": 4, \"seed\": 6}"};
+    run_result a1, a2, b;
+    spec_scenario sa1, sa2, sb;
+    load_run("seed002/zero0_ddp.json", ja, 1, &sa1, &a1);
+    load_run("seed002/zero0_ddp.json", ja, 1, &sa2, &a2);
+    load_run("seed002/zero0_ddp.json", jb, 1, &sb, &b);
+    int differ = 0;
+    for (uint32_t k = 0; k < 4; k++) {
+        assert_int_equal(a1.sum.samples[k], a2.sum.samples[k]);
+        differ += a1.sum.samples[k] != b.sum.samples[k];
+    }
+    assert_true(differ > 0);
+    assert_int_equal(a1.sum.step_ns, base.sum.step_ns); /* the step itself is unperturbed */
+    run_fini(&a1);
+    run_fini(&a2);
+    run_fini(&b);
+    spec_scenario_fini(&sa1);
+    spec_scenario_fini(&sa2);
+    spec_scenario_fini(&sb);
+    run_fini(&base);
+    spec_scenario_fini(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -324,7 +374,7 @@ int main(void)
         cmocka_unit_test(test_overrides), cmocka_unit_test(test_json_deterministic),
         cmocka_unit_test(test_ideal_is_lower_bound), cmocka_unit_test(test_init_peak),
         cmocka_unit_test(test_grad_accum), cmocka_unit_test(test_hybrid_shard),
-        cmocka_unit_test(test_full_shard_bus_bytes),
+        cmocka_unit_test(test_full_shard_bus_bytes), cmocka_unit_test(test_variation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
