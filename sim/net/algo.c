@@ -192,11 +192,37 @@ static void ring(const topo *g, prog_coll c, const uint32_t *r, uint32_t n, bool
 
 /* ---- tree ---- */
 
-/* Parent of position i in a binary heap over m positions, or m for the root. */
-static uint32_t heap_parent(uint32_t i, uint32_t m) { return i == 0 ? m : (i - 1) / 2; }
+/* NCCL's binary trees over m positions keep edges short: position p != 0
+ * with lowest set bit b hangs under (p ^ b) | 2b, or p ^ b past the end, so
+ * most edges join neighbours (inside a pod). Returns the parent of p. */
+static uint32_t btree_parent(uint32_t p, uint32_t m)
+{
+    uint32_t b = p & -p, up = (p ^ b) | (b << 1);
+    return up < m ? up : p ^ b;
+}
 
-/* Two binary trees over the m nodes (the second shifted by one, so most
- * inner nodes of one are leaves of the other), each half the payload up
+/* Tree t's position of node x: the second tree mirrors the first (even m)
+ * or shifts it by one (odd m), so a node inner in one is a leaf in the
+ * other. The map is its own inverse for the mirror; for the shift, inv. */
+static uint32_t tree_pos(uint32_t t, uint32_t x, uint32_t m)
+{
+    if (t == 0) return x;
+    return m % 2 == 0 ? m - 1 - x : (x + m - 1) % m;
+}
+
+static uint32_t tree_node(uint32_t t, uint32_t pos, uint32_t m)
+{
+    if (t == 0) return pos;
+    return m % 2 == 0 ? m - 1 - pos : (pos + 1) % m;
+}
+
+/* The parent node of node x in tree t (x not the tree's root). */
+static uint32_t tree_parent(uint32_t t, uint32_t x, uint32_t m)
+{
+    return tree_node(t, btree_parent(tree_pos(t, x, m), m), m);
+}
+
+/* Two binary trees over the m nodes (tree_pos), each half the payload up
  * and down; a chain inside each node carries both. */
 static void tree(const topo *g, const uint32_t *r, uint32_t n, uint32_t m, acc *a)
 {
@@ -207,9 +233,9 @@ static void tree(const topo *g, const uint32_t *r, uint32_t n, uint32_t m, acc *
             acc_edge(a, g, r[x * ppn + j + 1], r[x * ppn + j], 1.0);
         }
     for (uint32_t t = 0; t < 2; t++)
-        for (uint32_t pos = 1; pos < m; pos++) {
-            uint32_t child = (pos + t) % m, parent = (heap_parent(pos, m) + t) % m;
-            uint32_t rc = r[child * ppn], rp = r[parent * ppn];
+        for (uint32_t child = 0; child < m; child++) {
+            if (tree_pos(t, child, m) == 0) continue; /* the root */
+            uint32_t rc = r[child * ppn], rp = r[tree_parent(t, child, m) * ppn];
             acc_edge(a, g, rc, rp, 0.5);
             acc_edge(a, g, rp, rc, 0.5);
         }
@@ -241,8 +267,9 @@ static void nvls_tree(const topo *g, const uint32_t *r, uint32_t n, uint32_t m, 
     for (uint32_t j = 0; j < ppn; j++) {
         int rail = (int)topo_nic_of(g, r[j] % topo_gpus_per_node(g));
         for (uint32_t t = 0; t < 2; t++)
-            for (uint32_t pos = 1; pos < m; pos++) {
-                uint32_t child = (pos + t) % m, parent = (heap_parent(pos, m) + t) % m;
+            for (uint32_t child = 0; child < m; child++) {
+                if (tree_pos(t, child, m) == 0) continue;
+                uint32_t parent = tree_parent(t, child, m);
                 uint32_t rc = r[child * ppn + j], rp = r[parent * ppn + j];
                 acc_edge_rail(a, g, rc, rp, rail, 0.5 / ppn);
                 acc_edge_rail(a, g, rp, rc, rail, 0.5 / ppn);
