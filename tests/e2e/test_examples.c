@@ -367,6 +367,30 @@ static void test_variation(void **state)
     spec_scenario_fini(&s);
 }
 
+/* Per-state dtypes (seeds/000 section 4): with bf16 compute and an fp32
+ * reduce dtype, the all-gathers move the padded units in bf16 and the
+ * reduce-scatters in fp32, while the stored shards stay fp32. */
+static void test_collective_dtypes(void **state)
+{
+    (void)state;
+    const char *mp[] = {"topology={\"file\": \"../../topologies/h100x8-hgx.json\"}",
+                        "precision={\"param\": \"fp32\", \"compute\": \"bf16\", "
+                        "\"grad\": \"fp32\", \"reduce\": \"fp32\"}"};
+    spec_scenario s;
+    run_result r;
+    load_run("examples/mlp7-full-shard-per-block.json", mp, 2, &s, &r);
+    uint64_t padded = 0, phys = 0;
+    for (int i = 0; i < 7; i++) {
+        padded += 4 * ((numel(i) + 3) / 4);
+        phys += (numel(i) + 3) / 4;
+    }
+    assert_int_equal(r.sum.coll[PROG_COLL_ALL_GATHER].bytes, 2 * padded * 2);
+    assert_int_equal(r.sum.coll[PROG_COLL_REDUCE_SCATTER].bytes, padded * 4);
+    assert_int_equal(r.sum.ranks[0].st.param.physical, phys * 4);
+    run_fini(&r);
+    spec_scenario_fini(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -375,6 +399,7 @@ int main(void)
         cmocka_unit_test(test_ideal_is_lower_bound), cmocka_unit_test(test_init_peak),
         cmocka_unit_test(test_grad_accum), cmocka_unit_test(test_hybrid_shard),
         cmocka_unit_test(test_full_shard_bus_bytes), cmocka_unit_test(test_variation),
+        cmocka_unit_test(test_collective_dtypes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
