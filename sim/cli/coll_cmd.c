@@ -113,7 +113,7 @@ static int parse_one(opts *o, const char *k, const char *v)
 static int parse(int argc, char **argv, opts *o)
 {
     *o = (opts){.f = 2, .b = 8, .e = 8ull << 30};
-    for (int i = 0; i < argc; i++) {
+    for (int i = 0; i < argc; i += 2) { /* every option takes a value */
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(usage, stdout);
             return -1;
@@ -121,7 +121,6 @@ static int parse(int argc, char **argv, opts *o)
         if (i + 1 >= argc) return bad("%s needs a value", argv[i]);
         int rc = parse_one(o, argv[i], argv[i + 1]);
         if (rc) return rc;
-        i++;
     }
     if (!o->topo) return bad("%s", "--topology FILE is required");
     if (!o->compare && !o->op) return bad("%s", "--op OP (or --compare LOG) is required");
