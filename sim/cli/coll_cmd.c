@@ -22,7 +22,8 @@ static const char usage[] =
     "  --nodes    node count of the topology (default: the file's)\n"
     "  -b -e -f   smallest and largest size and the step factor, as nccl-tests\n"
     "             (sizes take K, M, G suffixes; default -b 8 -e 8G -f 2)\n"
-    "  --algo     auto, ring, tree, nvls, hierarchical, direct (NCCL_ALGO)\n"
+    "  --algo     auto, ring, tree, nvls, nvls_tree, hierarchical, direct\n"
+    "             (NCCL_ALGO)\n"
     "  --proto    auto, ll, ll128, simple (NCCL_PROTO)\n"
     "  --compare  a real nccl-tests output; predicts every row of every table\n"
     "             with the table's ranks and nodes, prints the error per row\n"
@@ -98,7 +99,8 @@ static int parse_one(opts *o, const char *k, const char *v)
     else if (!strcmp(k, "-e")) return parse_size(v, &o->e) ? 0 : bad("-e: expected a size like 8G, not %s", v);
     else if (!strcmp(k, "--algo")) {
         if (!pick_name(v, algo_kind_names, ALGO_NKINDS, &x))
-            return bad("--algo: expected auto, ring, tree, nvls, hierarchical or direct, not %s", v);
+            return bad("--algo: expected auto, ring, tree, nvls, nvls_tree, hierarchical or "
+                       "direct, not %s", v);
         o->net.algo = (algo_kind)x;
     } else if (!strcmp(k, "--proto")) {
         if (!pick_name(v, algo_proto_names, ALGO_NPROTOS, &x))

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# shardsim coll end to end: a sweep in nccl-tests' columns, a comparison
+# with a real log, a calibrated comparison, and bad input (exit 2, a message
+# naming what is wrong, nothing written).
+set -u
+bin=$1
+cd "$2" || exit 1
+fails=0
+out=$(mktemp -d)
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+"$bin" coll --topology topologies/h100x8-hgx.json --op all_gather -b 1M -e 16M -f 4 >"$out/s" 2>&1 || fail "sweep exited $?"
+grep -q "^#       size         count      type   redop    root" "$out/s" || fail "sweep header"
+[ "$(grep -c '^ *[0-9]' "$out/s")" -eq 3 ] || fail "sweep rows: 1M, 4M, 16M"
+"$bin" coll --topology topologies/h100x8-hgx.json --algo ring \
+  --table benchmarks/H100/results/20260305_220944/all_gather_ring.out \
+  --compare tests/data/nccl-tests/h100-8gpu-single-node-together.txt >"$out/c" 2>&1 || fail "compare exited $?"
+[ "$(grep -c '^# median' "$out/c")" -eq 1 ] || fail "compare: one table, one median"
+"$bin" coll --topology topologies/gcp-a3mega.json --calibration calib/profiles/h100-2node-a3mega.json \
+  --compare tests/data/nccl-tests/h100-2node-16gpu-gcp-a3mega-ztan.txt -o "$out/cal.txt" >/dev/null 2>&1 || fail "calibrated compare exited $?"
+grep -q "median |error| of time for sizes >= 1 MiB: 0\." "$out/cal.txt" || fail "calibrated median under 1%: $(grep median "$out/cal.txt")"
+check_bad() { # expected fragment, args...
+  local frag=$1; shift
+  "$bin" coll "$@" -o "$out/bad.txt" >"$out/stdout" 2>"$out/stderr"
+  local rc=$?
+  [ $rc -eq 2 ] || fail "coll $*: exit $rc, want 2"
+  grep -qF -- "$frag" "$out/stderr" || { fail "coll $*: no '$frag' in:"; cat "$out/stderr"; }
+  [ ! -e "$out/bad.txt" ] || fail "coll $*: left output behind"
+  rm -f "$out/bad.txt"
+}
+check_bad "--op: expected" --topology topologies/h100x8-hgx.json --op all_scatter
+check_bad "cannot read" --topology topologies/nope.json --op all_gather
+check_bad "--nodes: expected" --topology topologies/h100x8-hgx.json --op all_gather --nodes 0
+printf '{"name": "flat", "nodes": 1, "gpus_per_node": 4, "intra_node": {"bus_bw_GBps": 100, "latency_us": 1}, "device": "%s/topologies/devices/v100-sxm2-32gb.json"}' "$PWD" >"$out/flat.json"
+check_bad "flat form" --topology "$out/flat.json" --op all_gather
+check_bad "ranks on" --topology topologies/h100x8-hgx.json --op all_gather --ranks 12
+check_bad "-b: expected" --topology topologies/h100x8-hgx.json --op all_gather -b 1X
+check_bad "cannot read" --topology topologies/h100x8-hgx.json --compare no-such-log.txt
+rm -rf "$out"
+[ $fails -eq 0 ] && echo "coll: all passed"
+[ $fails -eq 0 ]
