@@ -2,7 +2,8 @@
  *
  *   engine   events per second of the engine on a synthetic program: R ranks,
  *            each a chain of compute ops with a cross-stream dependency and an
- *            all-reduce of every rank every 8 ops;
+ *            all-reduce of every rank every 8 ops; bytes per op of the
+ *            engine's own state at its peak and of the trace it returns;
  *   flows    max-min re-solves per second of the flow solver with N concurrent
  *            flows of 6 links each, after every end-and-start of a flow:
  *            "symmetric" (every link shared alike: one bottleneck level, as
@@ -65,19 +66,49 @@ static prog *synthetic(uint32_t ranks, uint32_t ops)
     return p;
 }
 
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec * 1e-6;
+}
+
+/* events/s over the whole eng_run (trace allocation, setup and loop) of
+ * the first run, with its CPU time beside the wall time (they differ on a
+ * loaded machine), and the best of three runs (later runs may reuse memory
+ * the first one faulted in, which is what a sweep sees); then memory per
+ * op: the engine's own peak (eng_stats) and the trace it returns, one
+ * trc_op per op plus a pointer per rank. */
 static void bench_engine(uint32_t ranks, uint32_t ops)
 {
     prog *p = synthetic(ranks, ops);
     if (!p) return;
     eng_net net = {.ctx = NULL, .coll_ns = flat_net};
-    trc *t = NULL;
-    double t0 = now();
-    int rc = eng_run(p, &net, &t, NULL);
-    double dt = now() - t0;
+    eng_stats st = {0};
+    double dt = 0, dc = 0, best = 0;
+    uint64_t events = 0;
+    int rc = SS_OK;
+    for (int k = 0; k < 3 && !rc; k++) {
+        trc *t = NULL;
+        double c0 = cpu_s(), t0 = now();
+        rc = eng_run_stats(p, &net, &t, &st, NULL);
+        double w = now() - t0;
+        if (k == 0) {
+            dt = w;
+            dc = cpu_s() - c0;
+        }
+        if (k == 0 || w < best) best = w;
+        if (!rc) events = t->nevents;
+        trc_free(t);
+    }
+    double nops = (double)ranks * ops;
     if (!rc)
-        printf("  engine  %6u ranks x %7u ops  %10llu events  %8.3f s  %7.2f M events/s\n", ranks,
-               ops, (unsigned long long)t->nevents, dt, t->nevents / dt / 1e6);
-    trc_free(t);
+        printf("  engine  %6u ranks x %7u ops  %10llu events  %8.3f s  %7.2f M events/s"
+               "  cpu %6.3f s  best of 3 %7.2f M events/s  engine %5.1f B/op  trace %5.1f B/op\n",
+               ranks, ops, (unsigned long long)events, dt, events / dt / 1e6, dc,
+               events / best / 1e6, st.peak_bytes / nops,
+               (sizeof(trc_op) * nops + ranks * sizeof(trc_op *)) / nops);
     prog_free(p);
 }
 

@@ -4,18 +4,31 @@
  *
  * State changes only at events: a host finishes issuing a device op
  * (EV_ISSUE), an op ends (EV_END), or a host starts (EV_KICK, once per rank
- * at t = 0). Deps are same-rank, so after an event of rank r only rank r's
- * host and the heads of its four device streams can have become runnable;
- * retrying those five is O(1). Each op counts its unfinished deps, and each
- * op lists the ops waiting on it (built once, CSR), so deps cost O(1) each
- * in all. Everything that becomes runnable at t starts at t, so start =
- * max(issue, previous op on the stream ended, deps ended) falls out of event
- * order. Total O((ops + deps) log ops) for the queue, plus O(ops log size)
- * to find each rank's place in its groups.
+ * at t = 0). Each op counts what it still waits for (op_st.cnt): its
+ * unfinished deps, plus one until the host issued it, plus one until the
+ * op before it on its stream ended. The events that lower a count are the
+ * only places an op can become ready, so an event touches just the ops it
+ * releases (the ended op's stream successor and its waiters, from a CSR
+ * list built once), never a whole rank. Everything that becomes ready at t
+ * starts at t, so start = max(issue, previous op on the stream ended, deps
+ * ended) falls out of event order. Total O(ops + deps + group sizes) work
+ * plus the queue (eq.h: O(1) per event that shares its instant, O(log
+ * instants) else).
+ *
+ * Order within one event is part of the output (trace seqs, push order):
+ * ops released by one event start in stream order (compute, unshard,
+ * reduce, copy), then the host takes its next op, as if every stream head
+ * and the host were retried in that order (what releasing computes, in
+ * O(released) instead of O(streams)).
  *
  * seq: one counter, incremented at every issue, start and end recorded in
  * the trace, in processing order, so same-instant records are totally
- * ordered (the memory replay sorts by (t, seq)). */
+ * ordered (the memory replay sorts by (t, seq)).
+ *
+ * Memory: per op one 16-byte op_st and 4 bytes per dep, per rank one
+ * rank_st, per collective call one member slot and per instance one count,
+ * all allocated by setup; the loop allocates only when the event queue or
+ * the network's wake list doubles. */
 #include "eng.h"
 
 #include <stdbool.h>
@@ -29,32 +42,35 @@
 enum { EV_KICK, EV_ISSUE, EV_END, EV_NET };
 
 #define NONE UINT32_MAX
+#define ENDED UINT32_MAX /* op_st.cnt once the op ended */
 
+/* Per op state. The hot loop reads this, not the op's 64-byte prog_op,
+ * for an op it releases, starts or ends (hence the stream and the COLL
+ * flag in aux); a device op's prog_op is read once, when the host takes
+ * it. Until a COMPUTE op starts, its trace record's `end` holds its
+ * device time: starting it writes that record anyway, and the record is
+ * the engine's until eng_run returns. */
 typedef struct op_st {
-    uint32_t pending; /* deps that have not ended yet */
-    uint32_t inst;    /* COLL: instance number within its group */
-    uint8_t issued;   /* device op: the host finished issuing it */
-    uint8_t arrived;  /* COLL: ready and holding its stream, peers awaited */
-    uint8_t done;
+    uint32_t cnt;  /* what it waits for (see top); 0: running or holding its
+                      stream; ENDED after its end */
+    uint32_t succ; /* device op: the next op of its stream, or NONE */
+    uint32_t w0;   /* its waiters: eng.wait[w0 .. this[1].w0) */
+    uint32_t aux;  /* stream | AUX_COLL | instance in its group << AUX_INST */
 } op_st;
 
-/* A device stream: its ops in program order, which is issue order. */
-typedef struct strm {
-    uint32_t off, len; /* rank_st.sorder[off .. off+len) */
-    uint32_t head;     /* index of the next op to run, in [0, len] */
-    bool busy;         /* running its head, or holding a waiting collective */
-} strm;
+enum { AUX_STREAM = 7, AUX_COLL = 8, AUX_INST = 4 };
+#define INST_MAX (UINT32_MAX >> AUX_INST)
+
+static unsigned stream_of(const op_st *os) { return os->aux & AUX_STREAM; }
+static uint32_t inst_of(const op_st *os) { return os->aux >> AUX_INST; }
 
 typedef struct rank_st {
     const prog_op *ops;
+    trc_op *rec;    /* the trace's records of this rank */
+    op_st *st;      /* [nops + 1], inside eng.st */
     uint32_t nops;
-    uint32_t hpos;    /* next op the host looks at */
-    bool host_busy;   /* issuing a device op or running a HOST op */
-    op_st *st;        /* [nops] */
-    uint32_t *sorder; /* [nops] device op ids grouped by stream */
-    uint32_t *w0;     /* [nops + 1] waiters of op i: wait[w0[i] .. w0[i+1]) */
-    uint32_t *wait;   /* [ndeps] */
-    strm s[PROG_NSTREAMS];
+    uint32_t hpos;  /* next op the host looks at */
+    bool host_busy; /* issuing a device op or running a HOST op */
 } rank_st;
 
 typedef struct grp_st {
@@ -63,6 +79,9 @@ typedef struct grp_st {
     uint32_t ninst;      /* most calls any member makes */
     uint32_t *member_op; /* [inst * size + member]: op id, NONE if never called */
     uint32_t *arrived;   /* [inst]: members whose op arrived */
+    uint32_t cap;        /* instances the two arrays have room for */
+    uint32_t mark, calls, member; /* setup: last rank + 1 that called it, its calls
+                                     so far, its index in pg.ranks */
 } grp_st;
 
 /* Wake requests collected during one network call. */
@@ -78,22 +97,40 @@ typedef struct eng {
     uint32_t nr, ng;
     rank_st *r;
     grp_st *g;
+    op_st *st;      /* [ops of all ranks + 1], rank by rank; the last holds w0 only */
+    uint32_t *wait; /* [deps of all ranks]: waiters, grouped by the op they wait for */
+    uint32_t nwait, wait_cap;
     eq q;
     trc *t;
     uint64_t seq;
+    ss_ns step_ns;    /* latest end so far */
     uint32_t ninst;   /* instances over all groups */
     uint32_t *gen;    /* [ninst]: generation of the pending wake */
     uint32_t *inst_g; /* [ninst]: group of the instance */
     eng_wakes wakes;
+    size_t bytes;     /* the engine's own arrays, for eng_stats */
 } eng;
+
+/* Ops that one event released, at most one per device stream (an op is
+ * ready only once the op before it on its stream ended). */
+typedef struct ready {
+    uint32_t op[PROG_NSTREAMS];
+    unsigned mask; /* bit s: op[s] is set */
+} ready;
 
 static int nomem(eng *e)
 {
     return ss_fail(e->err, SS_E_NOMEM, NULL, "out of memory in the engine");
 }
 
-/* calloc that never returns NULL for an empty array. */
-static void *zalloc(size_t n, size_t size) { return calloc(n ? n : 1, size); }
+/* calloc that never returns NULL for an empty array, and counts bytes.
+ * Nothing is freed before the run ends, so the count is also the peak. */
+static void *zalloc(eng *e, size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (p) e->bytes += (n ? n : 1) * size;
+    return p;
+}
 
 static const char *op_name(const eng *e, uint32_t r, uint32_t i)
 {
@@ -102,115 +139,140 @@ static const char *op_name(const eng *e, uint32_t r, uint32_t i)
 
 /* ---- setup ---- */
 
-/* Reverse deps as CSR: count per target, prefix-sum, fill with a moving
- * cursor, then shift the cursors back into start offsets. Waiters come out
- * in program order. */
-static int build_waiters(eng *e, uint32_t r)
+/* Room for instance k of group g: member slots (NONE: never called) and an
+ * arrival count, grown by doubling while the ranks are scanned. */
+static int group_reserve(eng *e, grp_st *g, uint32_t k)
+{
+    if (k < g->cap) return SS_OK;
+    uint64_t cap = g->cap ? (uint64_t)g->cap * 2 : 4, size = g->pg.size;
+    while (cap <= k) cap *= 2;
+    if (cap >= UINT32_MAX || cap * size > SIZE_MAX / sizeof *g->member_op)
+        return ss_fail(e->err, SS_E_INPUT, NULL, "too many calls of group %u",
+                       (unsigned)(g - e->g));
+    uint32_t *mop = realloc(g->member_op, (size_t)(cap * size) * sizeof *mop);
+    if (mop) g->member_op = mop;
+    uint32_t *arr = mop ? realloc(g->arrived, (size_t)cap * sizeof *arr) : NULL;
+    if (!arr) return nomem(e);
+    g->arrived = arr;
+    for (uint64_t j = g->cap * size; j < cap * size; j++) mop[j] = NONE;
+    for (uint64_t j = g->cap; j < cap; j++) arr[j] = 0;
+    e->bytes += (size_t)((cap - g->cap) * (size + 1) * sizeof *mop);
+    g->cap = (uint32_t)cap;
+    return SS_OK;
+}
+
+/* Collective op i of rank r: the k-th call naming group g on this rank is
+ * instance k of g. Ranks are scanned in ascending order, so when a new
+ * rank touches a group its count restarts (mark) and its place in the
+ * group's ascending rank list is found by moving a cursor forward (member):
+ * O(calls + size) per group in all. prog_op_add checked membership. */
+static int number_coll(eng *e, uint32_t r, uint32_t i)
 {
     rank_st *rs = &e->r[r];
+    grp_st *g = &e->g[rs->ops[i].group];
+    if (g->mark != r + 1) {
+        g->mark = r + 1;
+        g->calls = 0;
+        while (g->pg.ranks[g->member] < r) g->member++;
+    }
+    uint32_t k = g->calls++;
+    if (k >= INST_MAX)
+        return ss_fail(e->err, SS_E_INPUT, NULL, "rank %u calls group %u more than %u times", r,
+                       (unsigned)(g - e->g), (unsigned)INST_MAX);
+    int rc = group_reserve(e, g, k);
+    if (rc) return rc;
+    if (k + 1 > g->ninst) g->ninst = k + 1;
+    rs->st[i].aux |= AUX_COLL | k << AUX_INST;
+    g->member_op[(size_t)k * g->pg.size + g->member] = i;
+    return SS_OK;
+}
+
+/* One pass over rank r's ops (its slice st of eng.st): counts and stream
+ * successors (a device op waits for its issue and for the op before it on
+ * its stream, if any), waiter counts per target in w0 (deps name earlier
+ * ops, so a target's w0 is zeroed before it is counted), collective
+ * instances. Sets *ndeps to the rank's deps. */
+static int scan_rank(eng *e, uint32_t r, op_st *st, uint64_t *ndeps)
+{
+    rank_st *rs = &e->r[r];
+    *rs = (rank_st){.ops = prog_ops(e->p, r), .rec = e->t->ops[r], .st = st,
+                    .nops = prog_nops(e->p, r)};
     const uint32_t *deps = prog_deps(e->p, r);
-    size_t ndeps = 0;
-    for (uint32_t i = 0; i < rs->nops; i++) ndeps += rs->ops[i].ndep;
-    rs->w0 = zalloc((size_t)rs->nops + 1, sizeof *rs->w0);
-    rs->wait = zalloc(ndeps, sizeof *rs->wait);
-    if (!rs->w0 || !rs->wait) return nomem(e);
+    uint32_t last[PROG_NSTREAMS];
+    for (int s = 0; s < PROG_NSTREAMS; s++) last[s] = NONE;
+    *ndeps = 0;
     for (uint32_t i = 0; i < rs->nops; i++) {
-        rs->st[i].pending = rs->ops[i].ndep;
-        for (uint32_t d = 0; d < rs->ops[i].ndep; d++) rs->w0[deps[rs->ops[i].dep0 + d] + 1]++;
-    }
-    for (uint32_t i = 0; i < rs->nops; i++) rs->w0[i + 1] += rs->w0[i];
-    for (uint32_t i = 0; i < rs->nops; i++)
-        for (uint32_t d = 0; d < rs->ops[i].ndep; d++)
-            rs->wait[rs->w0[deps[rs->ops[i].dep0 + d]]++] = i;
-    for (uint32_t i = rs->nops; i > 0; i--) rs->w0[i] = rs->w0[i - 1];
-    rs->w0[0] = 0;
-    return SS_OK;
-}
-
-static void build_streams(rank_st *rs)
-{
-    uint32_t cnt[PROG_NSTREAMS] = {0}, off = 0;
-    for (uint32_t i = 0; i < rs->nops; i++)
-        if (rs->ops[i].kind != PROG_OP_HOST) cnt[rs->ops[i].stream]++;
-    for (int s = 0; s < PROG_NSTREAMS; s++) {
-        rs->s[s].off = off;
-        off += cnt[s];
-    }
-    for (uint32_t i = 0; i < rs->nops; i++) {
-        if (rs->ops[i].kind == PROG_OP_HOST) continue;
-        strm *st = &rs->s[rs->ops[i].stream];
-        rs->sorder[st->off + st->len++] = i;
-    }
-}
-
-static int setup_rank(eng *e, uint32_t r)
-{
-    rank_st *rs = &e->r[r];
-    rs->ops = prog_ops(e->p, r);
-    rs->nops = prog_nops(e->p, r);
-    rs->st = zalloc(rs->nops, sizeof *rs->st);
-    rs->sorder = zalloc(rs->nops, sizeof *rs->sorder);
-    if (!rs->st || !rs->sorder) return nomem(e);
-    build_streams(rs);
-    return build_waiters(e, r);
-}
-
-/* Position of `rank` in the group's ascending rank list. prog_op_add checked
- * that it is a member. */
-static uint32_t member_index(prog_group g, uint32_t rank)
-{
-    uint32_t lo = 0, hi = g.size;
-    while (hi - lo > 1) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (g.ranks[mid] <= rank) lo = mid;
-        else hi = mid;
-    }
-    return lo;
-}
-
-/* Walk rank r's collectives in program order: the k-th call naming group g
- * is instance k of g. Pass 0 (fill = 0) only counts instances; pass 1
- * records them. count[] is all zero on entry and on return, and only the
- * entries this rank touched are reset, so a pass costs O(ops), not
- * O(ranks x groups). */
-static void number_rank_colls(eng *e, uint32_t r, uint32_t *count, int fill)
-{
-    rank_st *rs = &e->r[r];
-    for (uint32_t i = 0; i < rs->nops; i++) {
-        if (rs->ops[i].kind != PROG_OP_COLL) continue;
-        grp_st *g = &e->g[rs->ops[i].group];
-        uint32_t k = count[rs->ops[i].group]++;
-        if (!fill) {
-            if (k + 1 > g->ninst) g->ninst = k + 1;
-            continue;
+        const prog_op *op = &rs->ops[i];
+        st[i] = (op_st){.cnt = op->ndep, .succ = NONE, .w0 = 0, .aux = op->stream};
+        *ndeps += op->ndep;
+        for (uint32_t d = 0; d < op->ndep; d++) st[deps[op->dep0 + d]].w0++;
+        if (op->kind == PROG_OP_HOST) continue;
+        st[i].cnt++;
+        if (last[op->stream] != NONE) {
+            st[last[op->stream]].succ = i;
+            st[i].cnt++;
         }
-        rs->st[i].inst = k;
-        g->member_op[(size_t)k * g->pg.size + member_index(g->pg, r)] = i;
+        last[op->stream] = i;
+        int rc = op->kind == PROG_OP_COLL ? number_coll(e, r, i) : SS_OK;
+        if (rc) return rc;
     }
-    for (uint32_t i = 0; i < rs->nops; i++)
-        if (rs->ops[i].kind == PROG_OP_COLL) count[rs->ops[i].group] = 0;
-}
-
-static int alloc_group(eng *e, grp_st *g)
-{
-    size_t n = (size_t)g->ninst * g->pg.size;
-    g->member_op = zalloc(n, sizeof *g->member_op);
-    g->arrived = zalloc(g->ninst, sizeof *g->arrived);
-    if (!g->member_op || !g->arrived) return nomem(e);
-    for (size_t j = 0; j < n; j++) g->member_op[j] = NONE;
     return SS_OK;
 }
 
-static int setup_groups(eng *e)
+/* Op and dep ids index 32-bit arrays, and a count must stay below ENDED. */
+static int too_big(eng *e, uint64_t nops, uint64_t ndeps)
 {
-    uint32_t *count = zalloc(e->ng, sizeof *count);
-    if (!count) return nomem(e);
-    for (uint32_t gi = 0; gi < e->ng; gi++) e->g[gi].pg = prog_group_get(e->p, gi);
-    for (uint32_t r = 0; r < e->nr; r++) number_rank_colls(e, r, count, 0);
+    return ss_fail(e->err, SS_E_INPUT, NULL,
+                   "%llu ops and %llu dependencies: the engine takes fewer than 2^32 - 3 of each",
+                   (unsigned long long)nops, (unsigned long long)ndeps);
+}
+
+/* Rank r's waiter counts (in w0) to CSR, appended to eng.wait: inclusive
+ * prefix sums make w0[i] the end of op i's list; filling in reverse program
+ * order with a decrementing cursor leaves w0[i] at its start and every list
+ * in program order. Right after scan_rank, so the rank's ops are still in
+ * cache. The rank's end offset goes into the op after its last (the next
+ * rank's first, which its own scan zeroes, or the sentinel). */
+static int build_waiters(eng *e, uint32_t r, uint64_t ndeps)
+{
+    const rank_st *rs = &e->r[r];
+    uint64_t need = (uint64_t)e->nwait + ndeps;
+    if (need >= UINT32_MAX - 3) return too_big(e, 0, need);
+    if (!ss_grow((void **)&e->wait, &e->wait_cap, (uint32_t)need, sizeof *e->wait))
+        return nomem(e);
+    uint32_t end = e->nwait;
+    for (uint32_t i = 0; i < rs->nops; i++) {
+        end += rs->st[i].w0;
+        rs->st[i].w0 = end;
+    }
+    const uint32_t *deps = prog_deps(e->p, r);
+    for (uint32_t i = rs->nops; i-- > 0;)
+        for (uint32_t d = rs->ops[i].ndep; d-- > 0;)
+            e->wait[--rs->st[deps[rs->ops[i].dep0 + d]].w0] = i;
+    rs->st[rs->nops].w0 = end;
+    e->nwait = end;
+    return SS_OK;
+}
+
+static int setup_ops(eng *e)
+{
+    uint64_t n = 0, d = 0;
+    for (uint32_t r = 0; r < e->nr; r++) n += prog_nops(e->p, r);
+    if (n >= UINT32_MAX - 3) return too_big(e, n, 0);
+    e->st = zalloc(e, (size_t)n + 1, sizeof *e->st);
+    if (!e->st) return nomem(e);
     int rc = SS_OK;
-    for (uint32_t gi = 0; gi < e->ng && !rc; gi++) rc = alloc_group(e, &e->g[gi]);
-    for (uint32_t r = 0; r < e->nr && !rc; r++) number_rank_colls(e, r, count, 1);
-    free(count);
+    for (uint32_t r = 0, base = 0; r < e->nr && !rc; base += e->r[r].nops, r++) {
+        rc = scan_rank(e, r, e->st + base, &d);
+        if (!rc) rc = build_waiters(e, r, d);
+    }
+    /* Give back the doubling's slack; a failed shrink keeps the larger block. */
+    uint32_t *w = e->nwait && e->nwait < e->wait_cap ? realloc(e->wait, e->nwait * sizeof *w) : NULL;
+    if (w) {
+        e->wait = w;
+        e->wait_cap = e->nwait;
+    }
+    e->bytes += (size_t)e->wait_cap * sizeof *e->wait;
     return rc;
 }
 
@@ -226,8 +288,8 @@ static int setup_instances(eng *e)
     if (n >= UINT32_MAX)
         return ss_fail(e->err, SS_E_INPUT, NULL, "more than 2^32 collective instances");
     e->ninst = (uint32_t)n;
-    e->gen = zalloc(n, sizeof *e->gen);
-    e->inst_g = zalloc(n, sizeof *e->inst_g);
+    e->gen = zalloc(e, n, sizeof *e->gen);
+    e->inst_g = zalloc(e, n, sizeof *e->inst_g);
     if (!e->gen || !e->inst_g) return nomem(e);
     for (uint32_t gi = 0; gi < e->ng; gi++)
         for (uint32_t k = 0; k < e->g[gi].ninst; k++) e->inst_g[e->g[gi].base + k] = gi;
@@ -236,12 +298,11 @@ static int setup_instances(eng *e)
 
 static int eng_setup(eng *e)
 {
-    e->r = zalloc(e->nr, sizeof *e->r);
-    e->g = zalloc(e->ng, sizeof *e->g);
+    e->r = zalloc(e, e->nr, sizeof *e->r);
+    e->g = zalloc(e, e->ng, sizeof *e->g);
     if (!e->r || !e->g) return nomem(e);
-    int rc = SS_OK;
-    for (uint32_t r = 0; r < e->nr && !rc; r++) rc = setup_rank(e, r);
-    if (!rc) rc = setup_groups(e);
+    for (uint32_t gi = 0; gi < e->ng; gi++) e->g[gi].pg = prog_group_get(e->p, gi);
+    int rc = setup_ops(e);
     if (!rc && e->net && e->net->start) rc = setup_instances(e);
     for (uint32_t r = 0; r < e->nr && !rc; r++)
         rc = eq_push(&e->q, 0, EQ_CLS_HOST, EV_KICK, r, NONE, e->err);
@@ -251,18 +312,14 @@ static int eng_setup(eng *e)
 /* Safe on a partly built engine: every pointer is NULL or owned. */
 static void eng_teardown(eng *e)
 {
-    for (uint32_t r = 0; e->r && r < e->nr; r++) {
-        free(e->r[r].st);
-        free(e->r[r].sorder);
-        free(e->r[r].w0);
-        free(e->r[r].wait);
-    }
     for (uint32_t gi = 0; e->g && gi < e->ng; gi++) {
         free(e->g[gi].member_op);
         free(e->g[gi].arrived);
     }
     free(e->r);
     free(e->g);
+    free(e->st);
+    free(e->wait);
     free(e->gen);
     free(e->inst_g);
     free(e->wakes.w);
@@ -279,9 +336,9 @@ static int add_time(eng *e, uint32_t r, uint32_t i, ss_ns t, ss_ns d, ss_ns *out
                    op_name(e, r, i), (unsigned long long)t, (unsigned long long)d);
 }
 
-static int start_op(eng *e, uint32_t r, uint32_t i, ss_ns t, ss_ns dur)
+static inline int start_op(eng *e, uint32_t r, uint32_t i, ss_ns t, ss_ns dur)
 {
-    trc_op *rec = &e->t->ops[r][i];
+    trc_op *rec = &e->r[r].rec[i];
     ss_ns end = 0;
     int rc = add_time(e, r, i, t, dur, &end);
     if (rc) return rc;
@@ -325,7 +382,7 @@ static int coll_start_dynamic(eng *e, const grp_st *g, uint32_t k, ss_ns t)
 {
     const uint32_t *mop = g->member_op + (size_t)k * g->pg.size;
     for (uint32_t m = 0; m < g->pg.size; m++) {
-        trc_op *rec = &e->t->ops[g->pg.ranks[m]][mop[m]];
+        trc_op *rec = &e->r[g->pg.ranks[m]].rec[mop[m]];
         rec->start = t;
         rec->seq_start = e->seq++;
     }
@@ -345,7 +402,7 @@ static int on_net(eng *e, uint32_t id, uint32_t gen, ss_ns t)
     const grp_st *g = &e->g[e->inst_g[id]];
     const uint32_t *mop = g->member_op + (size_t)(id - g->base) * g->pg.size;
     for (uint32_t m = 0; m < g->pg.size && !rc; m++) {
-        e->t->ops[g->pg.ranks[m]][mop[m]].end = t;
+        e->r[g->pg.ranks[m]].rec[mop[m]].end = t;
         rc = eq_push(&e->q, t, EQ_CLS_END, EV_END, g->pg.ranks[m], mop[m], e->err);
     }
     return rc;
@@ -372,95 +429,116 @@ static int coll_start(eng *e, const grp_st *g, uint32_t k, ss_ns t)
 
 static int coll_arrive(eng *e, uint32_t r, uint32_t i, ss_ns t)
 {
-    op_st *os = &e->r[r].st[i];
     grp_st *g = &e->g[e->r[r].ops[i].group];
-    os->arrived = 1;
-    if (++g->arrived[os->inst] < g->pg.size) return SS_OK;
-    return coll_start(e, g, os->inst, t);
+    uint32_t k = inst_of(&e->r[r].st[i]);
+    if (++g->arrived[k] < g->pg.size) return SS_OK;
+    return coll_start(e, g, k, t);
 }
 
-/* Start the stream's head if it was issued and its deps ended. A collective
- * takes the stream as soon as it is ready, even while it waits for peers:
- * later ops on the stream queue behind it, as behind an NCCL kernel. */
-static int try_stream(eng *e, uint32_t r, int s, ss_ns t)
+/* A device op became ready: it was issued, its deps and the op before it
+ * on its stream ended. A collective takes the stream as soon as it is
+ * ready, even while it waits for peers: later ops on the stream queue
+ * behind it, as behind an NCCL kernel. A COMPUTE op's device time waits
+ * in its trace record (op_st). */
+static inline int start_dev(eng *e, uint32_t r, uint32_t i, ss_ns t)
 {
-    rank_st *rs = &e->r[r];
-    strm *st = &rs->s[s];
-    if (st->busy || st->head == st->len) return SS_OK;
-    uint32_t i = rs->sorder[st->off + st->head];
-    if (!rs->st[i].issued || rs->st[i].pending) return SS_OK;
-    st->busy = true;
-    if (rs->ops[i].kind == PROG_OP_COLL) return coll_arrive(e, r, i, t);
-    return start_op(e, r, i, t, rs->ops[i].dev_ns);
+    const rank_st *rs = &e->r[r];
+    if (rs->st[i].aux & AUX_COLL) return coll_arrive(e, r, i, t);
+    return start_op(e, r, i, t, rs->rec[i].end);
+}
+
+/* One thing op i waited for is over. A HOST op that becomes ready is the
+ * host's business (host_step looks at it); a device op is ready to start. */
+static void release(const rank_st *rs, uint32_t i, ready *x)
+{
+    if (--rs->st[i].cnt != 0) return;
+    unsigned s = stream_of(&rs->st[i]);
+    if (s == PROG_HOST) return;
+    x->op[s] = i;
+    x->mask |= 1u << s;
+}
+
+/* Start what one event released, in stream order (see top). */
+static int start_ready(eng *e, uint32_t r, const ready *x, ss_ns t)
+{
+    int rc = SS_OK;
+    for (unsigned m = x->mask; m && !rc; m &= m - 1)
+        rc = start_dev(e, r, x->op[__builtin_ctz(m)], t);
+    return rc;
 }
 
 /* The host takes its next op in program order if it is free. A HOST op
  * with unfinished deps blocks it (cudaEventSynchronize) until an END
- * retries; a device op occupies it for host_ns, then EV_ISSUE. */
-static int host_step(eng *e, uint32_t r, ss_ns t)
+ * releases it; a device op occupies it for host_ns, then EV_ISSUE. The
+ * test is split out so that events of an idle host cost no call. */
+static int host_take(eng *e, uint32_t r, ss_ns t)
 {
     rank_st *rs = &e->r[r];
-    if (rs->host_busy || rs->hpos == rs->nops) return SS_OK;
     uint32_t i = rs->hpos;
     const prog_op *op = &rs->ops[i];
-    if (op->kind == PROG_OP_HOST && rs->st[i].pending) return SS_OK;
+    if (op->kind == PROG_OP_HOST && rs->st[i].cnt) return SS_OK;
     rs->host_busy = true;
     rs->hpos++;
+    if (op->kind == PROG_OP_COMPUTE) rs->rec[i].end = op->dev_ns; /* see op_st */
     if (op->kind != PROG_OP_HOST) {
         ss_ns at = 0;
         int rc = add_time(e, r, i, t, op->host_ns, &at);
         return rc ? rc : eq_push(&e->q, at, EQ_CLS_ISSUE, EV_ISSUE, r, i, e->err);
     }
-    e->t->ops[r][i].issue = t;
-    e->t->ops[r][i].seq_issue = e->seq++;
+    rs->rec[i].issue = t;
+    rs->rec[i].seq_issue = e->seq++;
     return start_op(e, r, i, t, op->host_ns);
 }
 
-static int retry_rank(eng *e, uint32_t r, ss_ns t)
+static inline int host_step(eng *e, uint32_t r, ss_ns t)
 {
-    int rc = SS_OK;
-    for (int s = 0; s < PROG_NSTREAMS && !rc; s++)
-        if (s != PROG_HOST) rc = try_stream(e, r, s, t);
-    return rc ? rc : host_step(e, r, t);
+    const rank_st *rs = &e->r[r];
+    return rs->host_busy || rs->hpos == rs->nops ? SS_OK : host_take(e, r, t);
 }
 
+/* The issue releases only the op itself, so at most its stream starts. */
 static int on_issue(eng *e, uint32_t r, uint32_t i, ss_ns t)
 {
-    e->t->ops[r][i].issue = t;
-    e->t->ops[r][i].seq_issue = e->seq++;
-    e->r[r].st[i].issued = 1;
-    e->r[r].host_busy = false;
-    return retry_rank(e, r, t);
+    rank_st *rs = &e->r[r];
+    rs->rec[i].issue = t;
+    rs->rec[i].seq_issue = e->seq++;
+    rs->host_busy = false;
+    int rc = --rs->st[i].cnt ? SS_OK : start_dev(e, r, i, t);
+    return rc ? rc : host_step(e, r, t);
 }
 
 static int on_end(eng *e, uint32_t r, uint32_t i, ss_ns t)
 {
     rank_st *rs = &e->r[r];
-    rs->st[i].done = 1;
-    e->t->ops[r][i].seq_end = e->seq++;
-    if (t > e->t->step_ns) e->t->step_ns = t;
-    if (rs->ops[i].kind == PROG_OP_HOST) {
-        rs->host_busy = false;
-    } else {
-        strm *st = &rs->s[rs->ops[i].stream];
-        st->busy = false;
-        st->head++;
-    }
-    for (uint32_t w = rs->w0[i]; w < rs->w0[i + 1]; w++) rs->st[rs->wait[w]].pending--;
-    return retry_rank(e, r, t);
+    op_st *os = &rs->st[i];
+    rs->rec[i].seq_end = e->seq++;
+    if (t > e->step_ns) e->step_ns = t; /* a network may wake in the past */
+    os->cnt = ENDED;
+    ready x;
+    x.mask = 0;
+    if (stream_of(os) == PROG_HOST) rs->host_busy = false;
+    else if (os->succ != NONE) release(rs, os->succ, &x);
+    for (uint32_t w = os->w0; w < os[1].w0; w++) release(rs, e->wait[w], &x);
+    int rc = x.mask ? start_ready(e, r, &x, t) : SS_OK;
+    return rc ? rc : host_step(e, r, t);
 }
 
 static int eng_loop(eng *e)
 {
     eq_ev ev;
     int rc = SS_OK;
+    uint64_t n = 0;
     while (!rc && eq_pop(&e->q, &ev)) {
-        e->t->nevents++;
-        if (ev.kind == EV_END) rc = on_end(e, ev.a, ev.b, ev.t);
-        else if (ev.kind == EV_ISSUE) rc = on_issue(e, ev.a, ev.b, ev.t);
-        else if (ev.kind == EV_NET) rc = on_net(e, ev.a, ev.b, ev.t);
-        else rc = retry_rank(e, ev.a, ev.t);
+        n++;
+        switch (ev.kind) {
+        case EV_END: rc = on_end(e, ev.a, ev.b, ev.t); break;
+        case EV_ISSUE: rc = on_issue(e, ev.a, ev.b, ev.t); break;
+        case EV_NET: rc = on_net(e, ev.a, ev.b, ev.t); break;
+        default: rc = host_step(e, ev.a, ev.t); break; /* EV_KICK: nothing is issued yet */
+        }
     }
+    e->t->nevents = n;
+    e->t->step_ns = e->step_ns;
     return rc;
 }
 
@@ -469,14 +547,26 @@ static int eng_loop(eng *e)
  * collective holding its stream: anything else waits on an earlier op (a
  * dep, its stream's head, the host's position) that never ends either. So
  * the report names that collective, the peer it waits for, and why the
- * peer's call never got ready (a dep, its stream, its host). */
+ * peer's call never got ready (a dep, its stream, its host). The queue is
+ * empty by then, so a device op was issued iff the host moved past it, and
+ * a collective arrived iff it waits for nothing (cnt 0) without having
+ * ended. */
 
 static uint32_t first_pending_dep(const eng *e, uint32_t r, uint32_t i)
 {
     const rank_st *rs = &e->r[r];
     const uint32_t *deps = prog_deps(e->p, r) + rs->ops[i].dep0;
     for (uint32_t d = 0; d < rs->ops[i].ndep; d++)
-        if (!rs->st[deps[d]].done) return deps[d];
+        if (rs->st[deps[d]].cnt != ENDED) return deps[d];
+    return NONE;
+}
+
+/* The op that holds stream s of rank r: its first op in program order that
+ * never ended (a cold path, so a scan). */
+static uint32_t stream_head(const rank_st *rs, unsigned s)
+{
+    for (uint32_t i = 0; i < rs->nops; i++)
+        if (rs->ops[i].stream == s && rs->st[i].cnt != ENDED) return i;
     return NONE;
 }
 
@@ -492,14 +582,13 @@ static int why_not_ready(const eng *e, uint32_t r, uint32_t i, char *buf, size_t
                  op_name(e, r, d), prog_stream_name((prog_stream)rs->ops[d].stream));
         return 1;
     }
-    if (op->kind == PROG_OP_HOST || !rs->st[i].issued) {
+    if (op->kind == PROG_OP_HOST || i >= rs->hpos) {
         uint32_t h = rs->hpos < rs->nops ? rs->hpos : i;
         snprintf(buf, n, "the host never issues it: it is stuck at op %u (%s)", h,
                  op_name(e, r, h));
         return 1;
     }
-    const strm *st = &rs->s[op->stream];
-    uint32_t h = rs->sorder[st->off + st->head];
+    uint32_t h = stream_head(rs, op->stream);
     if (h == i) return 0;
     snprintf(buf, n, "it waits on its %s stream behind op %u (%s), which never ends",
              prog_stream_name((prog_stream)op->stream), h, op_name(e, r, h));
@@ -518,7 +607,7 @@ static void why_coll(const eng *e, uint32_t r, uint32_t i, char *buf, size_t n)
 {
     const prog_op *op = &e->r[r].ops[i];
     const grp_st *g = &e->g[op->group];
-    uint32_t k = e->r[r].st[i].inst;
+    uint32_t k = inst_of(&e->r[r].st[i]);
     const uint32_t *mop = g->member_op + (size_t)k * g->pg.size;
     size_t off = 0;
     advance(&off, snprintf(buf, n, "%s call #%u of group %u has %u of %u members; ",
@@ -530,7 +619,7 @@ static void why_coll(const eng *e, uint32_t r, uint32_t i, char *buf, size_t n)
             snprintf(buf + off, n - off, "it waits for rank %u, which never makes that call", pr);
             return;
         }
-        if (e->r[pr].st[mop[m]].arrived) continue;
+        if (e->r[pr].st[mop[m]].cnt == 0) continue; /* arrived */
         advance(&off, snprintf(buf + off, n - off,
                                "it waits for rank %u, whose matching op %u (%s) never gets ready: ",
                                pr, mop[m], op_name(e, pr, mop[m])), n);
@@ -553,7 +642,7 @@ static int check_all_done(eng *e)
 {
     for (uint32_t r = 0; r < e->nr; r++)
         for (uint32_t i = 0; i < e->r[r].nops; i++) {
-            if (e->r[r].st[i].done) continue;
+            if (e->r[r].st[i].cnt == ENDED) continue;
             char why[448];
             why_stuck(e, r, i, why, sizeof why);
             return ss_fail(e->err, SS_E_DEADLOCK, NULL,
@@ -563,7 +652,15 @@ static int check_all_done(eng *e)
     return SS_OK;
 }
 
-int eng_run(const prog *p, const eng_net *net, trc **out, ss_err *err)
+static void fill_stats(const eng *e, eng_stats *st)
+{
+    size_t wakes = (size_t)e->wakes.cap * sizeof *e->wakes.w;
+    *st = (eng_stats){.events = e->t->nevents,
+                      .peak_bytes = e->bytes + eq_bytes(&e->q) + wakes,
+                      .queue_peak = eq_peak_len(&e->q)};
+}
+
+int eng_run_stats(const prog *p, const eng_net *net, trc **out, eng_stats *st, ss_err *err)
 {
     eng e = {.p = p, .net = net, .err = err, .nr = prog_nranks(p), .ng = prog_ngroups(p)};
     int rc = eq_init(&e.q, err);
@@ -571,6 +668,7 @@ int eng_run(const prog *p, const eng_net *net, trc **out, ss_err *err)
     if (!rc) rc = eng_setup(&e);
     if (!rc) rc = eng_loop(&e);
     if (!rc) rc = check_all_done(&e);
+    if (!rc && st) fill_stats(&e, st);
     eng_teardown(&e);
     if (rc) {
         trc_free(e.t);
@@ -578,4 +676,9 @@ int eng_run(const prog *p, const eng_net *net, trc **out, ss_err *err)
     }
     *out = e.t;
     return SS_OK;
+}
+
+int eng_run(const prog *p, const eng_net *net, trc **out, ss_err *err)
+{
+    return eng_run_stats(p, net, out, NULL, err);
 }

@@ -57,4 +57,18 @@ typedef struct eng_net {
  * trc_free); on failure *out is untouched. */
 int eng_run(const prog *p, const eng_net *net, trc **out, ss_err *err);
 
+/* What a run cost the engine, for benchmarks. peak_bytes: the most bytes
+ * the engine held at once for its own state (per-op, per-rank and
+ * per-group arrays, the event queue, wake requests), counted by the engine
+ * as it allocates; the trace it returns (trace.h) is not included. */
+typedef struct eng_stats {
+    uint64_t events;     /* events processed (trc.nevents) */
+    uint64_t peak_bytes;
+    uint64_t queue_peak; /* most events pending at once */
+} eng_stats;
+
+/* eng_run that also fills *st (if st is not NULL) on success; the trace is
+ * the same as eng_run's. */
+int eng_run_stats(const prog *p, const eng_net *net, trc **out, eng_stats *st, ss_err *err);
+
 #endif

@@ -462,6 +462,310 @@ static void test_deterministic(void **state)
     prog_free(p);
 }
 
+/* ---- random programs, checked against prog.h's rules ----
+ * splitmix64 with a fixed seed, so every platform builds the same
+ * programs. Collectives follow one global order of instances (each
+ * instance names a group; each member calls it in that order, on a stream
+ * and with deps of its own choosing), which makes the program deadlock-free
+ * whatever the streams and deps: every wait points to an earlier position
+ * in some rank's program. */
+
+static uint64_t rnd(uint64_t *s)
+{
+    *s += 0x9e3779b97f4a7c15ull;
+    uint64_t z = *s;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint32_t below(uint64_t *s, uint32_t n) { return (uint32_t)(rnd(s) % n); }
+
+enum { RMAX_RANKS = 6, RMAX_GROUPS = 4, RMAX_COLLS = 24, RMAX_OPS = 60 };
+
+typedef struct rgroups {
+    uint32_t n, size[RMAX_GROUPS], ranks[RMAX_GROUPS][RMAX_RANKS];
+} rgroups;
+
+/* Group 0 is the world; the others random non-empty subsets. */
+static void random_groups(prog *p, uint32_t nr, uint64_t *s, rgroups *gs)
+{
+    gs->n = 1 + below(s, RMAX_GROUPS);
+    for (uint32_t g = 0; g < gs->n; g++) {
+        uint32_t n = 0;
+        for (uint32_t r = 0; r < nr; r++)
+            if (g == 0 || below(s, 2)) gs->ranks[g][n++] = r;
+        if (n == 0) gs->ranks[g][n++] = below(s, nr);
+        gs->size[g] = n;
+        group(p, gs->ranks[g], n);
+    }
+}
+
+static int in_group(const rgroups *gs, uint32_t g, uint32_t r)
+{
+    for (uint32_t m = 0; m < gs->size[g]; m++)
+        if (gs->ranks[g][m] == r) return 1;
+    return 0;
+}
+
+/* One random op for rank r with up to 3 deps among its last 6 ops: a HOST
+ * op (1 in 6), a collective when `g` names the next instance this rank is
+ * in, else a COMPUTE op on a random device stream. Zero costs are common,
+ * so many things happen at one instant. */
+static void random_op(prog *p, uint32_t r, uint32_t n, int g, ss_bytes bytes, uint64_t *s)
+{
+    uint32_t deps[3], nd = n ? below(s, 4) : 0;
+    for (uint32_t d = 0; d < nd; d++) deps[d] = n - 1 - below(s, n < 6 ? n : 6);
+    prog_op_spec sp = {.name = "x", .deps = deps, .ndeps = nd, .host_ns = below(s, 3) ? below(s, 4) : 0};
+    if (g >= 0) {
+        sp.kind = PROG_OP_COLL;
+        sp.coll = (prog_coll)below(s, PROG_NCOLLS);
+        sp.group = (uint32_t)g;
+        sp.bytes = bytes;
+        sp.stream = (prog_stream)below(s, PROG_HOST);
+    } else if (below(s, 6) == 0) {
+        sp.kind = PROG_OP_HOST;
+        sp.stream = PROG_HOST;
+        sp.host_ns = below(s, 5);
+    } else {
+        sp.kind = PROG_OP_COMPUTE;
+        sp.stream = (prog_stream)below(s, PROG_HOST);
+        sp.dev_ns = below(s, 4) ? below(s, 60) : 0;
+    }
+    add(p, r, &sp);
+}
+
+static prog *random_prog(uint64_t *s)
+{
+    uint32_t nr = 1 + below(s, RMAX_RANKS);
+    prog *p = new_prog(nr);
+    rgroups gs;
+    random_groups(p, nr, s, &gs);
+    uint32_t ncoll = below(s, RMAX_COLLS), cg[RMAX_COLLS];
+    ss_bytes cb[RMAX_COLLS];
+    for (uint32_t k = 0; k < ncoll; k++) {
+        cg[k] = below(s, gs.n);
+        cb[k] = below(s, 400);
+        if (cb[k] == BAD_BYTES) cb[k]++;
+    }
+    for (uint32_t r = 0; r < nr; r++) {
+        uint32_t nops = below(s, RMAX_OPS), k = 0, n = 0;
+        while (k < ncoll && !in_group(&gs, cg[k], r)) k++;
+        while (n < nops || k < ncoll) {
+            int coll_now = k < ncoll && (n >= nops || below(s, 3) == 0);
+            random_op(p, r, n++, coll_now ? (int)cg[k] : -1, coll_now ? cb[k] : 0, s);
+            if (!coll_now) continue;
+            for (k++; k < ncoll && !in_group(&gs, cg[k], r); k++) {}
+        }
+    }
+    return p;
+}
+
+/* When op i of rank r was ready on its stream: issued, the op before it
+ * on its stream ended, its deps ended. */
+static ss_ns ready_at(const prog *p, const trc *t, uint32_t r, uint32_t i)
+{
+    const prog_op *ops = prog_ops(p, r);
+    const uint32_t *deps = prog_deps(p, r) + ops[i].dep0;
+    ss_ns at = ops[i].kind == PROG_OP_HOST ? 0 : t->ops[r][i].issue;
+    for (uint32_t d = 0; d < ops[i].ndep; d++)
+        if (t->ops[r][deps[d]].end > at) at = t->ops[r][deps[d]].end;
+    for (uint32_t j = i; ops[i].kind != PROG_OP_HOST && j-- > 0;)
+        if (ops[j].kind != PROG_OP_HOST && ops[j].stream == ops[i].stream) {
+            if (t->ops[r][j].end > at) at = t->ops[r][j].end;
+            break;
+        }
+    return at;
+}
+
+/* The host's rules: it takes ops in program order, a device op costs
+ * host_ns and is issued then, a HOST op runs from when the host is free and
+ * its deps ended. host_free is when the host finished the previous op. */
+static void check_host(const prog *p, const trc *t, uint32_t r)
+{
+    const prog_op *ops = prog_ops(p, r);
+    ss_ns host_free = 0;
+    for (uint32_t i = 0; i < prog_nops(p, r); i++) {
+        const trc_op *o = &t->ops[r][i];
+        if (ops[i].kind != PROG_OP_HOST) {
+            assert_int_equal(o->issue, host_free + ops[i].host_ns);
+            host_free = o->issue;
+            continue;
+        }
+        ss_ns deps_end = ready_at(p, t, r, i);
+        assert_int_equal(o->start, host_free > deps_end ? host_free : deps_end);
+        assert_int_equal(o->issue, o->start);
+        assert_int_equal(o->end, o->start + ops[i].host_ns);
+        host_free = o->end;
+    }
+}
+
+/* Device ops: never before they are ready, and a COMPUTE op exactly then
+ * (nothing else holds it back), for dev_ns. Everything after its issue,
+ * deps and stream predecessor in time and in seq. */
+static void check_device(const prog *p, const trc *t, uint32_t r)
+{
+    const prog_op *ops = prog_ops(p, r);
+    const uint32_t *deps = prog_deps(p, r);
+    for (uint32_t i = 0; i < prog_nops(p, r); i++) {
+        const trc_op *o = &t->ops[r][i];
+        assert_true(o->issue <= o->start && o->start <= o->end && o->end <= t->step_ns);
+        assert_true(o->seq_issue < o->seq_start && o->seq_start < o->seq_end);
+        for (uint32_t d = 0; d < ops[i].ndep; d++) {
+            const trc_op *od = &t->ops[r][deps[ops[i].dep0 + d]];
+            assert_true(od->end <= o->start && od->seq_end < o->seq_start);
+        }
+        if (ops[i].kind == PROG_OP_HOST) continue;
+        assert_true(o->start >= ready_at(p, t, r, i));
+        if (ops[i].kind == PROG_OP_COMPUTE) {
+            assert_int_equal(o->start, ready_at(p, t, r, i));
+            assert_int_equal(o->end, o->start + ops[i].dev_ns);
+        }
+    }
+}
+
+/* Collectives: the k-th call of group g on each member is one instance;
+ * its members start together, when the last of them got ready, and end
+ * together. Visits instances in order of their first member's op. */
+static void check_colls(const prog *p, const trc *t)
+{
+    for (uint32_t g = 0; g < prog_ngroups(p); g++) {
+        prog_group pg = prog_group_get(p, g);
+        uint32_t pos[RMAX_RANKS] = {0};
+        for (;;) {
+            ss_ns ready = 0, start = 0, end = 0;
+            uint32_t found = 0;
+            for (uint32_t m = 0; m < pg.size; m++) {
+                uint32_t r = pg.ranks[m], n = prog_nops(p, r);
+                const prog_op *ops = prog_ops(p, r);
+                while (pos[m] < n && !(ops[pos[m]].kind == PROG_OP_COLL && ops[pos[m]].group == g))
+                    pos[m]++;
+                if (pos[m] == n) continue;
+                const trc_op *o = &t->ops[r][pos[m]];
+                ss_ns rd = ready_at(p, t, r, pos[m]++);
+                if (rd > ready) ready = rd;
+                if (found++ == 0) {
+                    start = o->start;
+                    end = o->end;
+                }
+                assert_int_equal(o->start, start);
+                assert_int_equal(o->end, end);
+            }
+            if (found == 0) break;
+            assert_int_equal(found, pg.size);
+            assert_int_equal(start, ready);
+        }
+    }
+}
+
+/* Every issue, start and end has its own seq, 0 .. 3 x ops - 1, and the
+ * step is the latest end. */
+static void check_seqs(const prog *p, const trc *t)
+{
+    uint64_t nops = 0;
+    ss_ns last = 0;
+    for (uint32_t r = 0; r < prog_nranks(p); r++) nops += prog_nops(p, r);
+    unsigned char *seen = calloc(3 * nops + 1, 1);
+    assert_non_null(seen);
+    for (uint32_t r = 0; r < prog_nranks(p); r++)
+        for (uint32_t i = 0; i < prog_nops(p, r); i++) {
+            const trc_op *o = &t->ops[r][i];
+            const uint64_t sq[3] = {o->seq_issue, o->seq_start, o->seq_end};
+            for (int k = 0; k < 3; k++) {
+                assert_true(sq[k] < 3 * nops);
+                assert_int_equal(seen[sq[k]], 0);
+                seen[sq[k]] = 1;
+            }
+            if (o->end > last) last = o->end;
+        }
+    assert_int_equal(t->step_ns, last);
+    free(seen);
+}
+
+/* On the fixed network a collective lasts ALPHA + bytes / BETA. */
+static void check_fixed_durations(const prog *p, const trc *t)
+{
+    for (uint32_t r = 0; r < prog_nranks(p); r++)
+        for (uint32_t i = 0; i < prog_nops(p, r); i++) {
+            const prog_op *o = &prog_ops(p, r)[i];
+            if (o->kind != PROG_OP_COLL) continue;
+            assert_int_equal(t->ops[r][i].end - t->ops[r][i].start, ALPHA + o->bytes / BETA);
+        }
+}
+
+static void check_trace(const prog *p, const trc *t)
+{
+    for (uint32_t r = 0; r < prog_nranks(p); r++) {
+        check_host(p, t, r);
+        check_device(p, t, r);
+    }
+    check_colls(p, t);
+    check_seqs(p, t);
+}
+
+/* A dynamic network that takes its time: instance id lasts 1 + id % 5 ns
+ * in up to two wakes, and at every start it moves the pending wake of the
+ * previous instance (if still running) one ns later, so stale wake events
+ * (older generations) are common. */
+typedef struct dyn {
+    unsigned char state[256]; /* 0 never started, 1 running, 2 done */
+    ss_ns due[256];
+} dyn;
+
+static int dyn_start(void *ctx, uint32_t id, prog_coll c, prog_group g, uint32_t gid,
+                     ss_bytes bytes, ss_ns now, eng_wakes *w, ss_err *err)
+{
+    dyn *d = ctx;
+    (void)c, (void)g, (void)gid, (void)bytes;
+    assert_true(id < 256);
+    d->state[id] = 1;
+    d->due[id] = now + 1 + id % 5;
+    int rc = eng_wake_at(w, id, now + (id % 2), err);
+    if (!rc && id > 0 && d->state[id - 1] == 1) {
+        d->due[id - 1]++;
+        rc = eng_wake_at(w, id - 1, d->due[id - 1], err);
+    }
+    return rc;
+}
+
+static int dyn_wake(void *ctx, uint32_t id, ss_ns now, bool *done, eng_wakes *w, ss_err *err)
+{
+    dyn *d = ctx;
+    assert_int_equal(d->state[id], 1);
+    if (now < d->due[id]) return eng_wake_at(w, id, d->due[id], err);
+    d->state[id] = 2;
+    *done = true;
+    return SS_OK;
+}
+
+/* 300 random programs (1-6 ranks, up to 4 groups, 24 collective
+ * instances, 60 other ops a rank, deps, HOST syncs, zero costs), each run
+ * on the fixed network and on the dynamic one: the run succeeds and every
+ * rule holds (check_trace). Collectives on the fixed network last
+ * ALPHA + bytes / BETA. */
+static void test_random_programs(void **state)
+{
+    (void)state;
+    uint64_t s = 20240611;
+    for (int it = 0; it < 300; it++) {
+        prog *p = random_prog(&s);
+        fake f = {0};
+        trc *t = run_ok(p, &f);
+        check_trace(p, t);
+        check_fixed_durations(p, t);
+        trc_free(t);
+        dyn d = {0};
+        eng_net net = {.ctx = &d, .start = dyn_start, .wake = dyn_wake};
+        ss_err err;
+        ss_err_clear(&err);
+        t = NULL;
+        if (eng_run(p, &net, &t, &err) != SS_OK) fail_msg("dynamic run %d: %s", it, err.msg);
+        check_trace(p, t);
+        trc_free(t);
+        prog_free(p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -478,6 +782,7 @@ int main(void)
         cmocka_unit_test(test_overflow),
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_random_programs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
