@@ -1,5 +1,6 @@
 /* Event queue: (t, cls, seq) order whatever the push order, exact counts,
- * heap property after every operation. */
+ * structure valid after every operation, pops equal to a slow reference
+ * queue's while the (t, cls) table grows and misses. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -167,6 +168,114 @@ static void test_random_interleaved(void **state)
     eq_fini(&q);
 }
 
+/* The reference queue for the next test: pending events in an array, the
+ * least found by a linear scan. Slow and obviously right. */
+typedef struct ref {
+    eq_ev ev[4096];
+    size_t n;
+} ref;
+
+static eq_ev ref_pop(ref *r)
+{
+    size_t best = 0;
+    for (size_t i = 1; i < r->n; i++)
+        if (after(&r->ev[best], &r->ev[i])) best = i;
+    eq_ev e = r->ev[best];
+    r->ev[best] = r->ev[--r->n];
+    return e;
+}
+
+enum { NREF = 40000 };
+
+/* 40,000 operations, pushes twice as likely as pops while fewer than 4,000
+ * are pending, with t in [t_last, t_last + 3000) and a random class: up to
+ * thousands of open instants at once, so the (t, cls) table grows (and is
+ * emptied) several times while instants are open and many pushes miss it,
+ * opening a second instant for a key that already has one. Every pop must
+ * equal the reference's, field by field; eq_len matches, eq_check holds
+ * every 97 operations, and eq_peak_len is the most ever pending. */
+static void test_against_reference(void **state)
+{
+    (void)state;
+    static ref r;
+    r.n = 0;
+    eq q;
+    assert_int_equal(eq_init(&q, NULL), SS_OK);
+    uint64_t s = 99, seq = 0, t_last = 0;
+    size_t peak = 0;
+    for (uint32_t i = 0; i < NREF; i++) {
+        int push = r.n == 0 || (r.n < 4000 && rng(&s) % 3 != 0);
+        if (push) {
+            eq_ev e = {.t = t_last + rng(&s) % 3000, .cls = (uint8_t)(rng(&s) % 3), .seq = seq++,
+                       .kind = (uint32_t)(rng(&s) % 4), .a = i, .b = (uint32_t)~i};
+            assert_int_equal(eq_push(&q, e.t, e.cls, e.kind, e.a, e.b, NULL), SS_OK);
+            r.ev[r.n++] = e;
+            if (r.n > peak) peak = r.n;
+        } else {
+            eq_ev want = ref_pop(&r), got;
+            assert_int_equal(eq_pop(&q, &got), 1);
+            assert_int_equal(got.t, want.t);
+            assert_int_equal(got.cls, want.cls);
+            assert_int_equal(got.seq, want.seq);
+            assert_int_equal(got.kind, want.kind);
+            assert_int_equal(got.a, want.a);
+            assert_int_equal(got.b, want.b);
+            t_last = got.t;
+        }
+        assert_int_equal(eq_len(&q), r.n);
+        if (i % 97 == 0) assert_true(eq_check(&q));
+    }
+    assert_true(eq_check(&q));
+    assert_int_equal(eq_peak_len(&q), peak);
+    eq_ev e;
+    while (r.n) {
+        eq_ev want = ref_pop(&r);
+        assert_int_equal(eq_pop(&q, &e), 1);
+        assert_int_equal(e.seq, want.seq);
+    }
+    assert_int_equal(eq_pop(&q, &e), 0);
+    eq_fini(&q);
+}
+
+/* 1,000 events at one instant (t = 5, END), as a collective's ends on
+ * 1,000 members, pushed between two other instants: they share one FIFO
+ * and pop in push order between t = 4 and t = 6. While they pop, a push at
+ * the same (5, END) goes behind the ones left, and one at (5, ISSUE) after
+ * all of them. The queue's bytes never shrink. */
+static void test_one_big_instant(void **state)
+{
+    (void)state;
+    eq q;
+    assert_int_equal(eq_init(&q, NULL), SS_OK);
+    assert_int_equal(eq_push(&q, 6, EQ_CLS_END, 0, 6, 0, NULL), SS_OK);
+    for (uint32_t m = 0; m < 1000; m++)
+        assert_int_equal(eq_push(&q, 5, EQ_CLS_END, 1, m, 0, NULL), SS_OK);
+    assert_int_equal(eq_push(&q, 4, EQ_CLS_HOST, 0, 4, 0, NULL), SS_OK);
+    size_t bytes = eq_bytes(&q);
+    assert_true(eq_check(&q));
+    eq_ev e;
+    assert_int_equal(eq_pop(&q, &e), 1);
+    assert_int_equal(e.t, 4);
+    for (uint32_t m = 0; m < 1001; m++) {
+        assert_int_equal(eq_pop(&q, &e), 1);
+        assert_int_equal(e.t, 5);
+        assert_int_equal(e.cls, EQ_CLS_END);
+        assert_int_equal(e.a, m);
+        if (m == 10) {
+            assert_int_equal(eq_push(&q, 5, EQ_CLS_ISSUE, 2, 2000, 0, NULL), SS_OK);
+            assert_int_equal(eq_push(&q, 5, EQ_CLS_END, 1, 1000, 0, NULL), SS_OK);
+        }
+    }
+    assert_int_equal(eq_pop(&q, &e), 1);
+    assert_int_equal(e.a, 2000);
+    assert_int_equal(eq_pop(&q, &e), 1);
+    assert_int_equal(e.a, 6);
+    assert_int_equal(eq_pop(&q, &e), 0);
+    assert_true(eq_bytes(&q) >= bytes);
+    assert_int_equal(eq_peak_len(&q), 1002);
+    eq_fini(&q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -174,6 +283,8 @@ int main(void)
         cmocka_unit_test(test_class_order),
         cmocka_unit_test(test_random_push_then_pop),
         cmocka_unit_test(test_random_interleaved),
+        cmocka_unit_test(test_against_reference),
+        cmocka_unit_test(test_one_big_instant),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
