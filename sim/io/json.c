@@ -58,18 +58,18 @@ static void join_names(char *buf, size_t size, const char *const *names, size_t 
 
 /* ---- documents ---- */
 
-/* Reads at most JS_MAX_FILE_BYTES + 1 bytes (one more than allowed, to tell
- * "too large" from "exactly the limit"), growing the buffer, so a small file
- * costs a small buffer and a pipe works like a file. */
-static int read_stream(FILE *f, const char *file, char **text, size_t *len, ss_err *err)
+/* Reads at most max + 1 bytes (one more than allowed, to tell "too large"
+ * from "exactly the limit"), growing the buffer, so a small file costs a
+ * small buffer and a pipe works like a file. */
+int js_read_stream(FILE *f, const char *file, size_t max, char **text, size_t *len, ss_err *err)
 {
     size_t cap = 0, n = 0;
     char *buf = NULL;
     for (;;) {
         if (n == cap) {
-            if (cap > JS_MAX_FILE_BYTES) break; /* one byte too many: too large */
+            if (cap > max) break; /* one byte too many: too large */
             size_t ncap = cap ? 2 * cap : READ_CHUNK;
-            ncap = ncap > JS_MAX_FILE_BYTES + 1u ? JS_MAX_FILE_BYTES + 1u : ncap;
+            ncap = ncap > max + 1u ? max + 1u : ncap;
             char *nb = realloc(buf, ncap);
             if (!nb) {
                 free(buf);
@@ -85,8 +85,8 @@ static int read_stream(FILE *f, const char *file, char **text, size_t *len, ss_e
     int rc = SS_OK;
     if (ferror(f))
         rc = ss_fail(err, SS_E_IO, file, "cannot read file: %s", strerror(errno));
-    else if (n > JS_MAX_FILE_BYTES)
-        rc = ss_fail(err, SS_E_INPUT, file, "file is larger than %u bytes", JS_MAX_FILE_BYTES);
+    else if (n > max)
+        rc = ss_fail(err, SS_E_INPUT, file, "file is larger than %zu bytes", max);
     if (rc) {
         free(buf);
         return rc;
@@ -146,7 +146,7 @@ int js_doc_load(js_doc *d, const char *file, ss_err *err)
     snprintf(d->file, sizeof d->file, "%s", file);
     FILE *f = fopen(file, "rb");
     if (!f) return ss_fail(err, SS_E_IO, file, "cannot read file: %s", strerror(errno));
-    int rc = read_stream(f, file, &text, &len, err);
+    int rc = js_read_stream(f, file, JS_MAX_FILE_BYTES, &text, &len, err);
     fclose(f);
     if (rc) return rc;
     rc = js_doc_parse(d, file, text, len, err);

@@ -19,6 +19,7 @@
 #define JS_JSON_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "../core/err.h"
 
@@ -47,6 +48,12 @@ int js_doc_load(js_doc *d, const char *file, ss_err *err);
 int js_doc_parse(js_doc *d, const char *file, const char *text, size_t len,
                  ss_err *err);
 void js_doc_fini(js_doc *d); /* NULL root is fine */
+
+/* The whole of an open file into a malloc'd *text (not NUL-terminated) of
+ * *len bytes; more than max bytes is an error (SS_E_INPUT), as is a read
+ * error (SS_E_IO), both naming `file`. The loaders of other text formats
+ * share it. */
+int js_read_stream(FILE *f, const char *file, size_t max, char **text, size_t *len, ss_err *err);
 
 /* Apply one command-line override "a.b[2].c=value" to the tree. value is
  * parsed as JSON when it is valid JSON (number, true, false, null, "string",

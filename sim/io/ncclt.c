@@ -1,6 +1,8 @@
 /* ncclt.c - nccl-tests text output to tables (contract in ncclt.h). */
 #include "ncclt.h"
 
+#include "json.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -16,7 +18,6 @@ const char *const ncclt_op_names[NCCLT_NOPS] = {NCCLT_OPS(NCCLT_NAME_)};
 #undef NCCLT_NAME_
 
 #define MAX_TOKENS 16
-#define READ_CHUNK (64u * 1024u)
 
 bool ncclt_op_from_name(const char *name, ncclt_op *out)
 {
@@ -605,49 +606,13 @@ int ncclt_parse(const char *file, const char *text, size_t len, const char *op_h
     return SS_OK;
 }
 
-/* Reads at most NCCLT_MAX_FILE_BYTES + 1 bytes, to tell "too large" from
- * "exactly the limit". */
-static int read_all(FILE *f, const char *file, char **text, size_t *len, ss_err *err)
-{
-    size_t cap = 0, n = 0;
-    char *buf = NULL;
-    for (;;) {
-        if (n == cap) {
-            if (cap > NCCLT_MAX_FILE_BYTES) break;
-            size_t ncap = cap ? 2 * cap : READ_CHUNK;
-            ncap = ncap > NCCLT_MAX_FILE_BYTES + 1u ? NCCLT_MAX_FILE_BYTES + 1u : ncap;
-            char *nb = realloc(buf, ncap);
-            if (!nb) {
-                free(buf);
-                return ss_fail(err, SS_E_NOMEM, file, "out of memory reading the file");
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        size_t want = cap - n, got = fread(buf + n, 1, want, f);
-        n += got;
-        if (got < want) break;
-    }
-    int rc = SS_OK;
-    if (ferror(f)) rc = ss_fail(err, SS_E_IO, file, "cannot read file: %s", strerror(errno));
-    else if (n > NCCLT_MAX_FILE_BYTES)
-        rc = ss_fail(err, SS_E_INPUT, file, "file is larger than %u bytes", NCCLT_MAX_FILE_BYTES);
-    if (rc) {
-        free(buf);
-        return rc;
-    }
-    *text = buf;
-    *len = n;
-    return SS_OK;
-}
-
 int ncclt_load(const char *file, const char *op_hint, ncclt_log **out, ss_err *err)
 {
     FILE *f = fopen(file, "rb");
     if (!f) return ss_fail(err, SS_E_IO, file, "cannot read file: %s", strerror(errno));
     char *text = NULL;
     size_t len = 0;
-    int rc = read_all(f, file, &text, &len, err);
+    int rc = js_read_stream(f, file, NCCLT_MAX_FILE_BYTES, &text, &len, err);
     fclose(f);
     if (!rc) rc = ncclt_parse(file, text ? text : "", len, op_hint, out, err);
     free(text);
