@@ -59,6 +59,7 @@ typedef struct op_st {
 } op_st;
 
 enum { AUX_STREAM = 7, AUX_COLL = 8, AUX_INST = 4 };
+_Static_assert(PROG_NSTREAMS <= AUX_STREAM + 1, "a stream id fits in aux");
 #define INST_MAX (UINT32_MAX >> AUX_INST)
 
 static unsigned stream_of(const op_st *os) { return os->aux & AUX_STREAM; }
@@ -75,6 +76,7 @@ typedef struct rank_st {
 
 typedef struct grp_st {
     prog_group pg;
+    prog_group net;      /* the members the network costs (prog_group_net) */
     uint32_t base;       /* global instance id of instance 0 (dynamic networks) */
     uint32_t ninst;      /* most calls any member makes */
     uint32_t *member_op; /* [inst * size + member]: op id, NONE if never called */
@@ -208,6 +210,7 @@ static int scan_rank(eng *e, uint32_t r, op_st *st, uint64_t *ndeps)
         for (uint32_t d = 0; d < op->ndep; d++) st[deps[op->dep0 + d]].w0++;
         if (op->kind == PROG_OP_HOST) continue;
         st[i].cnt++;
+        if (op->stream == PROG_P2P) continue; /* unordered (prog.h) */
         if (last[op->stream] != NONE) {
             st[last[op->stream]].succ = i;
             st[i].cnt++;
@@ -301,7 +304,10 @@ static int eng_setup(eng *e)
     e->r = zalloc(e, e->nr, sizeof *e->r);
     e->g = zalloc(e, e->ng, sizeof *e->g);
     if (!e->r || !e->g) return nomem(e);
-    for (uint32_t gi = 0; gi < e->ng; gi++) e->g[gi].pg = prog_group_get(e->p, gi);
+    for (uint32_t gi = 0; gi < e->ng; gi++) {
+        e->g[gi].pg = prog_group_get(e->p, gi);
+        e->g[gi].net = prog_group_net(e->p, gi);
+    }
     int rc = setup_ops(e);
     if (!rc && e->net && e->net->start) rc = setup_instances(e);
     for (uint32_t r = 0; r < e->nr && !rc; r++)
@@ -387,7 +393,7 @@ static int coll_start_dynamic(eng *e, const grp_st *g, uint32_t k, ss_ns t)
         rec->seq_start = e->seq++;
     }
     const prog_op *lead = lead_op(e, g, k);
-    int rc = e->net->start(e->net->ctx, g->base + k, (prog_coll)lead->coll, g->pg,
+    int rc = e->net->start(e->net->ctx, g->base + k, (prog_coll)lead->coll, g->net,
                            (uint32_t)(g - e->g), lead->bytes, t, &e->wakes, e->err);
     return rc ? rc : push_wakes(e);
 }
@@ -420,7 +426,7 @@ static int coll_start(eng *e, const grp_st *g, uint32_t k, ss_ns t)
         return ss_fail(e->err, SS_E_INTERNAL, NULL, "collective %s with no network model",
                        op_name(e, g->pg.ranks[0], mop[0]));
     ss_ns dur = 0;
-    int rc = e->net->coll_ns(e->net->ctx, (prog_coll)lead->coll, g->pg, lead->bytes, &dur,
+    int rc = e->net->coll_ns(e->net->ctx, (prog_coll)lead->coll, g->net, lead->bytes, &dur,
                              e->err);
     for (uint32_t m = 0; m < g->pg.size && !rc; m++)
         rc = start_op(e, g->pg.ranks[m], mop[m], t, dur);
@@ -518,8 +524,13 @@ static int on_end(eng *e, uint32_t r, uint32_t i, ss_ns t)
     x.mask = 0;
     if (stream_of(os) == PROG_HOST) rs->host_busy = false;
     else if (os->succ != NONE) release(rs, os->succ, &x);
-    for (uint32_t w = os->w0; w < os[1].w0; w++) release(rs, e->wait[w], &x);
-    int rc = x.mask ? start_ready(e, r, &x, t) : SS_OK;
+    int rc = SS_OK;
+    for (uint32_t w = os->w0; w < os[1].w0 && !rc; w++) {
+        uint32_t k = e->wait[w];
+        if (stream_of(&rs->st[k]) != PROG_P2P) release(rs, k, &x);
+        else if (--rs->st[k].cnt == 0) rc = start_dev(e, r, k, t); /* no stream to queue on */
+    }
+    if (!rc && x.mask) rc = start_ready(e, r, &x, t);
     return rc ? rc : host_step(e, r, t);
 }
 

@@ -1,6 +1,7 @@
 #include "scenario.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -490,6 +491,123 @@ static int load_expect(js_node root, spec_scenario *s, ss_err *err)
     return rc;
 }
 
+/* parallel.tp / cp / pp / ep and the pipeline and MoE knobs. */
+static int load_parallel(js_node par, spec_scenario *s, ss_err *err)
+{
+    spec_parallel *p = &s->par;
+    uint64_t tp, cp, pp, ep, vs;
+    int sched;
+    int rc;
+    if ((rc = js_u64(par, "tp", false, 1, 1, 1024, &tp, err)) ||
+        (rc = js_u64(par, "cp", false, 1, 1, 1024, &cp, err)) ||
+        (rc = js_u64(par, "pp", false, 1, 1, 1024, &pp, err)) ||
+        (rc = js_u64(par, "ep", false, 1, 1, 1u << 16, &ep, err)) ||
+        (rc = js_bool(par, "sequence_parallel", false, false, &p->sequence_parallel, err)) ||
+        (rc = js_enum(par, "pipeline_schedule", false, SPEC_PP_ONE_F_ONE_B, spec_pp_names,
+                      SPEC_NPP, &sched, err)) ||
+        (rc = js_u64(par, "virtual_stages", false, 1, 1, 64, &vs, err)) ||
+        (rc = js_num(par, "expert_imbalance", false, 1.0, 1.0, 1000.0, &p->expert_imbalance,
+                     err)) ||
+        (rc = js_bool(par, "fold", false, true, &p->fold, err)))
+        return rc;
+    p->tp = (uint32_t)tp, p->cp = (uint32_t)cp, p->pp = (uint32_t)pp, p->ep = (uint32_t)ep;
+    p->schedule = (spec_pp_schedule)sched;
+    p->virtual_stages = (uint32_t)vs;
+    return SS_OK;
+}
+
+/* Fail at parallel.KEY, or at "parallel" when the key is absent. */
+static int par_fail(js_node par, const char *key, ss_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int par_fail(js_node par, const char *key, ss_err *err, const char *fmt, ...)
+{
+    js_node k;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!js_get(par, key, &k)) k = par;
+    return js_failf(k, err, "%s", msg);
+}
+
+/* What a layout needs from the model and the batch: every divisibility a
+ * runtime would refuse (Megatron-core's checks), named at the key. */
+static int layout_check(js_node root, spec_scenario *s, ss_err *err)
+{
+    js_node par;
+    js_get(root, "parallel", &par);
+    const spec_parallel *p = &s->par;
+    const spec_arch *a = &s->model.arch;
+    typedef unsigned long long ull; /* the messages' %llu */
+    ull tp = p->tp, cp = p->cp, pp = p->pp, ep = p->ep, vs = p->virtual_stages;
+    ull seq = s->seq_len, accum = s->grad_accum, layers = a->layers, experts = a->experts;
+    if (!spec_model_parallel(p)) {
+        if (p->sequence_parallel || p->virtual_stages > 1 || p->schedule != SPEC_PP_ONE_F_ONE_B)
+            return js_failf(par, err, "sequence_parallel, pipeline_schedule and virtual_stages "
+                                      "need tp, cp or pp above 1");
+        return SS_OK;
+    }
+    if (!s->model.is_arch)
+        return js_failf(par, err, "tp, cp, pp and ep need a model described by its "
+                                  "architecture (model \"%s\" is a list of blocks)",
+                        s->model.name);
+    uint64_t heads = a->heads, kv = a->kv_heads ? a->kv_heads : a->heads;
+    if (heads % p->tp)
+        return par_fail(par, "tp", err, "tp = %llu does not divide the model's %llu heads",
+                        tp, (ull)heads);
+    if (kv % p->tp && p->tp % kv)
+        return par_fail(par, "tp", err, "tp = %llu and the model's %llu KV heads do not divide "
+                        "one another", tp, (ull)kv);
+    if (p->sequence_parallel && p->tp == 1)
+        return par_fail(par, "sequence_parallel", err,
+                        "sequence_parallel needs tp above 1 (tp = %llu)", tp);
+    uint64_t shards = (uint64_t)p->cp * (p->sequence_parallel ? p->tp : 1);
+    if (s->seq_len % (2 * p->cp) && p->cp > 1)
+        return par_fail(par, "cp", err, "cp = %llu needs seq_len divisible by 2 cp (load-balanced "
+                        "causal chunks); seq_len = %llu", cp, seq);
+    if ((s->micro_batch * s->seq_len) % shards)
+        return par_fail(par, "sequence_parallel", err, "%llu tokens per micro-batch do not split "
+                        "over %llu ranks", (ull)s->micro_batch * seq, (ull)shards);
+    uint64_t chunks = (uint64_t)p->pp * p->virtual_stages;
+    if (p->virtual_stages > 1 && p->schedule != SPEC_PP_INTERLEAVED)
+        return par_fail(par, "virtual_stages", err, "virtual_stages = %llu needs "
+                        "pipeline_schedule \"interleaved\"", vs);
+    if (p->schedule == SPEC_PP_INTERLEAVED && (p->pp < 2 || p->virtual_stages < 2))
+        return par_fail(par, "pipeline_schedule", err, "the interleaved schedule needs pp >= 2 "
+                        "and virtual_stages >= 2 (pp = %llu, virtual_stages = %llu)", pp,
+                        vs);
+    if (p->schedule == SPEC_PP_INTERLEAVED && s->grad_accum % p->pp)
+        return par_fail(par, "pipeline_schedule", err, "the interleaved schedule runs micro-"
+                        "batches in groups of pp = %llu; training.grad_accum = %llu is not a "
+                        "multiple", pp, accum);
+    if (a->layers % chunks)
+        return par_fail(par, "pp", err, "pp x virtual_stages = %llu model chunks do not divide "
+                        "the model's %llu layers", (ull)chunks, layers);
+    if (p->ep > 1 && !a->experts)
+        return par_fail(par, "ep", err, "ep = %llu needs a model with experts", ep);
+    if (p->ep > 1 && a->experts % p->ep)
+        return par_fail(par, "ep", err, "ep = %llu does not divide the model's %llu experts",
+                        ep, experts);
+    uint64_t stage = (uint64_t)p->tp * p->cp * s->dp;
+    if (stage % p->ep)
+        return par_fail(par, "ep", err, "ep = %llu does not divide a stage's tp x cp x dp = %llu "
+                        "ranks", ep, (ull)stage);
+    if (a->experts && p->tp > 1 && !p->sequence_parallel)
+        return par_fail(par, "sequence_parallel", err, "MoE layers with tp = %llu need "
+                        "sequence_parallel (as Megatron-core requires)", tp);
+    switch (s->shard.strategy) {
+    case SPEC_DDP: case SPEC_ZERO1: case SPEC_SHARD_GRAD_OP: case SPEC_FULL_SHARD: return SS_OK;
+    default: {
+        js_node n;
+        js_get(root, "sharding", &n);
+        return js_failf(n, err, "sharding.strategy %s is not modelled inside a model-parallel "
+                        "layout (use ddp, zero1, shard_grad_op or full_shard)",
+                        spec_strategy_names[s->shard.strategy]);
+    }
+    }
+}
+
 static int load_layout(js_node root, spec_scenario *s, ss_err *err)
 {
     js_node par, tr;
@@ -497,7 +615,9 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
     int recomp;
     int rc = js_need(root, "parallel", &par, err);
     if (rc || (rc = js_want_obj(par, err)) ||
-        (rc = js_keys_check(par, KEYS("dp"), err)) ||
+        (rc = js_keys_check(par, KEYS("dp", "tp", "cp", "pp", "ep", "sequence_parallel",
+                                      "pipeline_schedule", "virtual_stages",
+                                      "expert_imbalance", "fold"), err)) ||
         (rc = js_u64(par, "dp", true, 0, 1, 1u << 24, &dp, err)) ||
         (rc = js_need(root, "training", &tr, err)) || (rc = js_want_obj(tr, err)) ||
         (rc = js_keys_check(tr, KEYS("micro_batch", "seq_len", "recompute", "grad_accum"), err)) ||
@@ -509,15 +629,20 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
         return rc;
     s->recompute = (spec_recompute)recomp;
     s->grad_accum = (uint32_t)accum;
-    uint64_t gpus = (uint64_t)s->topo.nodes * s->topo.gpus_per_node;
-    if (dp > gpus) {
-        js_node d;
-        js_get(par, "dp", &d);
-        return js_failf(d, err, "dp = %llu ranks do not fit topology %s (%llu GPUs)",
-                        (unsigned long long)dp, s->topo.name, (unsigned long long)gpus);
-    }
     s->dp = (uint32_t)dp;
     s->micro_batch = mb;
+    if ((rc = load_parallel(par, s, err))) return rc;
+    uint64_t gpus = (uint64_t)s->topo.nodes * s->topo.gpus_per_node;
+    uint64_t world = dp * s->par.tp * s->par.cp * s->par.pp;
+    if (world > gpus) {
+        js_node d;
+        js_get(par, "dp", &d);
+        if (world == dp)
+            return js_failf(d, err, "dp = %llu ranks do not fit topology %s (%llu GPUs)",
+                            (unsigned long long)dp, s->topo.name, (unsigned long long)gpus);
+        return js_failf(par, err, "tp x cp x pp x dp = %llu ranks do not fit topology %s (%llu GPUs)",
+                        (unsigned long long)world, s->topo.name, (unsigned long long)gpus);
+    }
     return SS_OK;
 }
 
@@ -567,7 +692,8 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
         (rc = load_refs(root, s, err)) || (rc = load_layout(root, s, err)) ||
         (rc = load_precision(root, &s->prec, err)) ||
         (rc = load_optimizer(root, &s->opt, err)) ||
-        (rc = load_sharding(root, &s->shard, err)) || (rc = load_hybrid(root, s, err)) || (rc = load_runtime(root, s, err)) ||
+        (rc = load_sharding(root, &s->shard, err)) || (rc = load_hybrid(root, s, err)) ||
+        (rc = layout_check(root, s, err)) || (rc = load_runtime(root, s, err)) ||
         (rc = load_network(root, s, err)) || (rc = load_calibration(root, s, err)) ||
         (rc = load_allocator(root, s, err)) || (rc = load_init(root, s, err)) ||
         (rc = load_expect(root, s, err)))

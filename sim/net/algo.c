@@ -113,11 +113,16 @@ static bool regular(const topo *g, const uint32_t *r, uint32_t n, uint32_t nodes
     return true;
 }
 
+bool algo_is_p2p(prog_coll c)
+{
+    return c == PROG_COLL_SEND_RECV || c == PROG_COLL_SEND_UP || c == PROG_COLL_SEND_DOWN;
+}
+
 static double ring_factor(prog_coll c, uint32_t n)
 {
     double k = (double)(n - 1) / n;
     if (c == PROG_COLL_ALL_REDUCE) return 2.0 * k;
-    if (c == PROG_COLL_BROADCAST) return 1.0;
+    if (c == PROG_COLL_BROADCAST || algo_is_p2p(c)) return 1.0;
     return k;
 }
 
@@ -304,6 +309,11 @@ static void hier_inter(const topo *g, const uint32_t *r, uint32_t m, uint32_t pp
 
 static void direct_all(const topo *g, prog_coll c, const uint32_t *r, uint32_t n, acc *a)
 {
+    if (c == PROG_COLL_SEND_UP || c == PROG_COLL_SEND_DOWN) { /* one way, 2 members */
+        bool up = c == PROG_COLL_SEND_UP;
+        acc_edge(a, g, r[up ? 0 : n - 1], r[up ? n - 1 : 0], 1.0);
+        return;
+    }
     if (c == PROG_COLL_SEND_RECV) { /* a shift by one: every member's payload once */
         for (uint32_t i = 0; i < n; i++) acc_edge(a, g, r[i], r[(i + 1) % n], 1.0);
         return;
@@ -319,7 +329,7 @@ bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
 {
     uint32_t m = count_nodes(g, ranks, n);
     switch (algo) {
-    case ALGO_RING: return c != PROG_COLL_ALL_TO_ALL && c != PROG_COLL_SEND_RECV;
+    case ALGO_RING: return c != PROG_COLL_ALL_TO_ALL && !algo_is_p2p(c);
     case ALGO_TREE: return c == PROG_COLL_ALL_REDUCE && m > 1 && regular(g, ranks, n, m);
     case ALGO_NVLS: return c == PROG_COLL_ALL_REDUCE && m == 1 && topo_has_nvls(g);
     case ALGO_NVLS_TREE:
@@ -328,7 +338,7 @@ bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
     case ALGO_HIER:
         return (c == PROG_COLL_ALL_REDUCE || c == PROG_COLL_ALL_GATHER ||
                 c == PROG_COLL_REDUCE_SCATTER) && m > 1 && regular(g, ranks, n, m);
-    case ALGO_DIRECT: return c == PROG_COLL_ALL_TO_ALL || c == PROG_COLL_SEND_RECV;
+    case ALGO_DIRECT: return c == PROG_COLL_ALL_TO_ALL || algo_is_p2p(c);
     default: return false;
     }
 }
@@ -336,7 +346,7 @@ bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
 static const char *why_not(algo_kind algo)
 {
     switch (algo) {
-    case ALGO_RING: return "ring does not run all_to_all or send_recv (use direct)";
+    case ALGO_RING: return "ring does not run all_to_all, send_recv or sends (use direct)";
     case ALGO_TREE: return "tree runs all_reduce over a group spanning nodes with the same ranks "
                            "on each node";
     case ALGO_NVLS: return "nvls runs all_reduce inside one node whose GPUs share an NVLS-capable "
@@ -346,7 +356,7 @@ static const char *why_not(algo_kind algo)
                                 "nvswitch";
     case ALGO_HIER: return "hierarchical runs all_reduce, all_gather and reduce_scatter over a "
                            "group spanning nodes with the same ranks on each node";
-    case ALGO_DIRECT: return "direct runs all_to_all and send_recv only";
+    case ALGO_DIRECT: return "direct runs all_to_all, send_recv and sends only";
     default: return "auto is not an algorithm";
     }
 }

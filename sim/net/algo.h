@@ -96,6 +96,8 @@ int algo_shape_build(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t
                      algo_kind algo, algo_shape *out, ss_err *err);
 void algo_shape_fini(algo_shape *s);
 
+/* send_recv, send_up, send_down: point to point, run by direct only. */
+bool algo_is_p2p(prog_coll c);
 /* Whether `algo` applies to c over the group (no error message). */
 bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n, algo_kind algo);
 

@@ -7,14 +7,17 @@ double cost_bus_factor(prog_coll coll, uint32_t n)
     switch (coll) {
     case PROG_COLL_ALL_REDUCE: return 2.0 * k;
     case PROG_COLL_BROADCAST:
-    case PROG_COLL_SEND_RECV: return 1.0;
+    case PROG_COLL_SEND_RECV:
+    case PROG_COLL_SEND_UP:
+    case PROG_COLL_SEND_DOWN: return 1.0;
     default: return k;
     }
 }
 
 static uint32_t ring_steps(prog_coll coll, uint32_t n)
 {
-    if (coll == PROG_COLL_SEND_RECV) return 1;
+    if (coll == PROG_COLL_SEND_RECV || coll == PROG_COLL_SEND_UP || coll == PROG_COLL_SEND_DOWN)
+        return 1;
     return coll == PROG_COLL_ALL_REDUCE ? 2 * (n - 1) : n - 1;
 }
 

@@ -132,7 +132,8 @@ static void calibrate(const net *n, prog_coll c, const uint32_t *ranks, uint32_t
     static const ncclt_op ops[PROG_NCOLLS] = {
         [PROG_COLL_ALL_REDUCE] = NCCLT_ALL_REDUCE, [PROG_COLL_ALL_GATHER] = NCCLT_ALL_GATHER,
         [PROG_COLL_REDUCE_SCATTER] = NCCLT_REDUCE_SCATTER, [PROG_COLL_BROADCAST] = NCCLT_BROADCAST,
-        [PROG_COLL_ALL_TO_ALL] = NCCLT_ALLTOALL, [PROG_COLL_SEND_RECV] = NCCLT_SENDRECV};
+        [PROG_COLL_ALL_TO_ALL] = NCCLT_ALLTOALL, [PROG_COLL_SEND_RECV] = NCCLT_SENDRECV,
+        [PROG_COLL_SEND_UP] = NCCLT_SENDRECV, [PROG_COLL_SEND_DOWN] = NCCLT_SENDRECV};
     if (!n->o.profile) return;
     uint32_t nodes = 1;
     for (uint32_t i = 1; i < size; i++)

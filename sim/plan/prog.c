@@ -27,6 +27,7 @@ typedef struct rank_prog {
 
 typedef struct group_rec {
     uint32_t size, first; /* ranks in prog.group_ranks[first..first+size) */
+    uint32_t nsize, nfirst; /* the network's members, likewise */
 } group_rec;
 
 struct prog {
@@ -105,22 +106,51 @@ static int str_intern(prog *p, const char *s, uint32_t *id)
     return rc;
 }
 
+static int ranks_ok(const uint32_t *ranks, uint32_t n, uint32_t limit, ss_err *err)
+{
+    if (n == 0) return ss_fail(err, SS_E_INTERNAL, NULL, "empty process group");
+    for (uint32_t i = 0; i < n; i++)
+        if (ranks[i] >= limit || (i && ranks[i] <= ranks[i - 1]))
+            return ss_fail(err, SS_E_INTERNAL, NULL,
+                           "process group ranks must be ascending and < %u", limit);
+    return SS_OK;
+}
+
+static int push_ranks(prog *p, const uint32_t *ranks, uint32_t n, uint32_t *first, ss_err *err)
+{
+    *first = (uint32_t)p->group_ranks.len;
+    for (uint32_t i = 0; i < n; i++)
+        if (vec_push(&p->group_ranks, &ranks[i], sizeof ranks[i], NULL)) return nomem(err);
+    return SS_OK;
+}
+
 int prog_group_add(prog *p, const uint32_t *ranks, uint32_t n, uint32_t *gid,
                    ss_err *err)
 {
-    if (n == 0) return ss_fail(err, SS_E_INTERNAL, NULL, "empty process group");
-    for (uint32_t i = 0; i < n; i++) {
-        if (ranks[i] >= p->nranks || (i && ranks[i] <= ranks[i - 1]))
-            return ss_fail(err, SS_E_INTERNAL, NULL,
-                           "process group ranks must be ascending and < %u",
-                           p->nranks);
+    int rc = ranks_ok(ranks, n, p->nranks, err);
+    group_rec g = {n, 0, n, 0};
+    if (!rc) rc = push_ranks(p, ranks, n, &g.first, err);
+    g.nfirst = g.first;
+    if (!rc && vec_push(&p->groups, &g, sizeof g, gid)) rc = nomem(err);
+    return rc;
+}
+
+int prog_group_add_net(prog *p, const uint32_t *ranks, uint32_t n, const uint32_t *net,
+                       uint32_t nnet, uint32_t *gid, ss_err *err)
+{
+    int rc = ranks_ok(ranks, n, p->nranks, err);
+    if (!rc) rc = ranks_ok(net, nnet, UINT32_MAX, err);
+    for (uint32_t i = 0, j = 0; !rc && i < n; i++) { /* every member is a network member */
+        while (j < nnet && net[j] < ranks[i]) j++;
+        if (j == nnet || net[j] != ranks[i])
+            rc = ss_fail(err, SS_E_INTERNAL, NULL, "group member %u is not a network member",
+                         ranks[i]);
     }
-    group_rec g = {n, p->group_ranks.len};
-    for (uint32_t i = 0; i < n; i++)
-        if (vec_push(&p->group_ranks, &ranks[i], sizeof ranks[i], NULL))
-            return nomem(err);
-    if (vec_push(&p->groups, &g, sizeof g, gid)) return nomem(err);
-    return SS_OK;
+    group_rec g = {n, 0, nnet, 0};
+    if (!rc) rc = push_ranks(p, ranks, n, &g.first, err);
+    if (!rc) rc = push_ranks(p, net, nnet, &g.nfirst, err);
+    if (!rc && vec_push(&p->groups, &g, sizeof g, gid)) rc = nomem(err);
+    return rc;
 }
 
 int prog_tensor_add(prog *p, uint32_t rank, const char *name, prog_memcat cat,
@@ -218,6 +248,13 @@ prog_group prog_group_get(const prog *p, uint32_t gid)
 {
     const group_rec *g = (const group_rec *)p->groups.data + gid;
     prog_group out = {g->size, (const uint32_t *)p->group_ranks.data + g->first};
+    return out;
+}
+
+prog_group prog_group_net(const prog *p, uint32_t gid)
+{
+    const group_rec *g = (const group_rec *)p->groups.data + gid;
+    prog_group out = {g->nsize, (const uint32_t *)p->group_ranks.data + g->nfirst};
     return out;
 }
 

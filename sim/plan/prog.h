@@ -35,13 +35,21 @@
 #include "../core/ss.h"
 
 /* Streams of a rank. "unshard" carries all-gathers and broadcasts, "reduce"
- * carries reduce-scatters and all-reduces (FSDP's own stream names). */
+ * carries reduce-scatters and all-reduces (FSDP's own stream names); "tp"
+ * the model-parallel collectives of a layout (tensor, context and expert
+ * parallel), which sit on the critical path. "p2p" is unordered: its ops
+ * wait for their deps and their issue only, not for each other, as the
+ * pipeline's batched isend/irecv do (an ordered stream of blocking
+ * sends and receives between stages would deadlock where real runtimes
+ * don't). */
 #define PROG_STREAMS(X)                                                        \
     X(COMPUTE, "compute")                                                      \
     X(UNSHARD, "unshard")                                                      \
     X(REDUCE, "reduce")                                                        \
     X(COPY, "copy")                                                            \
-    X(HOST, "host")
+    X(HOST, "host")                                                            \
+    X(TP, "tp")                                                                \
+    X(P2P, "p2p")
 
 #define PROG_COLLS(X)                                                          \
     X(ALL_REDUCE, "all_reduce")                                                \
@@ -49,7 +57,9 @@
     X(REDUCE_SCATTER, "reduce_scatter")                                        \
     X(BROADCAST, "broadcast")                                                  \
     X(ALL_TO_ALL, "all_to_all")                                                \
-    X(SEND_RECV, "send_recv")
+    X(SEND_RECV, "send_recv")                                                  \
+    X(SEND_UP, "send_up")                                                      \
+    X(SEND_DOWN, "send_down")
 
 #define PROG_PHASES(X)                                                         \
     X(FORWARD, "forward")                                                      \
@@ -111,7 +121,10 @@ typedef struct prog_op {
  * reduce_scatter: the input (full) size; send_recv: what each member sends
  * to the next member of the group (in rank order, the last to the first)
  * while it receives as much from the previous one, as nccl-tests'
- * sendrecv_perf (a 2-member group exchanges; pipeline stages use it). */
+ * sendrecv_perf (a 2-member group exchanges); send_up / send_down: a
+ * 2-member group, the lower member sends `bytes` to the higher one (up) or
+ * the higher to the lower (down), nothing the other way (pipeline stages
+ * pass activations and gradients with them). */
 
 typedef enum { PROG_ALLOC_AT_ISSUE, PROG_FREE_AT_ISSUE, PROG_FREE_AT_END } prog_memact;
 
@@ -131,6 +144,11 @@ typedef struct prog_group {
     uint32_t size;
     const uint32_t *ranks; /* size entries, ascending */
 } prog_group;
+/* A folded program (a layout that simulates one data-parallel replica)
+ * has groups whose members are partly outside the program: the engine
+ * matches the members it has (prog_group_get), the network costs the
+ * whole group (prog_group_net: world ranks, ascending; the same as
+ * prog_group_get for a group added without them). */
 
 /* What a scheduler passes to prog_op_add. Arrays are copied. */
 typedef struct prog_op_spec {
@@ -153,6 +171,10 @@ int prog_new(prog **out, uint32_t nranks, ss_err *err);
 void prog_free(prog *p); /* NULL is a no-op */
 int prog_group_add(prog *p, const uint32_t *ranks, uint32_t n, uint32_t *gid,
                    ss_err *err);
+/* A group whose network members are net[0 .. nnet), world ranks that
+ * include every rank of `ranks` (ascending, < world). */
+int prog_group_add_net(prog *p, const uint32_t *ranks, uint32_t n, const uint32_t *net,
+                       uint32_t nnet, uint32_t *gid, ss_err *err);
 int prog_tensor_add(prog *p, uint32_t rank, const char *name, prog_memcat cat,
                     ss_bytes bytes, int live_at_start, uint32_t *tid,
                     ss_err *err);
@@ -176,6 +198,7 @@ uint32_t prog_ntensors(const prog *p, uint32_t rank);
 const prog_tensor *prog_tensors(const prog *p, uint32_t rank);
 uint32_t prog_ngroups(const prog *p);
 prog_group prog_group_get(const prog *p, uint32_t gid);
+prog_group prog_group_net(const prog *p, uint32_t gid);
 const char *prog_str_get(const prog *p, uint32_t id);
 
 #endif

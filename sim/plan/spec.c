@@ -20,11 +20,17 @@ const char *const spec_lkind_names[] = {SPEC_LKINDS(SPEC_NAME2_)};
 const char *const spec_fabric_names[] = {SPEC_FABRICS(SPEC_NAME2_)};
 const char *const spec_net_algo_names[] = {SPEC_NET_ALGOS(SPEC_NAME2_)};
 const char *const spec_net_proto_names[] = {SPEC_NET_PROTOS(SPEC_NAME2_)};
+const char *const spec_pp_names[] = {SPEC_PP_SCHEDULES(SPEC_NAME2_)};
 static const uint32_t dtype_sizes[] = {SPEC_DTYPES(SPEC_SIZE3_)};
 
 uint32_t spec_dtype_size(spec_dtype d)
 {
     return d < SPEC_NDT ? dtype_sizes[d] : 0;
+}
+
+bool spec_model_parallel(const spec_parallel *p)
+{
+    return p->tp > 1 || p->cp > 1 || p->pp > 1 || p->ep > 1;
 }
 
 void spec_scenario_fini(spec_scenario *s)

@@ -326,6 +326,33 @@ typedef struct spec_sharding {
 /* One expectation on a summary key (scenario "expect" block). */
 typedef enum { SPEC_EXP_NUM, SPEC_EXP_BOOL, SPEC_EXP_STR } spec_exp_kind;
 
+/* Model-parallel layout (the "parallel" section): world = tp x cp x pp x dp
+ * ranks, tp varying fastest, then cp, then pp, dp slowest (so tensor
+ * parallel stays inside a node and one data-parallel replica is the
+ * consecutive ranks [0, tp cp pp)). Experts (ep > 1) are spread over ep
+ * consecutive ranks of a stage's tp x cp x dp ranks, whole (expert tensor
+ * parallel 1, Megatron-core's expert_tensor_parallel_size = 1); the expert
+ * data-parallel group is the ranks with the same place in their EP group. */
+#define SPEC_PP_SCHEDULES(X)                                                   \
+    X(ONE_F_ONE_B, "1f1b")                                                     \
+    X(INTERLEAVED, "interleaved")
+#define SPEC_ENUM2_(id, name) SPEC_PP_##id,
+typedef enum { SPEC_PP_SCHEDULES(SPEC_ENUM2_) SPEC_NPP } spec_pp_schedule;
+#undef SPEC_ENUM2_
+extern const char *const spec_pp_names[SPEC_NPP];
+
+typedef struct spec_parallel {
+    uint32_t tp, cp, pp, ep;  /* 1 = that dimension is off */
+    bool sequence_parallel;   /* tp > 1: activations split over tp between GEMMs */
+    spec_pp_schedule schedule;
+    uint32_t virtual_stages;  /* interleaved: model chunks per stage */
+    double expert_imbalance;  /* busiest EP rank's routed tokens / the mean, >= 1 */
+    bool fold;                /* simulate one data-parallel replica (dp > 1) */
+} spec_parallel;
+
+/* tp, cp, pp or ep above 1: the layout scheduler (sched/mp.c) runs it. */
+bool spec_model_parallel(const spec_parallel *p);
+
 typedef struct spec_expect {
     char key[SPEC_NAME_MAX]; /* summary path: "memory.per_rank[0].steady_bytes" */
     bool has_min, has_max, has_eq, has_pct;
@@ -342,6 +369,7 @@ typedef struct spec_scenario {
     spec_model model;
     spec_topology topo;
     uint32_t dp;          /* data-parallel ranks */
+    spec_parallel par;    /* the rest of the layout */
     uint64_t micro_batch; /* samples per rank per micro-batch */
     uint64_t seq_len;     /* tokens per sample (1 for row-wise models) */
     uint32_t grad_accum;  /* micro-batches per optimizer step */
