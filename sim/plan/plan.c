@@ -226,6 +226,7 @@ int plan_new(plan **out, const spec_scenario *s, ss_err *err)
     if (!p) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for the plan");
     p->s = s;
     p->n = s->dp;
+    p->chunks = 1;
     p->shard_n = s->shard.shard_group_size ? s->shard.shard_group_size : s->dp;
     p->tokens = s->micro_batch * s->seq_len;
     p->param_elem = spec_dtype_size(s->prec.param);
@@ -234,12 +235,41 @@ int plan_new(plan **out, const spec_scenario *s, ss_err *err)
     p->reduce_elem = spec_dtype_size(s->prec.reduce);
     rc = s->model.is_arch ? plan_arch_blocks(p, err) : add_params(p, err);
     if (!rc) rc = add_flops_per_token(p);
+    p->model_numel = p->total_numel;
+    p->world = p->replica = p->dense_dp = p->expert_dp = p->n;
+    p->chunks = 1;
+    if (!rc && spec_model_parallel(&s->par)) rc = plan_layout(p, err);
     if (rc || (rc = add_units(p, err)) || (rc = add_buckets(p, err))) {
         plan_free(p);
         return rc;
     }
     *out = p;
     return SS_OK;
+}
+
+/* The same model again, every block cut to one rank's share (plan_arch.c
+ * reads the layout); the whole model's totals stay from the first pass. */
+int plan_layout(plan *p, ss_err *err)
+{
+    const spec_parallel *par = &p->s->par;
+    free(p->blocks);
+    free(p->params);
+    p->blocks = NULL;
+    p->params = NULL;
+    p->nblocks = p->nparams = 0;
+    p->total_numel = 0;
+    p->layout = true;
+    p->replica = par->tp * par->cp * par->pp;
+    p->world = p->replica * p->s->dp;
+    p->n = par->fold ? p->replica : p->world;
+    p->dense_dp = p->s->dp * par->cp;
+    p->expert_dp = par->tp * par->cp * p->s->dp / par->ep;
+    p->shard_n = p->dense_dp;
+    p->chunks = par->pp * par->virtual_stages;
+    double fpt = p->flops_per_token;
+    int rc = plan_arch_blocks(p, err);
+    p->flops_per_token = fpt;
+    return rc;
 }
 
 void plan_free(plan *p)

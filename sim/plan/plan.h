@@ -37,6 +37,12 @@ typedef struct plan_block {
     uint64_t fwd_flops, bwd_flops;
     ss_ns fwd_ns, bwd_ns;    /* device time */
     bool dgrad;              /* backward computes the input gradient */
+    /* Layouts (plan_layout): costs and bytes above are one rank's share. */
+    uint32_t chunk;          /* model chunk: stage chunk % pp, virtual chunk / pp */
+    ss_bytes tp_bytes;       /* tp > 1: the activation its TP collectives move */
+    ss_bytes cp_bytes;       /* cp > 1: the KV its attention gathers over cp */
+    ss_bytes ep_bytes;       /* ep > 1: what one rank dispatches (and combines) */
+    uint64_t expert_numel;   /* of numel: routed-expert parameters (EP-sharded) */
 } plan_block;
 
 /* A FlatParameter: blocks [block0, block0 + nblocks) in model order; the
@@ -70,6 +76,14 @@ typedef struct plan {
     uint64_t total_numel;
     uint64_t tokens;          /* per rank per micro-batch: micro_batch x seq_len */
     double flops_per_token;   /* the MFU convention: 6 N + 12 L H Q T */
+    /* Layout. Without one: world = n, dense_dp = expert_dp = n. */
+    bool layout;              /* spec_model_parallel: sched/mp.c runs it */
+    uint32_t world;           /* tp cp pp dp ranks */
+    uint32_t replica;         /* tp cp pp: the ranks of one data-parallel replica */
+    uint32_t dense_dp;        /* ranks a dense parameter is replicated over: dp cp */
+    uint32_t expert_dp;       /* ranks an expert is replicated over: tp cp dp / ep */
+    uint32_t chunks;          /* pp x virtual_stages */
+    uint64_t model_numel;     /* the whole model's parameters (total_numel is one rank's) */
 } plan;
 
 /* Build the plan. Errors (SS_E_INPUT, naming the scenario file): a wrap
@@ -87,6 +101,8 @@ double plan_gemm_rate(const plan *p, double g);
 ss_ns plan_gemm_ns(const plan *p, uint64_t m, uint64_t k, uint64_t n);
 /* Internal to plan/: expand an architecture model into blocks (plan_arch.c). */
 int plan_arch_blocks(plan *p, ss_err *err);
+/* Internal: rebuild the blocks as one rank's share of a layout (plan.c). */
+int plan_layout(plan *p, ss_err *err);
 
 /* Device time of an elementwise kernel touching `bytes` of HBM. */
 ss_ns plan_mem_ns(const plan *p, ss_bytes bytes);

@@ -29,9 +29,12 @@ typedef struct ab {
     plan *p;
     const spec_arch *a;
     uint32_t capb, capp;
-    uint64_t t, c; /* tokens per micro-batch, bytes per activation element */
+    uint64_t t, c; /* tokens per micro-batch (of a CP rank), bytes per activation element */
     ss_err *err;
     int rc;
+    /* Layout shares (all 1 without one): tensor parallel, the split of the
+     * activations between GEMMs (tp under sequence parallel), experts. */
+    uint64_t tp, sp, ep, cp;
 } ab;
 
 static plan_block *blk(ab *x, const char *group, const char *fmt, unsigned l)
@@ -48,13 +51,18 @@ static plan_block *blk(ab *x, const char *group, const char *fmt, unsigned l)
     b->param0 = p->nparams;
     b->unit = 0;
     b->dgrad = true;
-    b->in_bytes = b->out_bytes = x->t * x->a->hidden * x->c;
+    b->in_bytes = b->out_bytes = x->t * x->a->hidden * x->c / x->sp;
+    if (x->tp > 1) b->tp_bytes = x->t * x->a->hidden * x->c;
     return b;
 }
 
 static void blk_done(ab *x, plan_block *b)
 {
     if (!b) return;
+    uint64_t per_chunk = x->a->layers / x->p->chunks;
+    unsigned l = 0;
+    if (sscanf(b->name, "layers.%u", &l) == 1) b->chunk = (uint32_t)(l / per_chunk);
+    else b->chunk = strcmp(b->name, "embed") ? x->p->chunks - 1 : 0;
     x->p->nblocks++;
     for (uint32_t i = b->param0; i < b->param0 + b->nparam; i++)
         x->p->params[i].block = (uint32_t)(b - x->p->blocks);
@@ -94,11 +102,25 @@ static void linear(ab *x, plan_block *b, uint64_t k, uint64_t n, uint64_t m)
     gemm(x, b, m, k, n);
 }
 
+/* Megatron's column-parallel linear (the output features split over tp)
+ * and row-parallel linear (the input features split; its bias whole). */
+static void linear_col(ab *x, plan_block *b, uint64_t k, uint64_t n, uint64_t m)
+{
+    linear(x, b, k, n / x->tp, m);
+}
+
+static void linear_row(ab *x, plan_block *b, uint64_t k, uint64_t n, uint64_t m)
+{
+    param(x, b, k / x->tp * n);
+    if (x->a->bias) param(x, b, n);
+    gemm(x, b, m, k / x->tp, n);
+}
+
 static void norm(ab *x, plan_block *b, uint64_t dim)
 {
     param(x, b, dim);
     if (x->a->layernorm) param(x, b, dim);
-    ss_ns t = plan_mem_ns(x->p, 3 * x->t * dim * x->c);
+    ss_ns t = plan_mem_ns(x->p, 3 * x->t / x->sp * dim * x->c);
     if (b) b->fwd_ns += t, b->bwd_ns += 2 * t;
 }
 
@@ -106,7 +128,7 @@ static void embed(ab *x)
 {
     const spec_arch *a = x->a;
     plan_block *b = blk(x, "embed", "embed", 0);
-    param(x, b, a->vocab * a->hidden);
+    param(x, b, a->vocab / x->tp * a->hidden); /* vocab-parallel */
     if (a->max_positions) param(x, b, a->max_positions * a->hidden);
     if (!b) return;
     b->in_bytes = x->t * 8; /* token ids */
@@ -121,38 +143,46 @@ static void embed(ab *x)
 static void attention(ab *x, unsigned l)
 {
     const spec_arch *a = x->a;
-    uint64_t t = x->t, h = a->hidden, s = x->p->s->seq_len, bs = t / s;
+    uint64_t t = x->t, h = a->hidden, s = x->p->s->seq_len, bs = x->p->s->micro_batch;
+    uint64_t heads = a->heads / x->tp, sp = x->sp;
     plan_block *b = blk(x, "layers.%u", "layers.%u.attn", l);
     norm(x, b, h);
-    uint64_t dqk, dv, kv_saved;
-    if (a->kv_lora_rank) { /* MLA */
+    uint64_t dqk, dv, kv_saved, kv_cp = 0;
+    if (a->kv_lora_rank) { /* MLA: down projections whole on every TP rank */
         dqk = a->qk_nope_dim + a->qk_rope_dim, dv = a->v_head_dim;
         linear(x, b, h, a->q_lora_rank, t);
         norm(x, b, a->q_lora_rank);
-        linear(x, b, a->q_lora_rank, a->heads * dqk, t);
+        linear_col(x, b, a->q_lora_rank, a->heads * dqk, t);
         linear(x, b, h, a->kv_lora_rank + a->qk_rope_dim, t);
         norm(x, b, a->kv_lora_rank);
-        linear(x, b, a->kv_lora_rank, a->heads * (a->qk_nope_dim + dv), t);
-        kv_saved = t * (a->q_lora_rank + a->kv_lora_rank + a->qk_rope_dim + a->heads * (dqk + dv));
+        linear_col(x, b, a->kv_lora_rank, a->heads * (a->qk_nope_dim + dv), t);
+        kv_saved = t * (a->q_lora_rank + a->kv_lora_rank + a->qk_rope_dim + heads * (dqk + dv));
+        kv_cp = t * heads * (dqk + dv);
     } else {
         dqk = dv = a->head_dim;
-        linear(x, b, h, a->heads * dqk, t);
-        linear(x, b, h, a->kv_heads * dqk, t);
-        linear(x, b, h, a->kv_heads * dv, t);
-        kv_saved = t * a->kv_heads * (dqk + dv);
+        /* KV heads split over tp, or replicated when there are fewer. */
+        uint64_t kvh = a->kv_heads >= x->tp ? a->kv_heads / x->tp : 1;
+        linear_col(x, b, h, a->heads * dqk, t);
+        linear(x, b, h, kvh * dqk, t);
+        linear(x, b, h, kvh * dv, t);
+        kv_saved = kv_cp = t * kvh * (dqk + dv);
     }
-    linear(x, b, a->heads * dv, h, t);
+    linear_row(x, b, a->heads * dv, h, t);
     if (!b) return;
-    double core = (double)bs * a->heads * (double)s * s * (dqk + dv);
-    double g = cbrt((double)s * s * dqk);
+    /* Causal context parallel with load-balanced chunks: each rank's s / cp
+     * queries see s / 2 keys on average, as without it. */
+    double q = (double)s / x->cp;
+    double core = (double)bs * heads * q * s * (dqk + dv);
+    double g = cbrt(q * s * dqk);
     ss_ns core_ns = ss_ns_from_s(core / plan_gemm_rate(x->p, g));
     b->fwd_flops += (uint64_t)core;
     b->bwd_flops += (uint64_t)(2.5 * core);
     b->fwd_ns += core_ns;
     b->bwd_ns += (ss_ns)(2.5 * (double)core_ns);
-    uint64_t out = t * a->heads * dv * x->c;
-    b->saved_bytes = (t * h + t * a->heads * dqk + kv_saved) * x->c + out + t * a->heads * 4;
+    uint64_t out = t * heads * dv * x->c;
+    b->saved_bytes = (t * h / sp + t * heads * dqk + kv_saved) * x->c + out + t * heads * 4;
     b->recompute_bytes = out;
+    if (x->cp > 1) b->cp_bytes = kv_cp * x->c * x->cp;
     blk_done(x, b);
 }
 
@@ -175,37 +205,47 @@ static void mlp(ab *x, unsigned l)
     const spec_arch *a = x->a;
     plan_block *b = blk(x, "layers.%u", "layers.%u.mlp", l);
     norm(x, b, a->hidden);
-    mlp_weights(x, b, a->ffn_hidden, x->t, true);
+    mlp_weights(x, b, a->ffn_hidden / x->tp, x->t, true);
     if (!b) return;
     uint64_t inter = a->act == SPEC_ACT_SWIGLU ? 3 : 2;
-    b->saved_bytes = x->t * (a->hidden + inter * a->ffn_hidden) * x->c;
+    b->saved_bytes = x->t * (a->hidden / x->sp + inter * a->ffn_hidden / x->tp) * x->c;
     blk_done(x, b);
 }
 
+/* Experts whole on each rank (expert tensor parallel 1): a rank holds
+ * E / ep of them and computes the tokens its EP group routes to them, on
+ * average its own routed tokens (ts k cf, ts its share of the sequence),
+ * times the imbalance on the busiest rank. */
 static void moe(ab *x, unsigned l)
 {
     const spec_arch *a = x->a;
-    uint64_t t = x->t, h = a->hidden, fe = a->expert_ffn_hidden;
+    uint64_t t = x->t, ts = t / x->sp, h = a->hidden, fe = a->expert_ffn_hidden;
+    uint64_t local = a->experts / x->ep;
     plan_block *b = blk(x, "layers.%u", "layers.%u.moe", l);
     norm(x, b, h);
     param(x, b, h * a->experts); /* router */
-    gemm(x, b, t, h, a->experts);
-    uint64_t routed = (uint64_t)ceil((double)t * a->top_k * a->capacity_factor);
-    uint64_t per = ss_div_ceil(routed, a->experts);
-    for (uint64_t e = 0; e < a->experts && !x->rc; e++) mlp_weights(x, b, fe, 0, true);
-    plan_block one = {0}; /* the costs of one expert's `per` tokens, times E */
+    gemm(x, b, ts, h, a->experts);
+    uint64_t sent = (uint64_t)ceil((double)ts * a->top_k * a->capacity_factor);
+    uint64_t routed = (uint64_t)ceil((double)sent * x->p->s->par.expert_imbalance);
+    uint64_t per = ss_div_ceil(routed, local);
+    uint64_t before = b ? b->numel : 0;
+    for (uint64_t e = 0; e < local && !x->rc; e++) mlp_weights(x, b, fe, 0, true);
+    if (b) b->expert_numel = b->numel - before;
+    plan_block one = {0}; /* the costs of one expert's `per` tokens, times E / ep */
     mlp_weights(x, &one, fe, per, false);
     if (b) {
-        b->fwd_ns += one.fwd_ns * a->experts;
-        b->bwd_ns += one.bwd_ns * a->experts;
-        b->fwd_flops += one.fwd_flops * a->experts;
-        b->bwd_flops += one.bwd_flops * a->experts;
+        b->fwd_ns += one.fwd_ns * local;
+        b->bwd_ns += one.bwd_ns * local;
+        b->fwd_flops += one.fwd_flops * local;
+        b->bwd_flops += one.bwd_flops * local;
     }
-    for (uint64_t e = 0; e < a->shared_experts; e++) mlp_weights(x, b, fe, t, true);
+    for (uint64_t e = 0; e < a->shared_experts; e++) mlp_weights(x, b, fe / x->tp, t, true);
     if (!b) return;
     uint64_t inter = a->act == SPEC_ACT_SWIGLU ? 3 : 2;
-    b->saved_bytes = (t * h + routed * h + routed * inter * fe + t * a->shared_experts * inter * fe) * x->c +
-                     t * a->experts * 4;
+    b->saved_bytes = (ts * h + routed * h + routed * inter * fe +
+                      t * a->shared_experts * inter * fe / x->tp) * x->c + ts * a->experts * 4;
+    if (x->ep > 1) b->ep_bytes = sent * h * x->c;
+    if (!a->shared_experts) b->tp_bytes = 0; /* routed tokens stay split over tp */
     blk_done(x, b);
 }
 
@@ -217,11 +257,11 @@ static void output(ab *x)
     if (n) n->saved_bytes = 0;
     blk_done(x, n);
     plan_block *b = blk(x, "output", "head", 0);
-    if (a->tied_embeddings) gemm(x, b, x->t, a->hidden, a->vocab);
-    else linear(x, b, a->hidden, a->vocab, x->t);
+    if (a->tied_embeddings) gemm(x, b, x->t, a->hidden, a->vocab / x->tp);
+    else linear_col(x, b, a->hidden, a->vocab, x->t);
     if (!b) return;
-    b->out_bytes = x->t * a->vocab * x->c;
-    b->saved_bytes = x->t * a->vocab * 4; /* fp32 logits for the loss */
+    b->out_bytes = x->t * a->vocab / x->tp * x->c;
+    b->saved_bytes = x->t * a->vocab / x->tp * 4; /* fp32 logits for the loss */
     blk_done(x, b);
 }
 
@@ -273,7 +313,14 @@ static void flops_per_token(plan *p, const spec_arch *a)
 int plan_arch_blocks(plan *p, ss_err *err)
 {
     const spec_arch *a = &p->s->model.arch;
-    ab x = {p, a, (uint32_t)(2 * a->layers + 3), 0, p->tokens, p->compute_elem, err, SS_OK};
+    const spec_parallel *par = &p->s->par;
+    ab x = {p, a, (uint32_t)(2 * a->layers + 3), 0, p->tokens, p->compute_elem, err, SS_OK,
+            1, 1, 1, 1};
+    if (p->layout) {
+        x.tp = par->tp, x.cp = par->cp, x.ep = par->ep;
+        x.sp = par->sequence_parallel ? par->tp : 1;
+        x.t = p->tokens / par->cp;
+    }
     uint64_t per_layer = 16 + (a->experts + a->shared_experts) * 6;
     if (a->layers * per_layer + 16 > UINT32_MAX)
         return ss_fail(err, SS_E_INPUT, p->s->file, "model %s has too many parameter tensors",
@@ -291,6 +338,6 @@ int plan_arch_blocks(plan *p, ss_err *err)
     output(&x);
     if (x.rc) return x.rc;
     apply_recompute(p);
-    flops_per_token(p, a);
+    if (!p->layout) flops_per_token(p, a);
     return SS_OK;
 }

@@ -95,7 +95,8 @@ int run_step(const spec_scenario *s, const run_opts *o, run_result *out, ss_err 
     if (!rc) rc = states(&r, err);
     if (!rc) rc = sum_build(s, r.t, r.st, o && o->series_all, &r.sum, err);
     if (!rc) {
-        r.sum.tokens = r.pl->tokens * s->grad_accum;
+        /* per GPU: a replica's tokens shared by its tp cp pp GPUs */
+        r.sum.tokens = r.pl->tokens * s->grad_accum / r.pl->replica;
         r.sum.flops_per_token = r.pl->flops_per_token;
         r.sum.peak_flops = s->topo.device.peak_flops[s->prec.compute];
     }

@@ -15,7 +15,8 @@ int em_init(em *e, const plan *pl, prog *p, uint32_t rank, ss_err *err)
 {
     *e = (em){.p = p, .pl = pl, .rank = rank, .err = err, .last = EM_NONE,
               .t_input = EM_NONE};
-    size_t n = pl->nblocks ? pl->nblocks : 1;
+    e->nslots = pl->layout ? pl->s->grad_accum : 1;
+    size_t n = (pl->nblocks ? pl->nblocks : 1) * (size_t)e->nslots;
     e->t_act = malloc(n * sizeof *e->t_act);
     e->t_dact = malloc(n * sizeof *e->t_dact);
     e->t_saved = malloc(n * sizeof *e->t_saved);
@@ -208,25 +209,43 @@ uint32_t em_input(em *e)
     return em_end(e);
 }
 
+void em_free_after_block(em *e, uint32_t tensor, prog_memact act)
+{
+    if (tensor == EM_NONE || e->rc) return;
+    if (e->nxfree == SS_ARRAY_LEN(e->xfree)) {
+        e->rc = ss_fail(e->err, SS_E_INTERNAL, NULL, "more than 4 buffers pending on a block");
+        return;
+    }
+    e->xact[e->nxfree] = (uint8_t)act;
+    e->xfree[e->nxfree++] = tensor;
+}
+
+static void free_pending(em *e)
+{
+    for (uint32_t k = 0; k < e->nxfree; k++) em_mem(e, e->xfree[k], (prog_memact)e->xact[k]);
+    e->nxfree = 0;
+}
+
 uint32_t em_fwd_block(em *e, uint32_t i, uint32_t dep)
 {
     const plan_block *b = &e->pl->blocks[i];
-    e->t_act[i] = em_tensor(e, PROG_MEM_ACTIVATION, b->out_bytes, false,
-                            "act.%s", b->name);
-    e->t_saved[i] = b->saved_bytes ? em_tensor(e, PROG_MEM_ACTIVATION, b->saved_bytes, false,
-                                               "saved.%s", b->name)
-                                   : EM_NONE;
+    size_t at = EM_AT(e, i);
+    e->t_act[at] = em_tensor(e, PROG_MEM_ACTIVATION, b->out_bytes, false, "act.%s", b->name);
+    e->t_saved[at] = b->saved_bytes ? em_tensor(e, PROG_MEM_ACTIVATION, b->saved_bytes, false,
+                                                "saved.%s", b->name)
+                                    : EM_NONE;
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_FORWARD, "fwd.%s", b->name);
     em_cost(e, em_launch_ns(e), b->fwd_ns, b->fwd_flops);
     em_dep(e, dep);
-    em_mem(e, e->t_act[i], PROG_ALLOC_AT_ISSUE);
-    em_mem(e, e->t_saved[i], PROG_ALLOC_AT_ISSUE);
+    em_mem(e, e->t_act[at], PROG_ALLOC_AT_ISSUE);
+    em_mem(e, e->t_saved[at], PROG_ALLOC_AT_ISSUE);
+    free_pending(e);
     return em_end(e);
 }
 
 /* loss = reduction of the last output; its backward allocates the gradient
  * of that output. Two small kernels. */
-uint32_t em_loss(em *e)
+uint32_t em_loss_fwd(em *e)
 {
     uint32_t last = e->pl->nblocks - 1;
     const plan_block *b = &e->pl->blocks[last];
@@ -234,24 +253,37 @@ uint32_t em_loss(em *e)
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_FORWARD, "loss");
     em_cost(e, em_launch_ns(e), plan_mem_ns(e->pl, b->out_bytes), 0);
     em_mem(e, e->t_loss, PROG_ALLOC_AT_ISSUE);
-    em_mem(e, e->t_act[last], PROG_FREE_AT_ISSUE);
-    em_end(e);
-    e->t_dact[last] = em_tensor(e, PROG_MEM_ACTIVATION, b->out_bytes, false,
-                                "dact.%s", b->name);
+    em_mem(e, e->t_act[EM_AT(e, last)], PROG_FREE_AT_ISSUE);
+    return em_end(e);
+}
+
+uint32_t em_loss_bwd(em *e)
+{
+    uint32_t last = e->pl->nblocks - 1;
+    const plan_block *b = &e->pl->blocks[last];
+    size_t at = EM_AT(e, last);
+    e->t_dact[at] = em_tensor(e, PROG_MEM_ACTIVATION, b->out_bytes, false, "dact.%s", b->name);
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "loss.backward");
     em_cost(e, em_launch_ns(e), plan_mem_ns(e->pl, b->out_bytes), 0);
-    em_mem(e, e->t_dact[last], PROG_ALLOC_AT_ISSUE);
+    em_mem(e, e->t_dact[at], PROG_ALLOC_AT_ISSUE);
     em_mem(e, e->t_loss, PROG_FREE_AT_ISSUE);
     return em_end(e);
+}
+
+uint32_t em_loss(em *e)
+{
+    em_loss_fwd(e);
+    return em_loss_bwd(e);
 }
 
 uint32_t em_bwd_block(em *e, uint32_t i, uint32_t dep, const uint32_t *grads,
                       uint32_t ngrads)
 {
     const plan_block *b = &e->pl->blocks[i];
+    size_t at = EM_AT(e, i);
     if (b->dgrad)
-        e->t_dact[i - 1] = em_tensor(e, PROG_MEM_ACTIVATION, b->in_bytes, false,
-                                     "dact.%s", e->pl->blocks[i - 1].name);
+        e->t_dact[at - 1] = em_tensor(e, PROG_MEM_ACTIVATION, b->in_bytes, false,
+                                      "dact.%s", e->pl->blocks[i - 1].name);
     /* Recomputed activations: allocated when the host recomputes the block
      * and dropped once it has issued the block's backward. They are used on
      * the compute stream only (no record_stream), so PyTorch's allocator
@@ -262,15 +294,16 @@ uint32_t em_bwd_block(em *e, uint32_t i, uint32_t dep, const uint32_t *grads,
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "bwd.%s", b->name);
     em_cost(e, em_launch_ns(e) * (b->dgrad ? 2 : 1), b->bwd_ns, b->bwd_flops);
     em_dep(e, dep);
-    if (b->dgrad) em_mem(e, e->t_dact[i - 1], PROG_ALLOC_AT_ISSUE);
+    if (b->dgrad) em_mem(e, e->t_dact[at - 1], PROG_ALLOC_AT_ISSUE);
     for (uint32_t g = 0; g < ngrads; g++) em_mem(e, grads[g], PROG_ALLOC_AT_ISSUE);
     em_mem(e, recomp, PROG_ALLOC_AT_ISSUE);
     em_mem(e, recomp, PROG_FREE_AT_ISSUE);
-    em_mem(e, e->t_saved[i], PROG_FREE_AT_ISSUE);
-    em_mem(e, e->t_dact[i], PROG_FREE_AT_ISSUE);
+    em_mem(e, e->t_saved[at], PROG_FREE_AT_ISSUE);
+    em_mem(e, e->t_dact[at], PROG_FREE_AT_ISSUE);
     /* The saved input: the previous block's output (the batch itself stays
      * referenced by the training loop). */
-    if (i > 0) em_mem(e, e->t_act[i - 1], PROG_FREE_AT_ISSUE);
+    if (i > 0) em_mem(e, e->t_act[at - 1], PROG_FREE_AT_ISSUE);
+    free_pending(e);
     return em_end(e);
 }
 

@@ -38,8 +38,24 @@ typedef struct em {
     uint32_t *t_act;  /* output of block i */
     uint32_t *t_dact; /* gradient of the output of block i */
     uint32_t *t_saved; /* what block i keeps for its backward, besides its input */
+    /* Pipelines keep several micro-batches in flight: the three arrays hold
+     * nslots rows of nblocks, and the block calls use row `slot`. */
+    uint32_t slot, nslots;
+    /* Tensors the next block op frees when it ends (buffers it reads that
+     * another stream filled: gathered KV, gathered activations, unsharded
+     * parameters); cleared by that op. */
+    uint32_t xfree[4];
+    uint8_t xact[4]; /* prog_memact */
+    uint32_t nxfree;
     st_bytes st;      /* this rank's states */
 } em;
+
+/* Index of block i's tensors in the current slot. */
+#define EM_AT(e, i) ((size_t)(e)->slot * (e)->pl->nblocks + (i))
+/* Free `tensor` with the next block op (at most 4 pending): when it ends
+ * (PROG_FREE_AT_END), or once it is issued (PROG_FREE_AT_ISSUE, a buffer
+ * the runtime reuses in issue order, as Megatron's global buffers). */
+void em_free_after_block(em *e, uint32_t tensor, prog_memact act);
 
 int em_init(em *e, const plan *pl, prog *p, uint32_t rank, ss_err *err);
 void em_fini(em *e);
@@ -89,6 +105,9 @@ void em_states(em *e, const em_tensors *params, const em_tensors *optim);
 uint32_t em_input(em *e);
 uint32_t em_fwd_block(em *e, uint32_t b, uint32_t dep);
 uint32_t em_loss(em *e);
+/* em_loss in two halves, for pipelines whose loss backward comes later. */
+uint32_t em_loss_fwd(em *e);
+uint32_t em_loss_bwd(em *e);
 /* grads: tensors the op allocates for the parameter gradients (autograd's
  * AccumulateGrad output), may be empty. */
 uint32_t em_bwd_block(em *e, uint32_t b, uint32_t dep, const uint32_t *grads,

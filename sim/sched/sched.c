@@ -34,6 +34,7 @@ st_kind sched_state_kind(spec_strategy s)
 
 int sched_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err)
 {
+    if (pl->layout) return mp_states(pl, rank, out, err);
     st_kind kind = sched_state_kind(pl->s->shard.strategy);
     bool fsdp = kind == ST_FSDP_FULL_SHARD || kind == ST_FSDP_SHARD_GRAD_OP ||
                 kind == ST_FSDP_NO_SHARD;
@@ -84,8 +85,13 @@ static ss_bytes fsdp_init_peak(const plan *pl, bool full)
 
 int sched_init_peak(const plan *pl, uint32_t rank, ss_bytes *out, ss_err *err)
 {
-    (void)rank, (void)err;
     spec_strategy s = pl->s->shard.strategy;
+    if (pl->layout) { /* built per stage on the meta device: the sharded parameters */
+        st_bytes st;
+        int rc = mp_states(pl, rank, &st, err);
+        *out = st.param.physical;
+        return rc;
+    }
     *out = s == SPEC_DDP || s == SPEC_ZERO1 ? ddp_init_peak(pl)
                                             : fsdp_init_peak(pl, pl->s->init_mode == SPEC_INIT_FULL);
     return SS_OK;
@@ -129,6 +135,11 @@ int sched_build(const plan *pl, prog **out, ss_err *err)
     prog *p = NULL;
     int rc = prog_new(&p, pl->n, err);
     if (rc) return rc;
+    if (pl->layout) {
+        if ((rc = mp_build(pl, p, err))) prog_free(p);
+        else *out = p;
+        return rc;
+    }
     uint32_t *ranks = malloc((size_t)pl->n * sizeof *ranks);
     if (!ranks) {
         prog_free(p);

@@ -54,4 +54,9 @@ uint32_t sched_gid_replicate(const plan *pl, uint32_t rank);
  * Caller frees *out with prog_free. */
 int sched_build(const plan *pl, prog **out, ss_err *err);
 
+/* Model-parallel layouts (mp.c): the whole program of a layout plan, and a
+ * rank's states (canonical ZeRO over its dense and expert groups). */
+int mp_build(const plan *pl, prog *p, ss_err *err);
+int mp_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err);
+
 #endif
