@@ -236,7 +236,8 @@ int plan_new(plan **out, const spec_scenario *s, ss_err *err)
     rc = s->model.is_arch ? plan_arch_blocks(p, err) : add_params(p, err);
     if (!rc) rc = add_flops_per_token(p);
     p->model_numel = p->total_numel;
-    p->world = p->replica = p->dense_dp = p->expert_dp = p->n;
+    p->world = p->dense_dp = p->expert_dp = p->n;
+    p->replica = 1;
     p->chunks = 1;
     if (!rc && spec_model_parallel(&s->par)) rc = plan_layout(p, err);
     if (rc || (rc = add_units(p, err)) || (rc = add_buckets(p, err))) {

@@ -79,7 +79,7 @@ typedef struct plan {
     /* Layout. Without one: world = n, dense_dp = expert_dp = n. */
     bool layout;              /* spec_model_parallel: sched/mp.c runs it */
     uint32_t world;           /* tp cp pp dp ranks */
-    uint32_t replica;         /* tp cp pp: the ranks of one data-parallel replica */
+    uint32_t replica;         /* tp cp pp: the ranks of one data-parallel replica (1 without a layout) */
     uint32_t dense_dp;        /* ranks a dense parameter is replicated over: dp cp */
     uint32_t expert_dp;       /* ranks an expert is replicated over: tp cp dp / ep */
     uint32_t chunks;          /* pp x virtual_stages */

@@ -198,24 +198,34 @@ int mp_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err)
 
 /* ---- op helpers ---- */
 
-static uint32_t coll(mp *m, prog_stream st, prog_phase ph, prog_coll c, uint32_t g,
-                     ss_bytes bytes, uint32_t dep, const char *what, const char *block)
-{
-    if (g == NOGROUP || !bytes) return EM_NONE;
-    em_begin(m->e, PROG_OP_COLL, st, ph, "%s.%s", what, block);
-    em_coll(m->e, c, bytes);
-    em_group(m->e, g);
-    em_dep(m->e, dep);
-    return em_end(m->e);
-}
-
-/* A buffer a collective fills for the next block op, freed when it ends. */
-static uint32_t gathered(mp *m, ss_bytes bytes, const char *what)
+/* A buffer the collective being built fills for the next block op, which
+ * releases it. */
+static void gathered(mp *m, ss_bytes bytes, const char *what)
 {
     uint32_t t = em_tensor(m->e, PROG_MEM_COMM_BUFFER, bytes, false, "%s", what);
     em_mem(m->e, t, PROG_ALLOC_AT_ISSUE);
     em_free_after_block(m->e, t, PROG_FREE_AT_ISSUE);
-    return t;
+}
+
+/* A collective on group g (none when the dimension is 1: it returns dep);
+ * with `buffer`, it gathers into a new buffer for the next block. */
+static uint32_t coll_buf(mp *m, prog_stream st, prog_phase ph, prog_coll c, uint32_t g,
+                         ss_bytes bytes, uint32_t dep, const char *what, const char *block,
+                         const char *buffer)
+{
+    if (g == NOGROUP || !bytes) return dep;
+    em_begin(m->e, PROG_OP_COLL, st, ph, "%s.%s", what, block);
+    em_coll(m->e, c, bytes);
+    em_group(m->e, g);
+    em_dep(m->e, dep);
+    if (buffer) gathered(m, bytes, buffer);
+    return em_end(m->e);
+}
+
+static uint32_t coll(mp *m, prog_stream st, prog_phase ph, prog_coll c, uint32_t g,
+                     ss_bytes bytes, uint32_t dep, const char *what, const char *block)
+{
+    return coll_buf(m, st, ph, c, g, bytes, dep, what, block, NULL);
 }
 
 static uint32_t tp_pre(mp *m, const plan_block *b, prog_phase ph)
@@ -251,9 +261,8 @@ static void fwd_block(mp *m, uint32_t i)
     const plan_block *b = &m->pl->blocks[i];
     uint32_t dep = tp_pre(m, b, PROG_PH_FORWARD);
     if (is_attn(b) && b->cp_bytes) {
-        dep = coll(m, PROG_TP, PROG_PH_FORWARD, PROG_COLL_ALL_GATHER, m->g[G_CP], b->cp_bytes,
-                   dep, "cp.all_gather_kv", b->name);
-        gathered(m, b->cp_bytes, "cp.kv");
+        dep = coll_buf(m, PROG_TP, PROG_PH_FORWARD, PROG_COLL_ALL_GATHER, m->g[G_CP],
+                       b->cp_bytes, dep, "cp.all_gather_kv", b->name, "cp.kv");
     }
     if (b->ep_bytes)
         dep = coll(m, PROG_TP, PROG_PH_FORWARD, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes,
@@ -276,9 +285,8 @@ static void bwd_block(mp *m, uint32_t i, const uint32_t *grads, uint32_t ngrads)
         dep = tp_pre(m, b, PROG_PH_BACKWARD); /* the input, for the weight gradient */
     }
     if (is_attn(b) && b->cp_bytes) {
-        dep = coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_ALL_GATHER, m->g[G_CP], b->cp_bytes,
-                   dep, "cp.all_gather_kv", b->name);
-        gathered(m, b->cp_bytes, "cp.kv");
+        dep = coll_buf(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_ALL_GATHER, m->g[G_CP],
+                       b->cp_bytes, dep, "cp.all_gather_kv", b->name, "cp.kv");
     }
     if (b->ep_bytes)
         dep = coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes,
@@ -313,11 +321,19 @@ static void unshard(mp *m, mp_unit *u, prog_phase ph)
         uint64_t n = k ? u->expert : u->dense;
         uint32_t g = m->g[k ? G_EDP : G_DP], size = k ? pl->expert_dp : pl->dense_dp;
         if (!n || g == NOGROUP) continue;
+        if (last == EM_NONE && m->prev_first != EM_NONE) {
+            /* The host waits for the previous unit's compute before it
+             * allocates the next buffer: at most two units unsharded (the
+             * rate limit FSDP's limit_all_gathers sets). */
+            em_begin(m->e, PROG_OP_HOST, PROG_HOST, ph, "zero3.rate_limit");
+            em_cost(m->e, 0, 0, 0);
+            em_dep(m->e, m->prev_first);
+            em_end(m->e);
+        }
         em_begin(m->e, PROG_OP_COLL, PROG_UNSHARD, ph, "zero3.all_gather.%s%s",
                  pl->blocks[u->b0].group, k ? ".experts" : "");
         em_coll(m->e, PROG_COLL_ALL_GATHER, padded(n, size, pl->compute_elem));
         em_group(m->e, g);
-        em_dep(m->e, m->prev_first); /* at most one unit ahead */
         if (last == EM_NONE) em_mem(m->e, u->t_full, PROG_ALLOC_AT_ISSUE);
         last = em_end(m->e);
     }
