@@ -167,7 +167,11 @@ static int pass(rp *r, mem_rank *m, size_t *peak_ev)
         if (!m) continue;
         if (m->series) m->series[m->nseries++] = (mem_point){r->ev[i].t, reported(r), reserved_now(r)};
         if (r->ideal > m->ideal_peak) m->ideal_peak = r->ideal;
-        if (oom && m->ooms++ == 0) m->oom_op = r->ev[i].op;
+        /* A request is over capacity when it maps past the HBM, and also
+         * when what is already reserved is: the warm-up pass may have left
+         * enough cached blocks that nothing new is mapped. */
+        bool over = r->ev[i].alloc && r->cfg->capacity && reserved_now(r) > r->cfg->capacity;
+        if ((oom || over) && m->ooms++ == 0) m->oom_op = r->ev[i].op;
         if (r->ev[i].alloc && reported(r) > m->peak) {
             m->peak = reported(r);
             m->peak_t = r->ev[i].t;

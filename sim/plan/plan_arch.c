@@ -265,7 +265,8 @@ static void output(ab *x)
     blk_done(x, b);
 }
 
-/* Full recomputation keeps only each layer block's input and re-runs the
+/* Full recomputation keeps only each layer's input (Megatron's and
+ * checkpoint_wrapper's granularity: the transformer layer) and re-runs its
  * forward inside backward; selective drops the attention core's output. */
 static void apply_recompute(plan *p)
 {
@@ -279,6 +280,7 @@ static void apply_recompute(plan *p)
         if (r == SPEC_RECOMP_FULL) {
             b->recompute_bytes = b->saved_bytes;
             b->saved_bytes = 0;
+            b->recompute_input = i > 0 && strcmp(p->blocks[i - 1].group, b->group) == 0;
             b->bwd_ns += b->fwd_ns;
             b->bwd_flops += b->fwd_flops;
         } else if (r == SPEC_RECOMP_SELECTIVE && b->recompute_bytes) {

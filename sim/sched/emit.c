@@ -239,6 +239,7 @@ uint32_t em_fwd_block(em *e, uint32_t i, uint32_t dep)
     em_dep(e, dep);
     em_mem(e, e->t_act[at], PROG_ALLOC_AT_ISSUE);
     em_mem(e, e->t_saved[at], PROG_ALLOC_AT_ISSUE);
+    if (b->recompute_input) em_mem(e, e->t_act[at - 1], PROG_FREE_AT_ISSUE);
     free_pending(e);
     return em_end(e);
 }
@@ -263,9 +264,17 @@ uint32_t em_loss_bwd(em *e)
     const plan_block *b = &e->pl->blocks[last];
     size_t at = EM_AT(e, last);
     e->t_dact[at] = em_tensor(e, PROG_MEM_ACTIVATION, b->out_bytes, false, "dact.%s", b->name);
+    /* A transformer's loss is cross-entropy on the logits upcast to fp32:
+     * the fp32 gradient of the log-softmax (the size of the head's saved
+     * fp32 logits) lives until it is cast down to the logits' dtype. */
+    uint32_t d32 = !b->spec && b->saved_bytes ? em_tensor(e, PROG_MEM_ACTIVATION, b->saved_bytes,
+                                                         false, "dlogits.fp32")
+                                              : EM_NONE;
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "loss.backward");
     em_cost(e, em_launch_ns(e), plan_mem_ns(e->pl, b->out_bytes), 0);
+    em_mem(e, d32, PROG_ALLOC_AT_ISSUE);
     em_mem(e, e->t_dact[at], PROG_ALLOC_AT_ISSUE);
+    em_mem(e, d32, PROG_FREE_AT_ISSUE);
     em_mem(e, e->t_loss, PROG_FREE_AT_ISSUE);
     return em_end(e);
 }
@@ -276,6 +285,25 @@ uint32_t em_loss(em *e)
     return em_loss_bwd(e);
 }
 
+/* Full recomputation re-runs a layer's forward when the layer's backward
+ * begins, at its last block: the saved tensors of all its blocks (and the
+ * inputs between them) are live again, each until its block's backward. */
+static void rematerialize(em *e, uint32_t i)
+{
+    const plan *pl = e->pl;
+    if (i + 1 < pl->nblocks && pl->blocks[i + 1].recompute_input) return; /* mid-layer */
+    for (uint32_t j = i;; j--) {
+        const plan_block *c = &pl->blocks[j];
+        ss_bytes n = c->recompute_bytes + (c->recompute_input ? c->in_bytes : 0);
+        if (n) {
+            uint32_t t = em_tensor(e, PROG_MEM_ACTIVATION, n, false, "recomputed.%s", c->name);
+            em_mem(e, t, PROG_ALLOC_AT_ISSUE);
+            e->t_saved[EM_AT(e, j)] = t;
+        }
+        if (!c->recompute_input || j == 0) break;
+    }
+}
+
 uint32_t em_bwd_block(em *e, uint32_t i, uint32_t dep, const uint32_t *grads,
                       uint32_t ngrads)
 {
@@ -284,13 +312,15 @@ uint32_t em_bwd_block(em *e, uint32_t i, uint32_t dep, const uint32_t *grads,
     if (b->dgrad)
         e->t_dact[at - 1] = em_tensor(e, PROG_MEM_ACTIVATION, b->in_bytes, false,
                                       "dact.%s", e->pl->blocks[i - 1].name);
-    /* Recomputed activations: allocated when the host recomputes the block
-     * and dropped once it has issued the block's backward. They are used on
+    /* Selectively recomputed activations: allocated when the host
+     * recomputes them and dropped once it has issued the block's backward. They are used on
      * the compute stream only (no record_stream), so PyTorch's allocator
      * frees them at host time and the next block's recompute reuses them. */
-    uint32_t recomp = b->recompute_bytes ? em_tensor(e, PROG_MEM_ACTIVATION, b->recompute_bytes,
-                                                     false, "recomputed.%s", b->name)
-                                         : EM_NONE;
+    bool full = e->pl->s->recompute == SPEC_RECOMP_FULL;
+    uint32_t recomp = b->recompute_bytes && !full ? em_tensor(e, PROG_MEM_ACTIVATION,
+                                                              b->recompute_bytes, false,
+                                                              "recomputed.%s", b->name)
+                                                  : EM_NONE;
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "bwd.%s", b->name);
     em_cost(e, em_launch_ns(e) * (b->dgrad ? 2 : 1), b->bwd_ns, b->bwd_flops);
     em_dep(e, dep);
@@ -298,11 +328,12 @@ uint32_t em_bwd_block(em *e, uint32_t i, uint32_t dep, const uint32_t *grads,
     for (uint32_t g = 0; g < ngrads; g++) em_mem(e, grads[g], PROG_ALLOC_AT_ISSUE);
     em_mem(e, recomp, PROG_ALLOC_AT_ISSUE);
     em_mem(e, recomp, PROG_FREE_AT_ISSUE);
+    if (full) rematerialize(e, i);
     em_mem(e, e->t_saved[at], PROG_FREE_AT_ISSUE);
     em_mem(e, e->t_dact[at], PROG_FREE_AT_ISSUE);
     /* The saved input: the previous block's output (the batch itself stays
      * referenced by the training loop). */
-    if (i > 0) em_mem(e, e->t_act[at - 1], PROG_FREE_AT_ISSUE);
+    if (i > 0 && !b->recompute_input) em_mem(e, e->t_act[at - 1], PROG_FREE_AT_ISSUE);
     free_pending(e);
     return em_end(e);
 }
