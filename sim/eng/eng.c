@@ -210,14 +210,14 @@ static int scan_rank(eng *e, uint32_t r, op_st *st, uint64_t *ndeps)
         for (uint32_t d = 0; d < op->ndep; d++) st[deps[op->dep0 + d]].w0++;
         if (op->kind == PROG_OP_HOST) continue;
         st[i].cnt++;
+        int rc = op->kind == PROG_OP_COLL ? number_coll(e, r, i) : SS_OK;
+        if (rc) return rc;
         if (op->stream == PROG_P2P) continue; /* unordered (prog.h) */
         if (last[op->stream] != NONE) {
             st[last[op->stream]].succ = i;
             st[i].cnt++;
         }
         last[op->stream] = i;
-        int rc = op->kind == PROG_OP_COLL ? number_coll(e, r, i) : SS_OK;
-        if (rc) return rc;
     }
     return SS_OK;
 }
