@@ -217,11 +217,37 @@ static void json_throughput(cJSON *root, const sum_report *r)
     double s = secs(r->step_ns), tps = s > 0 ? (double)r->tokens / s : 0;
     add_u64(t, "tokens_per_step_per_gpu", r->tokens);
     add_u64(t, "global_batch_samples",
-            r->s->micro_batch * (uint64_t)r->nranks * r->s->grad_accum); /* micro x dp x accum */
+            r->s->micro_batch * (uint64_t)r->s->dp * r->s->grad_accum); /* micro x dp x accum */
     cJSON_AddNumberToObject(t, "tokens_per_s_per_gpu", tps);
     cJSON_AddNumberToObject(t, "flops_per_token", r->flops_per_token);
     cJSON_AddNumberToObject(t, "mfu", r->peak_flops > 0 ? tps * r->flops_per_token / r->peak_flops : 0);
     cJSON_AddStringToObject(t, "flops_convention", "6N+12LHQT (torchtitan)");
+}
+
+/* The 1F1B bubble with no communication: (pp - 1) / (v m + pp - 1) of the
+ * step (Narayanan et al. 2021); the simulated step has its sends too. */
+static double bubble_fraction(const spec_parallel *p, uint32_t m)
+{
+    double v = p->virtual_stages ? p->virtual_stages : 1;
+    return p->pp > 1 ? (p->pp - 1.0) / (v * m + p->pp - 1.0) : 0.0;
+}
+
+static void json_layout(cJSON *root, const sum_report *r)
+{
+    const spec_parallel *p = &r->s->par;
+    cJSON *l = cJSON_AddObjectToObject(root, "layout");
+    add_u64(l, "tp", p->tp);
+    add_u64(l, "cp", p->cp);
+    add_u64(l, "pp", p->pp);
+    add_u64(l, "ep", p->ep);
+    add_u64(l, "dp", r->s->dp);
+    add_u64(l, "world", (uint64_t)p->tp * p->cp * p->pp * r->s->dp);
+    add_u64(l, "simulated_ranks", r->nranks);
+    cJSON_AddBoolToObject(l, "sequence_parallel", p->sequence_parallel);
+    cJSON_AddStringToObject(l, "pipeline_schedule", spec_pp_names[p->schedule]);
+    add_u64(l, "virtual_stages", p->virtual_stages ? p->virtual_stages : 1);
+    cJSON_AddNumberToObject(l, "bubble_fraction_analytic",
+                            bubble_fraction(p, r->s->grad_accum));
 }
 
 static void json_time(cJSON *root, const sum_report *r)
@@ -255,6 +281,7 @@ char *sum_json(const sum_report *r)
         cJSON_AddNumberToObject(sd, "min_s", d.min);
         cJSON_AddNumberToObject(sd, "max_s", d.max);
     }
+    json_layout(root, r);
     json_time(root, r);
     json_throughput(root, r);
     cJSON *mem = cJSON_AddObjectToObject(root, "memory");
@@ -332,6 +359,16 @@ void sum_text(const sum_report *r, FILE *f)
         dist d = distribution(r);
         fprintf(f, "  with jitter      p50 %.3f ms, p90 %.3f ms, max %.3f ms (%u samples, cv %.3g)\n",
                 d.p50 * 1e3, d.p90 * 1e3, d.max * 1e3, r->nsamples, r->s->jitter_cv);
+    }
+    const spec_parallel *p = &r->s->par;
+    if (spec_model_parallel(p)) {
+        fprintf(f, "  layout           tp %u%s, cp %u, pp %u, ep %u, dp %u: %llu GPUs, %u simulated\n",
+                p->tp, p->sequence_parallel ? " + SP" : "", p->cp, p->pp, p->ep, r->s->dp,
+                (unsigned long long)p->tp * p->cp * p->pp * r->s->dp, r->nranks);
+        if (p->pp > 1)
+            fprintf(f, "  pipeline         %s, %u micro-batches: bubble %.1f%% without communication\n",
+                    spec_pp_names[p->schedule], r->s->grad_accum,
+                    100.0 * bubble_fraction(p, r->s->grad_accum));
     }
     fprintf(f, "  compute busy     %10.3f ms\n", secs(r->compute_ns) * 1e3);
     fprintf(f, "  comm busy        %10.3f ms  (overlapped %.3f, exposed %.3f)\n",

@@ -456,7 +456,19 @@ static uint32_t p2p(mp *m, uint32_t g, bool send, prog_phase ph, ss_bytes bytes,
     em_group(m->e, g);
     em_dep(m->e, dep);
     em_mem(m->e, tensor, send ? PROG_FREE_AT_END : PROG_ALLOC_AT_ISSUE);
-    return em_end(m->e);
+    uint32_t op = em_end(m->e);
+    if (send) return op;
+    /* Megatron's batch_p2p_sync: torch.cuda.synchronize() after the batched
+     * isend/irecv, so the host never runs ahead of the pipeline (which bounds
+     * the micro-batches whose buffers are allocated at once). Waiting on the
+     * receive alone: a send's completion needs the peer's receive, and
+     * Megatron posts the pair together, so a wait on sends here would be a
+     * deadlock Megatron does not have. */
+    em_begin(m->e, PROG_OP_HOST, PROG_HOST, ph, "pp.synchronize");
+    em_cost(m->e, 0, 0, 0);
+    em_dep(m->e, op);
+    em_end(m->e);
+    return op;
 }
 
 static void forward(mp *m, uint32_t mb, uint32_t k)
