@@ -21,6 +21,7 @@
 #include "coll_cmd.h"
 #include "dist.h"
 #include "out.h"
+#include "search_cmd.h"
 
 #define MAX_SETS 256
 #define MAX_FILES 4096
@@ -33,6 +34,9 @@ static const char usage[] =
     "       shardsim diff A B [--set PATH=VALUE]... [--svg FILE] [--ranks A..B]\n"
     "       shardsim sweep SCENARIO --vary PATH=V1,V2,... [--vary ...] [--set ...]\n"
     "                      [-j THREADS] [-o FILE.csv]\n"
+    "       shardsim search SCENARIO [--world N] [--tp L] [--cp L] [--pp L] [--ep L]\n"
+    "                       [--strategy L] [--recompute L] [--global-batch N] [--set ...]\n"
+    "                       [-j THREADS] [--csv FILE] [--max-points N] [--quiet]\n"
     "       shardsim coll --topology FILE --op OP [--ranks N] [--nodes N] [-b SIZE]\n"
     "                     [-e SIZE] [-f FACTOR] [--algo A] [--proto P] [-o FILE]\n"
     "       shardsim coll --topology FILE --compare NCCL_TESTS_LOG [--table LABEL] ...\n"
@@ -50,6 +54,10 @@ static const char usage[] =
     "  sweep    simulate the cartesian product of the --vary lists on THREADS\n"
     "           threads (default 1) and write one CSV row per point; under\n"
     "           mpirun -n K the points are split across the K processes\n"
+    "  search   simulate every layout (tp, cp, pp, ep, dp) and sharding choice of\n"
+    "           the lists over the world's GPUs at one global batch; print the\n"
+    "           fastest that fits and the memory/time Pareto front, --csv all of\n"
+    "           them (shardsim search --help for the options)\n"
     "  --json   also write the summary as JSON to FILE ('-' for stdout)\n"
     "  --trace  write a Chrome/Perfetto trace (Trace Event Format JSON) to FILE\n"
     "  --dot    write the timeline as Graphviz DOT (for neato -n2) to FILE\n"
@@ -535,6 +543,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "coll")) return coll_cmd(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "search")) return search_cmd(argc - 2, argv + 2);
     int is_diff = !strcmp(argv[1], "diff");
     int is_run = !strcmp(argv[1], "run") ? 1 : !strcmp(argv[1], "sweep") ? 2 : is_diff ? 3 : 0;
     if (!is_run && !is_diff && strcmp(argv[1], "check") != 0)

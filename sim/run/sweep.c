@@ -64,6 +64,12 @@ void sweep_vary_fini(sweep_vary *v)
 
 size_t sweep_points(const sweep_cfg *c)
 {
+    if (c->zip) {
+        size_t n = c->nvary ? c->vary[0].nvalues : 0;
+        for (size_t k = 1; k < c->nvary; k++)
+            if (c->vary[k].nvalues != n) return 0;
+        return n;
+    }
     size_t n = 1;
     for (size_t k = 0; k < c->nvary; k++) {
         if (c->vary[k].nvalues && n > SIZE_MAX / c->vary[k].nvalues) return 0;
@@ -104,20 +110,32 @@ char *sweep_header(const sweep_cfg *c)
     return h;
 }
 
-static void figures(const sum_report *r, char *buf, size_t cap)
+/* Figures of a run; throughput as the summary's "throughput" section has it. */
+static sweep_fig fig_of(const sum_report *r)
 {
-    ss_bytes peak = 0, res = 0, steady = 0;
-    bool fits = true;
+    sweep_fig f = {.ok = true, .fits = true, .step_s = r->step_ns * 1e-9};
+    for (uint32_t k = 0; k < r->nranks; k++) {
+        const mem_rank *m = &r->ranks[k].mem;
+        if (m->peak_reserved > f.peak_reserved) f.peak_reserved = m->peak_reserved;
+        f.fits = f.fits && !m->ooms;
+    }
+    f.tokens_per_s = f.step_s > 0 ? (double)r->tokens / f.step_s : 0;
+    f.mfu = r->peak_flops > 0 ? f.tokens_per_s * r->flops_per_token / r->peak_flops : 0;
+    return f;
+}
+
+static void figures(const sum_report *r, const sweep_fig *f, char *buf, size_t cap)
+{
+    ss_bytes peak = 0, steady = 0;
     for (uint32_t k = 0; k < r->nranks; k++) {
         const mem_rank *m = &r->ranks[k].mem;
         if (m->peak > peak) peak = m->peak;
-        if (m->peak_reserved > res) res = m->peak_reserved;
         if (m->end > steady) steady = m->end;
-        fits = fits && !m->ooms;
     }
-    snprintf(buf, cap, "ok,%.9g,%.9g,%.9g,%llu,%llu,%llu,%s,%llu,%llu,%llu,%llu,", r->step_ns * 1e-9,
+    snprintf(buf, cap, "ok,%.9g,%.9g,%.9g,%llu,%llu,%llu,%s,%llu,%llu,%llu,%llu,", f->step_s,
              r->compute_ns * 1e-9, r->exposed_comm_ns * 1e-9, (unsigned long long)peak,
-             (unsigned long long)res, (unsigned long long)steady, fits ? "true" : "false",
+             (unsigned long long)f->peak_reserved, (unsigned long long)steady,
+             f->fits ? "true" : "false",
              (unsigned long long)r->coll[PROG_COLL_ALL_REDUCE].count,
              (unsigned long long)r->coll[PROG_COLL_ALL_GATHER].count,
              (unsigned long long)r->coll[PROG_COLL_REDUCE_SCATTER].count,
@@ -126,18 +144,20 @@ static void figures(const sum_report *r, char *buf, size_t cap)
 
 #define ROW_MAX 4096
 
-/* Simulate point i and format its row. Only out-of-memory fails the sweep. */
-static char *run_point(const sweep_cfg *c, size_t i)
+/* Simulate point i, format its row and fill *fig. Only out-of-memory fails
+ * the sweep. */
+static char *run_point(const sweep_cfg *c, size_t i, sweep_fig *fig)
 {
     char *row = calloc(1, ROW_MAX), sets_buf[SWEEP_MAX_VARY][600];
     const char *sets[256 + SWEEP_MAX_VARY];
+    *fig = (sweep_fig){0};
     if (!row) return NULL;
     size_t n = 0, rest = i;
     for (size_t k = 0; k < c->nsets && n < 256; k++) sets[n++] = c->sets[k];
     snprintf(row, ROW_MAX, "%zu,", i);
     const char *vals[SWEEP_MAX_VARY];
     for (size_t k = c->nvary; k-- > 0;) {
-        vals[k] = c->vary[k].values[rest % c->vary[k].nvalues];
+        vals[k] = c->vary[k].values[c->zip ? i : rest % c->vary[k].nvalues];
         rest /= c->vary[k].nvalues;
         snprintf(sets_buf[k], sizeof sets_buf[k], "%s=%s", c->vary[k].key, vals[k]);
     }
@@ -154,10 +174,11 @@ static char *run_point(const sweep_cfg *c, size_t i)
         rc = run_step(&s, NULL, &r, &err);
         spec_scenario_fini(&s);
     }
-    char fig[512], msg[1200];
+    char line[512], msg[1200];
     if (!rc) {
-        figures(&r.sum, fig, sizeof fig);
-        snprintf(row + strlen(row), ROW_MAX - strlen(row), "%s\n", fig);
+        *fig = fig_of(&r.sum);
+        figures(&r.sum, fig, line, sizeof line);
+        snprintf(row + strlen(row), ROW_MAX - strlen(row), "%s\n", line);
     } else {
         snprintf(row + strlen(row), ROW_MAX - strlen(row), "error,,,,,,,,,,,,");
         csv_field(row, ROW_MAX, ss_err_str(&err, msg, sizeof msg));
@@ -185,7 +206,9 @@ static void *worker(void *arg)
         size_t slot = p->next < p->count && !p->nomem ? p->next++ : SIZE_MAX;
         pthread_mutex_unlock(&p->lock);
         if (slot == SIZE_MAX) return NULL;
-        char *row = run_point(p->c, p->c->first + slot * p->c->stride);
+        sweep_fig fig;
+        char *row = run_point(p->c, p->c->first + slot * p->c->stride, &fig);
+        if (p->c->figs) p->c->figs[slot] = fig; /* slots are distinct: no lock */
         pthread_mutex_lock(&p->lock);
         p->rows[slot] = row;
         p->nomem = p->nomem || !row;

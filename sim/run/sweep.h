@@ -1,9 +1,12 @@
 /* sweep.h - many runs of one scenario: the cartesian product of --vary
- * lists, simulated on worker threads, one CSV row per point.
+ * lists (or an explicit list of points), simulated on worker threads, one
+ * CSV row per point.
  *
  * Point i of the product is the same whatever the thread count: the last
  * --vary changes fastest, and rows are written in point order, so -j 1 and
- * -j N give the same bytes. A point that fails (an invalid combination, a
+ * -j N give the same bytes. In zip mode the lists are columns of one table
+ * instead: point i takes value i of every list (layout searches, whose
+ * points are not a product). A point that fails (an invalid combination, a
  * layout that does not fit the topology) does not stop the sweep: its row
  * carries the error message and empty figures.
  *
@@ -13,12 +16,14 @@
  * the sweep's own lock).
  *
  * Ownership: sweep_run returns the CSV text in *csv; the caller frees it
- * with free().
+ * with free(). The optional figures array is the caller's.
  */
 #ifndef SWEEP_H
 #define SWEEP_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../core/err.h"
 
@@ -30,12 +35,24 @@ typedef struct sweep_vary {
     size_t nvalues;
 } sweep_vary;
 
+/* A point's figures as numbers, for callers that rank points. */
+typedef struct sweep_fig {
+    bool ok;                /* simulated; false: an error row */
+    bool fits;              /* no rank's allocator went over its capacity */
+    double step_s;
+    double tokens_per_s;    /* per GPU */
+    double mfu;             /* 0 when the device has no peak for the dtype */
+    uint64_t peak_reserved; /* bytes, the largest over ranks */
+} sweep_fig;
+
 typedef struct sweep_cfg {
     const char *scenario;
     const char *const *sets; /* applied to every point before the varied keys */
     size_t nsets;
     sweep_vary vary[SWEEP_MAX_VARY];
     size_t nvary;
+    bool zip;                  /* explicit points: all lists of one length */
+    sweep_fig *figs;           /* optional: one per row of sweep_run, in its order */
     unsigned threads;          /* >= 1 */
     size_t first, stride;      /* this process runs points first, first+stride, ... */
     void (*progress)(void *ctx, size_t done, size_t total);
@@ -47,7 +64,8 @@ typedef struct sweep_cfg {
 int sweep_vary_parse(const char *arg, sweep_vary *v, ss_err *err);
 void sweep_vary_fini(sweep_vary *v);
 
-/* Number of points of the product; 0 on overflow past SIZE_MAX. */
+/* Number of points: of the product (0 on overflow past SIZE_MAX), or in zip
+ * mode the lists' common length (0 when they differ or there are none). */
 size_t sweep_points(const sweep_cfg *c);
 
 /* The CSV header line (with its newline). Caller frees. */

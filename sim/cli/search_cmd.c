@@ -1,0 +1,334 @@
+/* `shardsim search`. search_cmd.h states the contract. */
+#include "search_cmd.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../io/scenario.h"
+#include "../run/search.h"
+#include "../run/sweep.h"
+#include "out.h"
+
+#define MAX_SETS 256
+
+static const char usage[] =
+    "usage: shardsim search SCENARIO [--world N] [--tp LIST] [--cp LIST] [--pp LIST]\n"
+    "                       [--ep LIST] [--strategy LIST] [--recompute LIST]\n"
+    "                       [--global-batch N] [--max-points N] [--set PATH=VALUE]...\n"
+    "                       [-j THREADS] [--csv FILE] [--quiet]\n"
+    "\n"
+    "  --world      GPUs every layout uses (default: all of the topology's)\n"
+    "  --tp --cp --pp --ep  candidate degrees, comma-separated (default: the\n"
+    "               powers of two up to the world; tp also up to one node's\n"
+    "               GPUs; ep up to the model's experts, 1 for a dense model);\n"
+    "               dp = world / (tp cp pp), layouts where it is not whole are\n"
+    "               left out; sequence_parallel is on whenever tp > 1\n"
+    "  --strategy   sharding strategies, e.g. ddp,zero1,shard_grad_op,full_shard\n"
+    "               (default: the scenario's)\n"
+    "  --recompute  none, selective, full (default: the scenario's)\n"
+    "  --global-batch  samples per optimizer step, held across layouts through\n"
+    "               grad_accum = N / (micro_batch dp) (default: the scenario's\n"
+    "               micro_batch x dp x grad_accum)\n"
+    "  --max-points refuse a search of more points than this (default 2000)\n"
+    "  --set        override a scenario key for every point\n"
+    "  -j           simulate on THREADS threads (default 1)\n"
+    "  --csv        write every point, error rows included, to FILE\n"
+    "  --quiet      no progress on stderr\n";
+
+typedef struct opts {
+    const char *scenario, *csv;
+    const char *sets[MAX_SETS];
+    size_t nsets;
+    search_space sp;
+    unsigned threads;
+    bool quiet;
+} opts;
+
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "shardsim search: ");
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n\n%s", usage);
+    return 2;
+}
+
+static int fail(const ss_err *err)
+{
+    char buf[1200];
+    fprintf(stderr, "shardsim search: error: %s\n", ss_err_str(err, buf, sizeof buf));
+    return err->code == SS_E_INPUT || err->code == SS_E_IO ? 2 : 1;
+}
+
+/* ---- options ---- */
+
+static bool parse_u64(const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    char *end;
+    if (!*v || *v == '-' || *v == '+') return false;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (*end || x < lo || x > hi) return false;
+    *out = x;
+    return true;
+}
+
+static bool list_add(search_list *l, uint32_t x)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i] == x) return false;
+    if (l->n == SEARCH_MAX_VALUES) return false;
+    l->v[l->n++] = x;
+    return true;
+}
+
+/* Split v at commas into l: each item a count in [1, 2^24], or (names) one
+ * of names[0..nnames). Empty items and repeats are errors. */
+static bool parse_list(const char *v, const char *const *names, int nnames, search_list *l)
+{
+    char buf[1024];
+    size_t len = strlen(v);
+    if (!len || len >= sizeof buf || v[0] == ',' || v[len - 1] == ',' || strstr(v, ",,"))
+        return false;
+    memcpy(buf, v, len + 1);
+    char *save = NULL;
+    l->n = 0;
+    for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        uint64_t x = 0;
+        int k = 0;
+        while (names && k < nnames && strcmp(item, names[k])) k++;
+        if (names ? k == nnames : !parse_u64(item, 1, 1u << 24, &x)) return false;
+        if (!list_add(l, names ? (uint32_t)k : (uint32_t)x)) return false;
+    }
+    return true;
+}
+
+static int parse_value(opts *o, const char *k, const char *v)
+{
+    search_space *sp = &o->sp;
+    search_list *lists[] = {&sp->tp, &sp->cp, &sp->pp, &sp->ep};
+    static const char *const list_opts[] = {"--tp", "--cp", "--pp", "--ep"};
+    uint64_t x;
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(k, list_opts[i]))
+            return parse_list(v, NULL, 0, lists[i]) ? 0
+                   : bad("%s: expected distinct counts like 1,2,4 (at most %d), not %s", k,
+                         SEARCH_MAX_VALUES, v);
+    if (!strcmp(k, "--strategy"))
+        return parse_list(v, spec_strategy_names, SPEC_NSTRATEGIES, &sp->strategy) ? 0
+               : bad("--strategy: expected names among ddp, zero1, shard_grad_op, full_shard, "
+                     "no_shard, hybrid_shard, hybrid_shard_zero2, not %s", v);
+    if (!strcmp(k, "--recompute"))
+        return parse_list(v, spec_recompute_names, SPEC_NRECOMP, &sp->recompute) ? 0
+               : bad("--recompute: expected names among none, selective, full, not %s", v);
+    if (!strcmp(k, "--world") && parse_u64(v, 1, 1u << 24, &x)) sp->world = (uint32_t)x;
+    else if (!strcmp(k, "--global-batch") && parse_u64(v, 1, 1ull << 40, &x)) sp->global_batch = x;
+    else if (!strcmp(k, "--max-points") && parse_u64(v, 1, 10000000, &x)) sp->max_points = x;
+    else if (!strcmp(k, "-j") && parse_u64(v, 1, 64, &x)) o->threads = (unsigned)x;
+    else if (!strcmp(k, "--csv")) o->csv = v;
+    else if (!strcmp(k, "--set") && o->nsets < MAX_SETS) o->sets[o->nsets++] = v;
+    else if (!strcmp(k, "--set")) return bad("at most %d --set", MAX_SETS);
+    else if (!strcmp(k, "--world") || !strcmp(k, "--global-batch") || !strcmp(k, "--max-points"))
+        return bad("%s: expected a count >= 1, not %s", k, v);
+    else if (!strcmp(k, "-j")) return bad("-j takes 1 to 64 threads, not %s", v);
+    else return bad("unknown option %s", k);
+    return 0;
+}
+
+/* 0 parsed, -1 --help printed, 2 usage error. */
+static int parse(int argc, char **argv, opts *o)
+{
+    *o = (opts){.threads = 1};
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage, stdout);
+            return -1;
+        }
+        if (!strcmp(a, "--quiet")) {
+            o->quiet = true;
+        } else if (a[0] == '-' && a[1]) {
+            if (i + 1 >= argc) return bad("%s needs a value", a);
+            int rc = parse_value(o, a, argv[++i]);
+            if (rc) return rc;
+        } else if (o->scenario) {
+            return bad("one SCENARIO only (%s)", a);
+        } else {
+            o->scenario = a;
+        }
+    }
+    return o->scenario ? 0 : bad("%s", "no SCENARIO file given");
+}
+
+/* ---- progress ---- */
+
+static void progress_bar(void *ctx, size_t done, size_t total)
+{
+    (void)ctx;
+    int width = 40, fill = (int)(width * done / (total ? total : 1));
+    fprintf(stderr, "\r  [%.*s%*s] %zu/%zu points", fill, "########################################",
+            width - fill, "", done, total);
+    if (done == total) fputc('\n', stderr);
+}
+
+/* ---- the report ---- */
+
+/* What the printout needs from the scenario besides the points. */
+typedef struct base {
+    char name[SPEC_NAME_MAX], topo[SPEC_NAME_MAX];
+    uint64_t capacity; /* bytes; 0 = unlimited */
+} base;
+
+static double gib(uint64_t b) { return (double)b / (1024.0 * 1024.0 * 1024.0); }
+
+static void print_header(const opts *o, const base *b, size_t n, size_t skipped, size_t valid,
+                         size_t fitting)
+{
+    const search_space *sp = &o->sp;
+    printf("search: %s\n", b->name);
+    printf("  world        %u GPUs of %s\n", sp->world, b->topo);
+    printf("  batch        %llu samples per step (micro_batch %llu, grad_accum to match dp)\n",
+           (unsigned long long)sp->global_batch, (unsigned long long)sp->micro_batch);
+    if (b->capacity) printf("  capacity     %.2f GiB per GPU\n", gib(b->capacity));
+    else printf("  capacity     unlimited\n");
+    printf("  points       %zu enumerated, %zu valid, %zu fit", n, valid, fitting);
+    if (skipped) printf(" (%zu layouts left out: dp does not split the batch)", skipped);
+    printf("\n");
+}
+
+static void print_best(const search_point *p, const sweep_fig *f, size_t i, const base *b)
+{
+    printf("\nbest by step time: point %zu\n", i);
+    printf("  layout       tp %u, cp %u, pp %u, ep %u, dp %u%s, grad_accum %u\n", p->tp, p->cp,
+           p->pp, p->ep, p->dp, p->tp > 1 ? " (sequence_parallel)" : "", p->grad_accum);
+    printf("  sharding     %s, recompute %s\n", spec_strategy_names[p->strategy],
+           spec_recompute_names[p->recompute]);
+    printf("  step time    %.3f ms\n", f->step_s * 1e3);
+    printf("  throughput   %.0f tokens/s/GPU", f->tokens_per_s);
+    if (f->mfu > 0) printf(", MFU %.1f%%", 100.0 * f->mfu);
+    printf("\n  memory       %.2f GiB peak reserved", gib(f->peak_reserved));
+    if (b->capacity) printf(" of %.2f GiB", gib(b->capacity));
+    printf("\n");
+}
+
+static void print_front(const search_point *pts, const sweep_fig *figs, const size_t *front,
+                        size_t nfront, size_t fitting)
+{
+    printf("\nmemory/time Pareto front: %zu of the %zu fitting points, by step time (no other "
+           "is faster with less memory)\n", nfront, fitting);
+    printf("  %5s %4s %4s %4s %4s %4s %5s  %-18s %-9s %10s %12s %6s\n", "point", "tp", "cp", "pp",
+           "ep", "dp", "accum", "strategy", "recompute", "step_ms", "reserved_GiB", "MFU");
+    for (size_t k = 0; k < nfront; k++) {
+        const search_point *p = &pts[front[k]];
+        const sweep_fig *f = &figs[front[k]];
+        char mfu[16] = "-";
+        if (f->mfu > 0) snprintf(mfu, sizeof mfu, "%.1f%%", 100.0 * f->mfu);
+        printf("  %5zu %4u %4u %4u %4u %4u %5u  %-18s %-9s %10.3f %12.2f %6s\n", front[k], p->tp,
+               p->cp, p->pp, p->ep, p->dp, p->grad_accum, spec_strategy_names[p->strategy],
+               spec_recompute_names[p->recompute], f->step_s * 1e3, gib(f->peak_reserved), mfu);
+    }
+}
+
+/* ---- the command ---- */
+
+/* Load the scenario once: the defaults of the space and what the header
+ * prints. A world larger than the topology is a usage error, not a list of
+ * error rows. */
+static int prepare(opts *o, base *b, ss_err *err)
+{
+    spec_scenario s;
+    int rc = scn_load(o->scenario, o->sets, o->nsets, &s, err);
+    if (rc) return rc;
+    uint64_t gpus = (uint64_t)s.topo.nodes * s.topo.gpus_per_node;
+    if (o->sp.world > gpus)
+        rc = ss_fail(err, SS_E_INPUT, "--world", "%u GPUs, but topology %s has %llu",
+                     o->sp.world, s.topo.name, (unsigned long long)gpus);
+    search_defaults(&o->sp, &s);
+    snprintf(b->name, sizeof b->name, "%s", s.name);
+    snprintf(b->topo, sizeof b->topo, "%s", s.topo.name);
+    b->capacity = s.capacity_bytes;
+    spec_scenario_fini(&s);
+    return rc;
+}
+
+/* Simulate the points; the CSV (header and rows) in *csv. */
+static int simulate(const opts *o, const search_point *pts, size_t n, sweep_fig *figs,
+                    char **csv, ss_err *err)
+{
+    sweep_cfg c = {.scenario = o->scenario, .sets = o->sets, .nsets = o->nsets,
+                   .threads = o->threads, .stride = 1, .figs = figs};
+    bool tty = isatty(2) && !getenv("CI");
+    if (!o->quiet && tty) c.progress = progress_bar;
+    char *rows = NULL, *head = NULL;
+    int rc = search_sweep_lists(pts, n, &c, err);
+    if (!rc && !(head = sweep_header(&c))) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    if (!rc) rc = sweep_run(&c, &rows, err);
+    if (!rc && !(*csv = malloc(strlen(head) + strlen(rows) + 1)))
+        rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    if (!rc) {
+        strcpy(*csv, head);
+        strcat(*csv, rows);
+    }
+    if (!rc && !o->quiet && !tty) fprintf(stderr, "shardsim search: points simulated: %zu\n", n);
+    free(rows);
+    free(head);
+    for (size_t k = 0; k < c.nvary; k++) sweep_vary_fini(&c.vary[k]);
+    return rc;
+}
+
+static int report(const opts *o, const base *b, const search_point *pts, size_t n,
+                  size_t skipped, const sweep_fig *figs, ss_err *err)
+{
+    size_t *front = malloc((n ? n : 1) * sizeof *front), nfront = 0;
+    int rc = front ? search_front(figs, n, front, &nfront, err)
+                   : ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    if (rc) {
+        free(front);
+        return fail(err);
+    }
+    size_t valid = 0, fitting = 0;
+    for (size_t i = 0; i < n; i++) {
+        valid += figs[i].ok;
+        fitting += figs[i].ok && figs[i].fits;
+    }
+    print_header(o, b, n, skipped, valid, fitting);
+    if (nfront) {
+        print_best(&pts[front[0]], &figs[front[0]], front[0], b);
+        print_front(pts, figs, front, nfront, fitting);
+    } else {
+        printf("\nno point fits: every one failed to run or went over the capacity (the CSV's "
+               "status, fits and error columns say which)\n");
+    }
+    free(front);
+    return nfront ? 0 : 1;
+}
+
+int search_cmd(int argc, char **argv)
+{
+    opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc) return rc < 0 ? 0 : rc;
+    ss_err err;
+    ss_err_clear(&err);
+    base b;
+    search_point *pts = NULL;
+    size_t n = 0, skipped = 0;
+    if ((rc = prepare(&o, &b, &err)) || (rc = search_enumerate(&o.sp, &pts, &n, &skipped, &err)))
+        return fail(&err);
+    sweep_fig *figs = calloc(n, sizeof *figs);
+    char *csv = NULL;
+    rc = figs ? simulate(&o, pts, n, figs, &csv, &err)
+              : ss_fail(&err, SS_E_NOMEM, NULL, "out of memory");
+    if (!rc && o.csv) rc = cli_write_atomic(o.csv, csv, &err);
+    int code = rc ? fail(&err) : report(&o, &b, pts, n, skipped, figs, &err);
+    free(csv);
+    free(figs);
+    free(pts);
+    return code;
+}

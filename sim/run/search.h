@@ -1,0 +1,88 @@
+/* search.h - a layout search: the points of a space of layouts and sharding
+ * choices, and which of their results are worth showing.
+ *
+ * The space is a world of GPUs and candidate lists for tp, cp, pp, ep, the
+ * sharding strategy and the recomputation mode. A layout (tp, cp, pp) is a
+ * point only when dp = world / (tp cp pp) is whole, and when dp splits the
+ * global batch: the global batch (samples per optimizer step) is held fixed
+ * across layouts, each point taking grad_accum = global_batch / (micro_batch
+ * dp), so step times compare the same work. Every other check (heads, layers,
+ * experts, strategies a layout can run) is the scenario loader's: a point
+ * it rejects becomes an error row of the sweep, not a hole in the list.
+ *
+ * Points are listed in the candidate lists' order, tp slowest, recompute
+ * fastest, so a search's rows are the same on any number of threads.
+ * search_sweep_lists turns them into the columns of a zip-mode sweep
+ * (run/sweep.h), which simulates them.
+ *
+ * Among the results, only simulated points that fit their device count:
+ * the memory/time Pareto front is the fitting points no other fitting point
+ * beats on both peak reserved bytes and step time, sorted by step time; its
+ * first point is the fastest one.
+ *
+ * Knows nothing about option syntax or printing (cli/search_cmd.c).
+ */
+#ifndef SEARCH_H
+#define SEARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/err.h"
+#include "../plan/spec.h"
+#include "sweep.h"
+
+#define SEARCH_MAX_VALUES 32
+
+/* A candidate list; n == 0 means "the default" until search_defaults. */
+typedef struct search_list {
+    uint32_t v[SEARCH_MAX_VALUES];
+    size_t n;
+} search_list;
+
+typedef struct search_space {
+    uint32_t world;             /* GPUs the layouts use */
+    search_list tp, cp, pp, ep;
+    search_list strategy;       /* spec_strategy values */
+    search_list recompute;      /* spec_recompute values */
+    uint64_t global_batch;      /* samples per optimizer step */
+    uint64_t micro_batch;       /* samples per rank per micro-batch */
+    size_t max_points;
+} search_space;
+
+typedef struct search_point {
+    uint32_t tp, cp, pp, ep, dp, grad_accum;
+    spec_strategy strategy;
+    spec_recompute recompute;
+} search_point;
+
+/* Fill what the space leaves at zero from scenario s: world = every GPU of
+ * the topology; tp the powers of two up to the world and the GPUs of one
+ * node (TP stays inside a node); cp, pp the powers of two up to the world;
+ * ep those up to the world and the model's experts (1 for a dense model);
+ * the scenario's strategy and recompute; its global batch (micro_batch x dp
+ * x grad_accum) and micro-batch; max_points 2000. */
+void search_defaults(search_space *sp, const spec_scenario *s);
+
+/* The points of the space, in order (*out: caller frees). *skipped counts
+ * the layouts whose dp divides the world but not the global batch.
+ * SS_E_INPUT: no point at all, or more than max_points (the message names
+ * the option to narrow). */
+int search_enumerate(const search_space *sp, search_point **out, size_t *n, size_t *skipped,
+                     ss_err *err);
+
+/* The scenario keys a point sets, in its CSV column order. */
+#define SEARCH_NKEYS 9
+extern const char *const search_keys[SEARCH_NKEYS];
+
+/* Make c a zip-mode sweep of the points: c->vary[k] is the column of
+ * search_keys[k] (the values are owned by c; free with sweep_vary_fini).
+ * On failure nothing is left allocated. */
+int search_sweep_lists(const search_point *pts, size_t n, sweep_cfg *c, ss_err *err);
+
+/* The Pareto front of figs[0..n): *nfront point indices into front (room
+ * for n), by step time, then peak reserved, then index; none when nothing
+ * fits. front[0] is the best point by step time. O(n log n). */
+int search_front(const sweep_fig *figs, size_t n, size_t *front, size_t *nfront, ss_err *err);
+
+#endif

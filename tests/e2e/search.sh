@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# shardsim search on Llama-3 8B over one 8-GPU node at 1k tokens: one CSV row
+# per enumerated point, every layout using the 8 GPUs, identical bytes for
+# -j 1 and -j 2, the best point the fastest fitting row of the CSV, a front
+# of fitting points none of which another fitting point beats, hybrid_shard
+# under TP recorded as an error row, nothing fitting as exit 1 with the CSV
+# written, usage errors as exit 2 with no CSV left behind.
+set -u
+bin=$1
+cd "$2" || exit 1
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+fails=0 checks=0
+check() { checks=$((checks + 1)); if ! eval "$2"; then echo "FAIL: $1"; fails=$((fails + 1)); fi; }
+s=scenarios/transformers/llama3-8b-full-shard-8xh100.json
+args=(--set training.seq_len=1024 --strategy full_shard,hybrid_shard --recompute none,full)
+"$bin" search "$s" "${args[@]}" -j 1 --csv "$d/j1.csv" >"$d/j1.txt" 2>"$d/j1.err"
+rc=$?
+check "search -j 1 exits 0" '[ $rc -eq 0 ]'
+"$bin" search "$s" "${args[@]}" -j 2 --csv "$d/j2.csv" >"$d/j2.txt" 2>/dev/null
+rc=$?
+check "search -j 2 exits 0" '[ $rc -eq 0 ]'
+check "-j 1 and -j 2: the same CSV bytes" 'cmp -s "$d/j1.csv" "$d/j2.csv"'
+check "-j 1 and -j 2: the same stdout bytes" 'cmp -s "$d/j1.txt" "$d/j2.txt"'
+check "stderr is not a terminal: one final line" \
+    '[ "$(cat "$d/j1.err")" = "shardsim search: points simulated: 80" ]'
+
+# 20 layouts of 8 GPUs x 2 strategies x 2 recompute modes.
+n=$(sed -n 's/^  points *\([0-9]*\) enumerated.*/\1/p' "$d/j1.txt")
+check "80 points enumerated" '[ "$n" = 80 ]'
+check "header + one row per enumerated point" '[ "$(wc -l <"$d/j1.csv")" -eq $((n + 1)) ]'
+check "the header" 'head -1 "$d/j1.csv" | grep -qx "point,parallel.tp,parallel.cp,parallel.pp,parallel.ep,parallel.dp,parallel.sequence_parallel,training.grad_accum,sharding.strategy,training.recompute,status,step_time_s,compute_s,exposed_communication_s,max_peak_allocated_bytes,max_peak_reserved_bytes,max_steady_bytes,fits,all_reduce_count,all_gather_count,reduce_scatter_count,broadcast_count,error"'
+check "every row: tp x cp x pp x dp = 8, grad_accum x dp = 8" \
+    '[ -z "$(awk -F, "NR > 1 && (\$2 * \$3 * \$4 * \$6 != 8 || \$8 * \$6 != 8)" "$d/j1.csv")" ]'
+check "hybrid_shard with tp 2 is an error row naming the reason" \
+    'awk -F, "\$2 == 2 && \$9 == \"hybrid_shard\"" "$d/j1.csv" | grep -q ",error,.*not modelled inside a model-parallel layout"'
+check "hybrid_shard without a layout runs" \
+    'awk -F, "\$6 == 8 && \$9 == \"hybrid_shard\" && \$11 == \"ok\"" "$d/j1.csv" | grep -q .'
+
+# The best point is the fastest fitting row.
+best=$(sed -n 's/^best by step time: point \([0-9]*\)$/\1/p' "$d/j1.txt")
+min=$(awk -F, 'NR > 1 && $11 == "ok" && $18 == "true" && (m == "" || $12 < m) { m = $12 } END { print m }' "$d/j1.csv")
+check "a best point is printed" '[ -n "$best" ]'
+check "the best point is the minimum step time among fitting rows" \
+    '[ "$(awk -F, -v p="$best" "NR > 1 && \$1 == p { print \$12 }" "$d/j1.csv")" = "$min" ]'
+
+# The front: fitting rows, by step time, each using less memory than the
+# ones before it, none beaten on both by any fitting row.
+awk '/^  point +tp/ { f = 1; next } f && /^ +[0-9]/ { print $1 }' "$d/j1.txt" >"$d/front"
+check "the front has points" '[ -s "$d/front" ]'
+check "the front starts with the best point" '[ "$(head -1 "$d/front")" = "$best" ]'
+check "every front point fits, faster first, less memory each" '
+    awk -F, "NR == FNR { want[\$1] = FNR; next }
+             FNR > 1 && (\$1 in want) { if (\$18 != \"true\") bad = 1; t[want[\$1]] = \$12; r[want[\$1]] = \$16; k++ }
+             END { for (i = 2; i <= k; i++) if (t[i] < t[i - 1] || r[i] >= r[i - 1]) bad = 1; exit bad || !k }" \
+        "$d/front" "$d/j1.csv"'
+check "no fitting row beats a front point on both step time and memory" '
+    awk -F, "NR == FNR { want[\$1] = 1; next }
+             FNR > 1 && \$18 == \"true\" { id[++m] = \$1; t[m] = \$12; r[m] = \$16 }
+             END { for (i = 1; i <= m; i++) if (id[i] in want) for (j = 1; j <= m; j++)
+                     if (t[j] <= t[i] && r[j] <= r[i] && (t[j] < t[i] || r[j] < r[i])) bad = 1
+                   exit bad }" "$d/front" "$d/j1.csv"'
+
+# Nothing fits (DDP, no recompute, 8k tokens): exit 1, the CSV still written.
+"$bin" search "$s" --tp 1 --cp 1 --pp 1 --strategy ddp --recompute none --quiet \
+    --csv "$d/none.csv" >"$d/none.txt" 2>"$d/none.err"
+rc=$?
+check "nothing fits: exit 1" '[ $rc -eq 1 ]'
+check "nothing fits: said on stdout" 'grep -q "^no point fits" "$d/none.txt"'
+check "nothing fits: the CSV has its row, fits false" \
+    '[ "$(sed 1d "$d/none.csv" | cut -d, -f11,18)" = "ok,false" ]'
+check "--quiet: nothing on stderr" '[ ! -s "$d/none.err" ]'
+
+# Usage errors: exit 2, no CSV.
+for bad in "--tp 0" "--tp 2,2" "--strategy zero9" "--frobnicate 1" "--world 16" "-j 0" "--max-points 10"; do
+    # shellcheck disable=SC2086
+    "$bin" search "$s" $bad --csv "$d/bad.csv" >/dev/null 2>"$d/bad.err"
+    rc=$?
+    check "$bad: exit 2" '[ $rc -eq 2 ]'
+    check "$bad: no CSV" '[ ! -e "$d/bad.csv" ] && [ -z "$(ls "$d" | grep "bad.csv.tmp")" ]'
+done
+check "--max-points (the last one) names the option to narrow" 'grep -q "narrow --" "$d/bad.err"'
+
+echo "$((checks - fails)) passed, $fails failed"
+[ $fails -eq 0 ]
