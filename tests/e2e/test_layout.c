@@ -267,6 +267,43 @@ static void test_pipeline_bubble(void **state)
     }
 }
 
+/* Folding simulates one replica of tp x pp = 4 ranks instead of all 16; it
+ * must give the every-rank answer on this symmetric layout: the same memory
+ * exactly, the same step within 0.1% (the other replicas' TP and pipeline
+ * traffic, which folding leaves off the network, shares NVSwitch and NICs
+ * with replica 0's). */
+static void test_fold_matches_every_rank(void **state)
+{
+    (void)state;
+    const char *pars[] = {"{\"dp\": 4, \"tp\": 2, \"pp\": 2, \"sequence_parallel\": true}",
+                          "{\"dp\": 4, \"tp\": 2, \"pp\": 2, \"sequence_parallel\": true,"
+                          " \"fold\": false}"};
+    ss_ns step[2];
+    ss_bytes peak[2];
+    uint32_t ranks[2];
+    for (int k = 0; k < 2; k++) {
+        spec_scenario s;
+        load("llama3-8b", hgx(2), pars[k],
+             "{\"micro_batch\": 1, \"seq_len\": 4096, \"grad_accum\": 4}", "zero1", &s);
+        run_result r;
+        ss_err err;
+        ss_err_clear(&err);
+        if (run_step(&s, NULL, &r, &err)) fail_msg("%s", err.msg);
+        step[k] = r.sum.step_ns;
+        peak[k] = r.sum.ranks[0].mem.peak_reserved;
+        ranks[k] = r.sum.nranks;
+        run_fini(&r);
+        spec_scenario_fini(&s);
+    }
+    assert_int_equal(ranks[0], 4);
+    assert_int_equal(ranks[1], 16);
+    assert_int_equal(peak[0], peak[1]);
+    double rel = ((double)step[0] - (double)step[1]) / (double)step[1];
+    print_message("  folded %.6f s, every rank %.6f s (%+.5f%%)\n", step[0] * 1e-9, step[1] * 1e-9,
+                  100 * rel);
+    assert_true(rel < 0.001 && rel > -0.001);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -275,6 +312,7 @@ int main(void)
         cmocka_unit_test(test_ep_parameters_and_dispatch),
         cmocka_unit_test(test_korthikanti_activations),
         cmocka_unit_test(test_pipeline_bubble),
+        cmocka_unit_test(test_fold_matches_every_rank),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
