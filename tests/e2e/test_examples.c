@@ -197,6 +197,12 @@ static size_t list_scenarios(const char *dir, char (*out)[512], size_t max, size
         snprintf(path, sizeof path, "%s/%s", dir, nm);
         size_t len = strlen(nm);
         struct stat st;
+        /* The 5T layouts take seconds each (minutes under valgrind);
+         * test_layout checks the same bound on a layout. */
+        if (!strcmp(nm, "moe-5t")) {
+            free(ents[i]);
+            continue;
+        }
         if (nm[0] != '.' && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
             n = list_scenarios(path, out, max, n);
         else if (len > 5 && !strcmp(nm + len - 5, ".json") && n < max)

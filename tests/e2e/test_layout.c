@@ -291,6 +291,10 @@ static void test_fold_matches_every_rank(void **state)
         if (run_step(&s, NULL, &r, &err)) fail_msg("%s", err.msg);
         step[k] = r.sum.step_ns;
         peak[k] = r.sum.ranks[0].mem.peak_reserved;
+        for (uint32_t q = 0; q < r.sum.nranks; q++) { /* as test_examples for the others */
+            const mem_rank *m = &r.sum.ranks[q].mem;
+            assert_true(m->ideal_peak <= m->peak && m->peak <= m->peak_reserved);
+        }
         ranks[k] = r.sum.nranks;
         run_fini(&r);
         spec_scenario_fini(&s);
