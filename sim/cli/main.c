@@ -490,15 +490,6 @@ static int cmd_diff(const cli_args *a)
     return rc ? report(&err) : 0;
 }
 
-static void progress_bar(void *ctx, size_t done, size_t total)
-{
-    (void)ctx;
-    int width = 40, fill = (int)(width * done / (total ? total : 1));
-    fprintf(stderr, "\r  [%.*s%*s] %zu/%zu points", fill, "########################################",
-            width - fill, "", done, total);
-    if (done == total) fputc('\n', stderr);
-}
-
 static int cmd_sweep(cli_args *a)
 {
     if (!a->sweep.nvary) return usage_error("%s", "sweep needs at least one --vary PATH=V1,V2");
@@ -508,7 +499,7 @@ static int cmd_sweep(cli_args *a)
     c->nsets = a->nsets;
     c->threads = a->threads ? a->threads : 1;
     c->stride = 1;
-    if (isatty(2) && !getenv("CI")) c->progress = progress_bar;
+    if (isatty(2) && !getenv("CI")) c->progress = cli_progress_bar;
     ss_err err;
     ss_err_clear(&err);
     char *rows = NULL, *head = sweep_header(c), *all = NULL;

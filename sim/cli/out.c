@@ -29,3 +29,12 @@ int cli_write_atomic(const char *path, const char *text, ss_err *err)
     }
     return SS_OK;
 }
+
+void cli_progress_bar(void *ctx, size_t done, size_t total)
+{
+    (void)ctx;
+    int width = 40, fill = (int)(width * done / (total ? total : 1));
+    fprintf(stderr, "\r  [%.*s%*s] %zu/%zu points", fill, "########################################",
+            width - fill, "", done, total);
+    if (done == total) fputc('\n', stderr);
+}

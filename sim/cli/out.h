@@ -7,10 +7,16 @@
 #ifndef CLI_OUT_H
 #define CLI_OUT_H
 
+#include <stddef.h>
+
 #include "../core/err.h"
 
 /* Write text (a newline is added when missing) to path. SS_E_IO names the
  * path and the system's reason. */
 int cli_write_atomic(const char *path, const char *text, ss_err *err);
+
+/* A sweep's progress callback (sweep_cfg.progress): a bar of points done,
+ * redrawn in place on stderr, ended with a newline at the last point. */
+void cli_progress_bar(void *ctx, size_t done, size_t total);
 
 #endif

@@ -168,15 +168,6 @@ static int parse(int argc, char **argv, opts *o)
 
 /* ---- progress ---- */
 
-static void progress_bar(void *ctx, size_t done, size_t total)
-{
-    (void)ctx;
-    int width = 40, fill = (int)(width * done / (total ? total : 1));
-    fprintf(stderr, "\r  [%.*s%*s] %zu/%zu points", fill, "########################################",
-            width - fill, "", done, total);
-    if (done == total) fputc('\n', stderr);
-}
-
 /* ---- the report ---- */
 
 /* What the printout needs from the scenario besides the points. */
@@ -264,7 +255,7 @@ static int simulate(const opts *o, const search_point *pts, size_t n, sweep_fig 
     sweep_cfg c = {.scenario = o->scenario, .sets = o->sets, .nsets = o->nsets,
                    .threads = o->threads, .stride = 1, .figs = figs};
     bool tty = isatty(2) && !getenv("CI");
-    if (!o->quiet && tty) c.progress = progress_bar;
+    if (!o->quiet && tty) c.progress = cli_progress_bar;
     char *rows = NULL, *head = NULL;
     int rc = search_sweep_lists(pts, n, &c, err);
     if (!rc && !(head = sweep_header(&c))) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
