@@ -22,11 +22,49 @@ static int load_peaks(js_node dev, spec_device *d, ss_err *err)
     return SS_OK;
 }
 
+static int load_attn_point(js_node pt, spec_attn_point *a, ss_err *err)
+{
+    double fwd, bwd;
+    int rc = js_want_obj(pt, err);
+    if (rc || (rc = js_keys_check(pt, JS_KEYS("seq", "fwd_tflops", "bwd_tflops"), err)) ||
+        (rc = js_num(pt, "seq", true, 0, 1, 1e9, &a->seq, err)) ||
+        (rc = js_num(pt, "fwd_tflops", true, 0, 1e-3, 1e6, &fwd, err)) ||
+        (rc = js_num(pt, "bwd_tflops", true, 0, 1e-3, 1e6, &bwd, err)))
+        return rc;
+    a->fwd_flops = fwd * 1e12;
+    a->bwd_flops = bwd * 1e12;
+    return SS_OK;
+}
+
+/* "attention": {"source", "points": [{"seq", "fwd_tflops", "bwd_tflops"}...]}. */
+static int load_attention(js_node dev, spec_device *d, ss_err *err)
+{
+    js_node at, pts;
+    size_t n;
+    if (!js_get(dev, "attention", &at)) return SS_OK;
+    int rc = js_want_obj(at, err);
+    if (rc || (rc = js_keys_check(at, JS_KEYS("source", "points"), err)) ||
+        (rc = js_arr(at, "points", true, &pts, &n, err)))
+        return rc;
+    if (n == 0 || n > SPEC_ATTN_MAX)
+        return js_failf(pts, err, "expected 1 to %d points, got %zu", SPEC_ATTN_MAX, n);
+    for (size_t i = 0; i < n; i++) {
+        js_node pt = js_at(pts, i);
+        if ((rc = load_attn_point(pt, &d->attn[i], err))) return rc;
+        if (i > 0 && d->attn[i].seq <= d->attn[i - 1].seq)
+            return js_failf(pt, err, "seq %.0f does not increase (the point before has %.0f)",
+                            d->attn[i].seq, d->attn[i - 1].seq);
+    }
+    d->nattn = (uint32_t)n;
+    return SS_OK;
+}
+
 static int load_device(js_node n, spec_device *d, ss_err *err)
 {
     int rc = js_keys_check(n, JS_KEYS("name", "source", "hbm_bytes", "hbm_bw_GBps",
                                    "peak_tflops", "gemm_efficiency", "gemm_half_dim",
-                                   "mem_efficiency", "launch_us", "kernel_min_us"), err);
+                                   "mem_efficiency", "launch_us", "kernel_min_us",
+                                   "attention"), err);
     double bw, launch, kmin;
     if (rc || (rc = js_copy_name(n, "name", true, d->name, err)) ||
         (rc = js_u64(n, "hbm_bytes", true, 0, 1, UINT64_MAX, &d->hbm_bytes, err)) ||
@@ -36,7 +74,8 @@ static int load_device(js_node n, spec_device *d, ss_err *err)
         (rc = js_num(n, "gemm_half_dim", false, 0, 0, 1e6, &d->gemm_half_dim, err)) ||
         (rc = js_num(n, "mem_efficiency", true, 0, 1e-3, 1.0, &d->mem_efficiency, err)) ||
         (rc = js_num(n, "launch_us", true, 0, 0.0, 1e6, &launch, err)) ||
-        (rc = js_num(n, "kernel_min_us", false, 0, 0.0, 1e6, &kmin, err)))
+        (rc = js_num(n, "kernel_min_us", false, 0, 0.0, 1e6, &kmin, err)) ||
+        (rc = load_attention(n, d, err)))
         return rc;
     d->hbm_bw_Bps = bw * 1e9;
     d->launch_ns = ss_ns_from_s(launch * 1e-6);
@@ -324,11 +363,17 @@ int mach_from_node(js_node n, uint32_t nodes_override, spec_topology *t, ss_err 
         if (!(rc = load_level(n, "intra_node", true, &t->intra, err)))
             rc = load_level(n, "inter_node", t->nodes > 1, &t->inter, err);
     }
-    if (rc) return rc;
+    return rc ? rc : mach_set_device(n, t, err);
+}
+
+int mach_set_device(js_node n, spec_topology *t, ss_err *err)
+{
     js_doc ddoc = {0};
     js_node dev;
-    rc = js_load_ref(n, "device", &ddoc, &dev, err);
-    if (!rc) rc = load_device(dev, &t->device, err);
+    spec_device d = {0};
+    int rc = js_load_ref(n, "device", &ddoc, &dev, err);
+    if (!rc) rc = load_device(dev, &d, err);
+    if (!rc) t->device = d;
     js_doc_fini(&ddoc);
     return rc;
 }

@@ -21,6 +21,9 @@
  * against n's file). nodes_override > 0 replaces the file's "nodes", for a
  * topology parametrised by node count. */
 int mach_from_node(js_node n, uint32_t nodes_override, spec_topology *t, ss_err *err);
+/* Replace t's device with the one n["device"] names (a path resolved
+ * against n's file, or an inline device object). On error t is untouched. */
+int mach_set_device(js_node n, spec_topology *t, ss_err *err);
 
 /* Load a topology file. */
 int mach_load(const char *file, uint32_t nodes_override, spec_topology *t, ss_err *err);

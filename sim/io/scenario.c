@@ -646,19 +646,22 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
     return SS_OK;
 }
 
-/* "topology": a path, an inline topology, or {"file": PATH, "nodes": N}
- * (a shipped topology at another node count). */
+/* "topology": a path, an inline topology, or {"file": PATH, "nodes": N,
+ * "device": PATH} (a shipped topology at another node count, or with
+ * another GPU in the same places). */
 static int load_topology_ref(js_node root, js_doc *doc, spec_topology *t, ss_err *err)
 {
-    js_node n, f;
+    js_node n, f, ref, dev;
     uint64_t nodes = 0;
     int rc;
     if (js_get(root, "topology", &n) && js_is_obj(n) && js_get(n, "file", &f)) {
-        if ((rc = js_keys_check(n, KEYS("file", "nodes"), err)) ||
+        ref = n;
+        if ((rc = js_keys_check(n, KEYS("file", "nodes", "device"), err)) ||
             (rc = js_u64(n, "nodes", false, 0, 1, 1u << 20, &nodes, err)) ||
-            (rc = js_load_ref(n, "file", doc, &n, err)))
+            (rc = js_load_ref(n, "file", doc, &n, err)) ||
+            (rc = mach_from_node(n, (uint32_t)nodes, t, err)))
             return rc;
-        return mach_from_node(n, (uint32_t)nodes, t, err);
+        return js_get(ref, "device", &dev) ? mach_set_device(ref, t, err) : SS_OK;
     }
     rc = js_load_ref(root, "topology", doc, &n, err);
     return rc ? rc : mach_from_node(n, 0, t, err);

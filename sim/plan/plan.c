@@ -48,6 +48,23 @@ double plan_gemm_rate(const plan *p, double g)
     return d->peak_flops[p->s->prec.compute] * eff;
 }
 
+double plan_attn_rate(const plan *p, double seq, double g, bool backward)
+{
+    const spec_device *d = &p->s->topo.device;
+    spec_dtype dt = p->s->prec.compute;
+    if (!d->nattn || (dt != SPEC_DT_BF16 && dt != SPEC_DT_FP16)) return plan_gemm_rate(p, g);
+    const spec_attn_point *a = d->attn;
+    uint32_t i = 0;
+    while (i + 1 < d->nattn && a[i + 1].seq < seq) i++;
+    const spec_attn_point *lo = &a[i], *hi = &a[i + 1 < d->nattn ? i + 1 : i];
+    double rlo = backward ? lo->bwd_flops : lo->fwd_flops;
+    double rhi = backward ? hi->bwd_flops : hi->fwd_flops;
+    if (seq <= lo->seq || lo == hi) return seq <= lo->seq ? rlo : rhi;
+    if (seq >= hi->seq) return rhi;
+    double w = log(seq / lo->seq) / log(hi->seq / lo->seq);
+    return rlo + w * (rhi - rlo);
+}
+
 ss_ns plan_gemm_ns(const plan *p, uint64_t m, uint64_t k, uint64_t n)
 {
     const spec_device *d = &p->s->topo.device;

@@ -98,6 +98,11 @@ void plan_free(plan *p);
  * else the device file's curve. */
 double plan_gemm_rate(const plan *p, double g);
 
+/* FLOP/s of the fused attention core at `seq` query positions, forward or
+ * backward: the device file's measured attention table (16-bit compute),
+ * else the GEMM curve at geometric-mean dimension g. */
+double plan_attn_rate(const plan *p, double seq, double g, bool backward);
+
 /* Device time of a GEMM m x k x n in the compute dtype: a roofline with that
  * rate and the memory bandwidth. */
 ss_ns plan_gemm_ns(const plan *p, uint64_t m, uint64_t k, uint64_t n);

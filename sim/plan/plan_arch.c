@@ -14,8 +14,10 @@
  *
  * Activations saved for backward are counted tensor by tensor (FlashAttention:
  * no s^2 scores); "selective" recomputes the attention core (its output is
- * not kept), "full" keeps only each block's input and re-runs the forward in
- * backward. Parameter counts follow the published architectures; tests
+ * not kept), "selective_op" is torchtitan's op-level policy (a layer keeps
+ * its input, the outputs of its odd-numbered matmuls and of attention, and
+ * recomputes the rest), "full" keeps only each block's input and re-runs
+ * the forward in backward. Parameter counts follow the published architectures; tests
  * check them against the published totals.
  */
 #include <math.h>
@@ -35,6 +37,13 @@ typedef struct ab {
     /* Layout shares (all 1 without one): tensor parallel, the split of the
      * activations between GEMMs (tp under sequence parallel), experts. */
     uint64_t tp, sp, ep, cp;
+    /* torchtitan's op-level selective checkpointing (selective_op): a
+     * layer's matmuls are counted in order; the odd-numbered ones keep
+     * their outputs, whose forward time and bytes the block sums here. */
+    bool op_sac;
+    uint32_t mm;
+    ss_ns keep_ns;
+    uint64_t keep_bytes, keep_flops;
 } ab;
 
 static plan_block *blk(ab *x, const char *group, const char *fmt, unsigned l)
@@ -51,6 +60,8 @@ static plan_block *blk(ab *x, const char *group, const char *fmt, unsigned l)
     b->param0 = p->nparams;
     b->unit = 0;
     b->dgrad = true;
+    x->keep_ns = 0;
+    x->keep_bytes = x->keep_flops = 0;
     b->in_bytes = b->out_bytes = x->t * x->a->hidden * x->c / x->sp;
     if (x->tp > 1) b->tp_bytes = x->t * x->a->hidden * x->c;
     return b;
@@ -88,9 +99,15 @@ static void gemm(ab *x, plan_block *b, uint64_t m, uint64_t k, uint64_t n)
     if (!b || !m) return;
     plan *p = x->p;
     uint64_t f = 2 * m * k * n;
+    ss_ns fwd = plan_gemm_ns(p, m, k, n);
+    if (x->op_sac && ++x->mm % 2) {
+        x->keep_ns += fwd;
+        x->keep_bytes += m * n * x->c;
+        x->keep_flops += f;
+    }
     b->fwd_flops += f;
     b->bwd_flops += 2 * f;
-    b->fwd_ns += plan_gemm_ns(p, m, k, n);
+    b->fwd_ns += fwd;
     b->bwd_ns += plan_gemm_ns(p, m, n, k) + plan_gemm_ns(p, k, m, n);
 }
 
@@ -124,6 +141,33 @@ static void norm(ab *x, plan_block *b, uint64_t dim)
     if (b) b->fwd_ns += t, b->bwd_ns += 2 * t;
 }
 
+/* A memory-bound kernel reading and writing its tensors once, forward and
+ * backward (bytes each way): every op of the layer that is not a GEMM. */
+static void eltwise(ab *x, plan_block *b, uint64_t fwd_bytes, uint64_t bwd_bytes)
+{
+    if (!b) return;
+    b->fwd_ns += plan_mem_ns(x->p, fwd_bytes);
+    b->bwd_ns += plan_mem_ns(x->p, bwd_bytes);
+}
+
+/* The residual add closing a block: two reads and a write of the stream
+ * forward; backward, the gradient of the branch joins the stream's. */
+static void residual(ab *x, plan_block *b)
+{
+    uint64_t v = x->t / x->sp * x->a->hidden * x->c;
+    eltwise(x, b, 3 * v, 3 * v);
+}
+
+/* The MLP's activation on m tokens of width f: SwiGLU reads two inputs and
+ * writes one (backward: reads the gradient and both inputs, writes two
+ * gradients); GELU reads one and writes one (backward 2 + 1). */
+static void activation(ab *x, plan_block *b, uint64_t m, uint64_t f)
+{
+    uint64_t v = m * f * x->c;
+    if (x->a->act == SPEC_ACT_SWIGLU) eltwise(x, b, 3 * v, 5 * v);
+    else eltwise(x, b, 2 * v, 3 * v);
+}
+
 static void embed(ab *x)
 {
     const spec_arch *a = x->a;
@@ -138,6 +182,20 @@ static void embed(ab *x)
     blk_done(x, b);
 }
 
+/* selective_op: the block keeps `keep` bytes (its odd matmuls' outputs,
+ * plus what the caller adds) and recomputes the rest of its forward, less
+ * the kept matmuls and `kept_ns` of other kept ops, inside its backward;
+ * what it no longer keeps is re-materialized there. */
+static void op_sac(ab *x, plan_block *b, uint64_t keep, ss_ns kept_ns, uint64_t kept_flops)
+{
+    if (!x->op_sac || !b) return;
+    keep += x->keep_bytes;
+    b->recompute_bytes = b->saved_bytes > keep ? b->saved_bytes - keep : 0;
+    b->saved_bytes = b->saved_bytes < keep ? b->saved_bytes : keep;
+    b->bwd_ns += b->fwd_ns - x->keep_ns - kept_ns;
+    b->bwd_flops += b->fwd_flops - x->keep_flops - kept_flops;
+}
+
 /* Saved tensors of attention besides the input (bytes), and the core's
  * output, which selective recomputation drops. */
 static void attention(ab *x, unsigned l)
@@ -146,6 +204,7 @@ static void attention(ab *x, unsigned l)
     uint64_t t = x->t, h = a->hidden, s = x->p->s->seq_len, bs = x->p->s->micro_batch;
     uint64_t heads = a->heads / x->tp, sp = x->sp;
     plan_block *b = blk(x, "layers.%u", "layers.%u.attn", l);
+    x->mm = 0;
     norm(x, b, h);
     uint64_t dqk, dv, kv_saved, kv_cp = 0;
     if (a->kv_lora_rank) { /* MLA: down projections whole on every TP rank */
@@ -169,19 +228,31 @@ static void attention(ab *x, unsigned l)
     }
     linear_row(x, b, a->heads * dv, h, t);
     if (!b) return;
+    /* Rotary embedding (read and write) on the query and key heads that
+     * carry it; learned absolute positions are added in the embedding. */
+    uint64_t kvh_rope = a->kv_lora_rank ? 1 : (a->kv_heads >= x->tp ? a->kv_heads / x->tp : 1);
+    uint64_t rope_dim = a->kv_lora_rank ? a->qk_rope_dim : a->head_dim;
+    if (!a->max_positions) {
+        uint64_t v = t * (heads + kvh_rope) * rope_dim * x->c;
+        eltwise(x, b, 2 * v, 2 * v);
+    }
+    residual(x, b);
     /* Causal context parallel with load-balanced chunks: each rank's s / cp
      * queries see s / 2 keys on average, as without it. */
     double q = (double)s / x->cp;
     double core = (double)bs * heads * q * s * (dqk + dv);
     double g = cbrt(q * s * dqk);
-    ss_ns core_ns = ss_ns_from_s(core / plan_gemm_rate(x->p, g));
+    ss_ns core_ns = ss_ns_from_s(core / plan_attn_rate(x->p, q, g, false));
     b->fwd_flops += (uint64_t)core;
     b->bwd_flops += (uint64_t)(2.5 * core);
     b->fwd_ns += core_ns;
-    b->bwd_ns += (ss_ns)(2.5 * (double)core_ns);
+    b->bwd_ns += ss_ns_from_s(2.5 * core / plan_attn_rate(x->p, q, g, true));
     uint64_t out = t * heads * dv * x->c;
     b->saved_bytes = (t * h / sp + t * heads * dqk + kv_saved) * x->c + out + t * heads * 4;
     b->recompute_bytes = out;
+    /* selective_op keeps the layer's input and the attention output with
+     * its logsumexp; the kernel's own time is not re-run. */
+    op_sac(x, b, t * h / sp * x->c + out + t * heads * 4, core_ns, (uint64_t)core);
     if (x->cp > 1) b->cp_bytes = kv_cp * x->c * x->cp;
     blk_done(x, b);
 }
@@ -206,9 +277,12 @@ static void mlp(ab *x, unsigned l)
     plan_block *b = blk(x, "layers.%u", "layers.%u.mlp", l);
     norm(x, b, a->hidden);
     mlp_weights(x, b, a->ffn_hidden / x->tp, x->t, true);
+    activation(x, b, x->t, a->ffn_hidden / x->tp);
+    residual(x, b);
     if (!b) return;
     uint64_t inter = a->act == SPEC_ACT_SWIGLU ? 3 : 2;
     b->saved_bytes = x->t * (a->hidden / x->sp + inter * a->ffn_hidden / x->tp) * x->c;
+    op_sac(x, b, 0, 0, 0);
     blk_done(x, b);
 }
 
@@ -240,6 +314,12 @@ static void moe(ab *x, unsigned l)
         b->bwd_flops += one.bwd_flops * local;
     }
     for (uint64_t e = 0; e < a->shared_experts; e++) mlp_weights(x, b, fe / x->tp, t, true);
+    /* Activations of the routed and shared experts; the routed tokens are
+     * permuted into expert order and back (a gather and a scatter). */
+    activation(x, b, routed, fe);
+    if (a->shared_experts) activation(x, b, t * a->shared_experts, fe / x->tp);
+    eltwise(x, b, 4 * routed * h * x->c, 4 * routed * h * x->c);
+    residual(x, b);
     if (!b) return;
     uint64_t inter = a->act == SPEC_ACT_SWIGLU ? 3 : 2;
     b->saved_bytes = (ts * h + routed * h + routed * inter * fe +
@@ -285,6 +365,8 @@ static void apply_recompute(plan *p)
             b->bwd_flops += b->fwd_flops;
         } else if (r == SPEC_RECOMP_SELECTIVE && b->recompute_bytes) {
             b->saved_bytes -= b->recompute_bytes;
+        } else if (r == SPEC_RECOMP_SELECTIVE_OP) {
+            /* set per block by op_sac */
         } else {
             b->recompute_bytes = 0;
         }
@@ -316,13 +398,24 @@ int plan_arch_blocks(plan *p, ss_err *err)
 {
     const spec_arch *a = &p->s->model.arch;
     const spec_parallel *par = &p->s->par;
-    ab x = {p, a, (uint32_t)(2 * a->layers + 3), 0, p->tokens, p->compute_elem, err, SS_OK,
-            1, 1, 1, 1};
+    ab x = {.p = p, .a = a, .capb = (uint32_t)(2 * a->layers + 3), .t = p->tokens,
+            .c = p->compute_elem, .err = err, .rc = SS_OK, .tp = 1, .sp = 1, .ep = 1, .cp = 1};
     if (p->layout) {
         x.tp = par->tp, x.cp = par->cp, x.ep = par->ep;
         x.sp = par->sequence_parallel ? par->tp : 1;
         x.t = p->tokens / par->cp;
     }
+    x.op_sac = p->s->recompute == SPEC_RECOMP_SELECTIVE_OP;
+    if (x.op_sac && a->experts)
+        return ss_fail(err, SS_E_INPUT, p->s->file,
+                       "$.training.recompute: \"selective_op\" (torchtitan's op-level "
+                       "checkpointing) is modelled for dense layers; model %s has MoE layers: "
+                       "use none, selective or full", p->s->model.name);
+    if (x.op_sac && p->layout && par->tp > 1)
+        return ss_fail(err, SS_E_INPUT, p->s->file,
+                       "$.training.recompute: \"selective_op\" is modelled without tensor "
+                       "parallelism (tp = %u): use none, selective or full",
+                       (unsigned)par->tp);
     uint64_t per_layer = 16 + (a->experts + a->shared_experts) * 6;
     if (a->layers * per_layer + 16 > UINT32_MAX)
         return ss_fail(err, SS_E_INPUT, p->s->file, "model %s has too many parameter tensors",

@@ -147,6 +147,7 @@ typedef struct spec_model {
 #define SPEC_RECOMPUTE(X)                                                      \
     X(NONE, "none")                                                            \
     X(SELECTIVE, "selective")                                                  \
+    X(SELECTIVE_OP, "selective_op")                                            \
     X(FULL, "full")
 #define SPEC_ENUM2_(id, name) SPEC_RECOMP_##id,
 typedef enum { SPEC_RECOMPUTE(SPEC_ENUM2_) SPEC_NRECOMP } spec_recompute;
@@ -161,8 +162,19 @@ typedef struct spec_gemm_cal {
     double peak_flops, e_max, d_half, p;
 } spec_gemm_cal;
 
+/* Measured rates of the fused attention kernel (FlashAttention) on 16-bit
+ * inputs, by sequence length: forward and backward FLOP/s, counted as the
+ * kernel's own benchmarks count them. Points in increasing seq; the planner
+ * interpolates linearly in log(seq) and holds the end values outside. */
+#define SPEC_ATTN_MAX 16
+typedef struct spec_attn_point {
+    double seq, fwd_flops, bwd_flops;
+} spec_attn_point;
+
 typedef struct spec_device {
     char name[SPEC_NAME_MAX];
+    spec_attn_point attn[SPEC_ATTN_MAX];
+    uint32_t nattn;            /* 0: the attention core runs at the GEMM curve */
     spec_gemm_cal gemm_cal[SPEC_NDT];
     uint64_t hbm_bytes;
     double hbm_bw_Bps;         /* bytes per second */

@@ -251,8 +251,11 @@ uint32_t em_loss_fwd(em *e)
     uint32_t last = e->pl->nblocks - 1;
     const plan_block *b = &e->pl->blocks[last];
     e->t_loss = em_tensor(e, PROG_MEM_ACTIVATION, 4, false, "loss");
+    /* Cross-entropy over fp32 logits: the upcast writes them, the
+     * log-softmax reads them again. */
+    ss_bytes f32 = !b->spec ? b->saved_bytes : 0;
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_FORWARD, "loss");
-    em_cost(e, em_launch_ns(e), plan_mem_ns(e->pl, b->out_bytes), 0);
+    em_cost(e, em_launch_ns(e), plan_mem_ns(e->pl, b->out_bytes + 2 * f32), 0);
     em_mem(e, e->t_loss, PROG_ALLOC_AT_ISSUE);
     em_mem(e, e->t_act[EM_AT(e, last)], PROG_FREE_AT_ISSUE);
     return em_end(e);
@@ -270,8 +273,11 @@ uint32_t em_loss_bwd(em *e)
     uint32_t d32 = !b->spec && b->saved_bytes ? em_tensor(e, PROG_MEM_ACTIVATION, b->saved_bytes,
                                                          false, "dlogits.fp32")
                                               : EM_NONE;
+    /* Reads the fp32 logits, writes their fp32 gradient, reads it back
+     * for the cast down. */
+    ss_bytes f32 = d32 != EM_NONE ? b->saved_bytes : 0;
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "loss.backward");
-    em_cost(e, em_launch_ns(e), plan_mem_ns(e->pl, b->out_bytes), 0);
+    em_cost(e, em_launch_ns(e), plan_mem_ns(e->pl, b->out_bytes + 3 * f32), 0);
     em_mem(e, d32, PROG_ALLOC_AT_ISSUE);
     em_mem(e, e->t_dact[at], PROG_ALLOC_AT_ISSUE);
     em_mem(e, d32, PROG_FREE_AT_ISSUE);

@@ -118,11 +118,94 @@ static void test_recompute(void **state)
     assert_true(step[2] > step[0]);
 }
 
+static const plan_block *find_block(const plan *p, const char *name)
+{
+    for (uint32_t i = 0; i < p->nblocks; i++)
+        if (!strcmp(p->blocks[i].name, name)) return &p->blocks[i];
+    fail_msg("no block %s", name);
+    return NULL;
+}
+
+/* Llama 3 8B, one 4096-token sequence, bf16 on H100: a layer's device time
+ * is its GEMMs plus every other op as one pass over its tensors (norm
+ * 3thc; SwiGLU 3tfc forward, 5tfc backward; residual add 3thc each way;
+ * rotary 2 x read+write of the 32 query and 8 key heads), plus the causal
+ * attention core, 32 heads x 4096^2 x 256 FLOPs forward, at FlashAttention-2's
+ * 319 TFLOPS forward and 310 backward at 4k tokens (head dim 128, H100 SXM5;
+ * Shah et al. 2024, FlashAttention-3, arXiv 2407.08608). */
+static void test_layer_costs(void **state)
+{
+    (void)state;
+    spec_scenario s;
+    load("llama3-8b", "", &s);
+    plan *p;
+    assert_int_equal(plan_new(&p, &s, NULL), SS_OK);
+    const uint64_t t = 4096, h = 4096, f = 14336, c = 2, kv = 1024;
+    ss_ns norm = plan_mem_ns(p, 3 * t * h * c), res = plan_mem_ns(p, 3 * t * h * c);
+    const plan_block *m = find_block(p, "layers.0.mlp");
+    ss_ns fwd = norm + 2 * plan_gemm_ns(p, t, h, f) + plan_gemm_ns(p, t, f, h) +
+                plan_mem_ns(p, 3 * t * f * c) + res;
+    ss_ns bwd = 2 * norm + 2 * (plan_gemm_ns(p, t, f, h) + plan_gemm_ns(p, h, t, f)) +
+                plan_gemm_ns(p, t, h, f) + plan_gemm_ns(p, f, t, h) +
+                plan_mem_ns(p, 5 * t * f * c) + res;
+    assert_int_equal(m->fwd_ns, fwd);
+    assert_int_equal(m->bwd_ns, bwd);
+
+    const plan_block *a = find_block(p, "layers.0.attn");
+    double core = 32.0 * t * t * 256;
+    ss_ns rope = plan_mem_ns(p, 2 * t * (h + kv) * c);
+    fwd = norm + plan_gemm_ns(p, t, h, h) + 2 * plan_gemm_ns(p, t, h, kv) +
+          plan_gemm_ns(p, t, h, h) + rope + res + ss_ns_from_s(core / 319e12);
+    bwd = 2 * norm + 2 * (plan_gemm_ns(p, t, h, h) + plan_gemm_ns(p, h, t, h)) +
+          2 * (plan_gemm_ns(p, t, kv, h) + plan_gemm_ns(p, h, t, kv)) + rope + res +
+          ss_ns_from_s(2.5 * core / 310e12);
+    assert_int_equal(a->fwd_ns, fwd);
+    assert_int_equal(a->bwd_ns, bwd);
+    plan_free(p);
+    spec_scenario_fini(&s);
+}
+
+/* torchtitan's op-level SAC (_save_list and _custom_policy in its
+ * parallelize_llama.py): in each layer the matmuls are counted wq 1, wk 2,
+ * wv 3, wo 4, w1 5, w3 6, w2 7 and the even ones recomputed, with every
+ * non-matmul op; the SDPA output and its logsumexp are saved. So a layer
+ * keeps its input, q, v, the attention output, w1's and w2's outputs, and
+ * backward re-runs the norms, wk, wo, w3, rotary, SwiGLU and the adds. */
+static void test_selective_op(void **state)
+{
+    (void)state;
+    spec_scenario s0, s1;
+    load("llama3-8b", "", &s0);
+    load("llama3-8b", ", \"recompute\": \"selective_op\"", &s1);
+    plan *p0, *p1;
+    assert_int_equal(plan_new(&p0, &s0, NULL), SS_OK);
+    assert_int_equal(plan_new(&p1, &s1, NULL), SS_OK);
+    const uint64_t t = 4096, h = 4096, f = 14336, c = 2, kv = 1024, heads = 32;
+    const plan_block *a0 = find_block(p0, "layers.3.attn"), *a1 = find_block(p1, "layers.3.attn");
+    const plan_block *m0 = find_block(p0, "layers.3.mlp"), *m1 = find_block(p1, "layers.3.mlp");
+    assert_int_equal(a1->saved_bytes, (3 * t * h + t * kv) * c + t * heads * 4);
+    assert_int_equal(m1->saved_bytes, (t * f + t * h) * c);
+    /* what is no longer kept comes back during the block's backward */
+    assert_int_equal(a1->saved_bytes + a1->recompute_bytes, a0->saved_bytes);
+    assert_int_equal(m1->saved_bytes + m1->recompute_bytes, m0->saved_bytes);
+    ss_ns norm = plan_mem_ns(p1, 3 * t * h * c), res = plan_mem_ns(p1, 3 * t * h * c);
+    assert_int_equal(a1->bwd_ns - a0->bwd_ns, norm + plan_gemm_ns(p1, t, h, kv) +
+                                                   plan_gemm_ns(p1, t, h, h) +
+                                                   plan_mem_ns(p1, 2 * t * (h + kv) * c) + res);
+    assert_int_equal(m1->bwd_ns - m0->bwd_ns,
+                     norm + plan_gemm_ns(p1, t, h, f) + plan_mem_ns(p1, 3 * t * f * c) + res);
+    plan_free(p0);
+    plan_free(p1);
+    spec_scenario_fini(&s0);
+    spec_scenario_fini(&s1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parameter_counts), cmocka_unit_test(test_flops_per_token),
         cmocka_unit_test(test_moe_active), cmocka_unit_test(test_recompute),
+        cmocka_unit_test(test_layer_costs), cmocka_unit_test(test_selective_op),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -154,12 +154,40 @@ static void test_costs(void **state)
     plan_free(p);
 }
 
+/* The attention table: linear in log(seq) between points, the end values
+ * outside, only for 16-bit compute (fp32 falls back to the GEMM curve). */
+static void test_attention_rate(void **state)
+{
+    (void)state;
+    spec_scenario s = make(4, SPEC_WRAP_PER_BLOCK);
+    spec_device *d = &s.topo.device;
+    d->attn[0] = (spec_attn_point){1024, 100e12, 80e12};
+    d->attn[1] = (spec_attn_point){4096, 300e12, 200e12};
+    d->attn[2] = (spec_attn_point){16384, 340e12, 240e12};
+    d->nattn = 3;
+    s.prec.compute = SPEC_DT_BF16;
+    d->peak_flops[SPEC_DT_BF16] = 1000e12;
+    plan *p;
+    assert_int_equal(plan_new(&p, &s, NULL), SS_OK);
+    assert_float_equal(plan_attn_rate(p, 2048, 64, false), 200e12, 1e6); /* halfway in log */
+    assert_float_equal(plan_attn_rate(p, 2048, 64, true), 140e12, 1e6);
+    assert_float_equal(plan_attn_rate(p, 8192, 64, false), 320e12, 1e6);
+    assert_float_equal(plan_attn_rate(p, 4096, 64, true), 200e12, 1e6);
+    assert_float_equal(plan_attn_rate(p, 256, 64, false), 100e12, 1e6);
+    assert_float_equal(plan_attn_rate(p, 1 << 20, 64, true), 240e12, 1e6);
+    plan_free(p);
+    s.prec.compute = SPEC_DT_FP32;
+    assert_int_equal(plan_new(&p, &s, NULL), SS_OK);
+    assert_float_equal(plan_attn_rate(p, 2048, 64, false), plan_gemm_rate(p, 64), 1.0);
+    plan_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_units_padded), cmocka_unit_test(test_size_policy),
         cmocka_unit_test(test_modules_policy), cmocka_unit_test(test_buckets),
-        cmocka_unit_test(test_costs),
+        cmocka_unit_test(test_costs), cmocka_unit_test(test_attention_rate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
