@@ -59,7 +59,7 @@ double plan_attn_rate(const plan *p, double seq, double g, bool backward)
     const spec_attn_point *lo = &a[i], *hi = &a[i + 1 < d->nattn ? i + 1 : i];
     double rlo = backward ? lo->bwd_flops : lo->fwd_flops;
     double rhi = backward ? hi->bwd_flops : hi->fwd_flops;
-    if (seq <= lo->seq || lo == hi) return seq <= lo->seq ? rlo : rhi;
+    if (seq <= lo->seq || lo == hi) return rlo; /* below the table, or beyond its end */
     if (seq >= hi->seq) return rhi;
     double w = log(seq / lo->seq) / log(hi->seq / lo->seq);
     return rlo + w * (rhi - rlo);

@@ -206,7 +206,9 @@ static void attention(ab *x, unsigned l)
     plan_block *b = blk(x, "layers.%u", "layers.%u.attn", l);
     x->mm = 0;
     norm(x, b, h);
-    uint64_t dqk, dv, kv_saved, kv_cp = 0;
+    /* rope_heads x rope_dim: the query and key features rotary embedding
+     * touches (MLA: one key head of qk_rope_dim shared by all queries). */
+    uint64_t dqk, dv, kv_saved, kv_cp = 0, rope_heads, rope_dim;
     if (a->kv_lora_rank) { /* MLA: down projections whole on every TP rank */
         dqk = a->qk_nope_dim + a->qk_rope_dim, dv = a->v_head_dim;
         linear(x, b, h, a->q_lora_rank, t);
@@ -217,6 +219,7 @@ static void attention(ab *x, unsigned l)
         linear_col(x, b, a->kv_lora_rank, a->heads * (a->qk_nope_dim + dv), t);
         kv_saved = t * (a->q_lora_rank + a->kv_lora_rank + a->qk_rope_dim + heads * (dqk + dv));
         kv_cp = t * heads * (dqk + dv);
+        rope_heads = heads + 1, rope_dim = a->qk_rope_dim;
     } else {
         dqk = dv = a->head_dim;
         /* KV heads split over tp, or replicated when there are fewer. */
@@ -225,15 +228,14 @@ static void attention(ab *x, unsigned l)
         linear(x, b, h, kvh * dqk, t);
         linear(x, b, h, kvh * dv, t);
         kv_saved = kv_cp = t * kvh * (dqk + dv);
+        rope_heads = heads + kvh, rope_dim = a->head_dim;
     }
     linear_row(x, b, a->heads * dv, h, t);
     if (!b) return;
-    /* Rotary embedding (read and write) on the query and key heads that
-     * carry it; learned absolute positions are added in the embedding. */
-    uint64_t kvh_rope = a->kv_lora_rank ? 1 : (a->kv_heads >= x->tp ? a->kv_heads / x->tp : 1);
-    uint64_t rope_dim = a->kv_lora_rank ? a->qk_rope_dim : a->head_dim;
+    /* Rotary embedding (read and write); learned absolute positions are
+     * added in the embedding instead. */
     if (!a->max_positions) {
-        uint64_t v = t * (heads + kvh_rope) * rope_dim * x->c;
+        uint64_t v = t * rope_heads * rope_dim * x->c;
         eltwise(x, b, 2 * v, 2 * v);
     }
     residual(x, b);
@@ -247,12 +249,12 @@ static void attention(ab *x, unsigned l)
     b->bwd_flops += (uint64_t)(2.5 * core);
     b->fwd_ns += core_ns;
     b->bwd_ns += ss_ns_from_s(2.5 * core / plan_attn_rate(x->p, q, g, true));
-    uint64_t out = t * heads * dv * x->c;
-    b->saved_bytes = (t * h / sp + t * heads * dqk + kv_saved) * x->c + out + t * heads * 4;
+    uint64_t in = t * h / sp * x->c, out = t * heads * dv * x->c, lse = t * heads * 4;
+    b->saved_bytes = in + (t * heads * dqk + kv_saved) * x->c + out + lse;
     b->recompute_bytes = out;
     /* selective_op keeps the layer's input and the attention output with
      * its logsumexp; the kernel's own time is not re-run. */
-    op_sac(x, b, t * h / sp * x->c + out + t * heads * 4, core_ns, (uint64_t)core);
+    op_sac(x, b, in + out + lse, core_ns, (uint64_t)core);
     if (x->cp > 1) b->cp_bytes = kv_cp * x->c * x->cp;
     blk_done(x, b);
 }

@@ -244,6 +244,13 @@ uint32_t em_fwd_block(em *e, uint32_t i, uint32_t dep)
     return em_end(e);
 }
 
+/* A transformer's loss is cross-entropy on the logits upcast to fp32 (the
+ * head's saved tensor); 0 for the linear models, whose loss reads the output. */
+static ss_bytes logits_fp32_bytes(const plan_block *head)
+{
+    return head->spec ? 0 : head->saved_bytes;
+}
+
 /* loss = reduction of the last output; its backward allocates the gradient
  * of that output. Two small kernels. */
 uint32_t em_loss_fwd(em *e)
@@ -253,7 +260,7 @@ uint32_t em_loss_fwd(em *e)
     e->t_loss = em_tensor(e, PROG_MEM_ACTIVATION, 4, false, "loss");
     /* Cross-entropy over fp32 logits: the upcast writes them, the
      * log-softmax reads them again. */
-    ss_bytes f32 = !b->spec ? b->saved_bytes : 0;
+    ss_bytes f32 = logits_fp32_bytes(b);
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_FORWARD, "loss");
     em_cost(e, em_launch_ns(e), plan_mem_ns(e->pl, b->out_bytes + 2 * f32), 0);
     em_mem(e, e->t_loss, PROG_ALLOC_AT_ISSUE);
@@ -267,15 +274,11 @@ uint32_t em_loss_bwd(em *e)
     const plan_block *b = &e->pl->blocks[last];
     size_t at = EM_AT(e, last);
     e->t_dact[at] = em_tensor(e, PROG_MEM_ACTIVATION, b->out_bytes, false, "dact.%s", b->name);
-    /* A transformer's loss is cross-entropy on the logits upcast to fp32:
-     * the fp32 gradient of the log-softmax (the size of the head's saved
-     * fp32 logits) lives until it is cast down to the logits' dtype. */
-    uint32_t d32 = !b->spec && b->saved_bytes ? em_tensor(e, PROG_MEM_ACTIVATION, b->saved_bytes,
-                                                         false, "dlogits.fp32")
-                                              : EM_NONE;
-    /* Reads the fp32 logits, writes their fp32 gradient, reads it back
-     * for the cast down. */
-    ss_bytes f32 = d32 != EM_NONE ? b->saved_bytes : 0;
+    /* The fp32 gradient of the log-softmax lives until it is cast down to
+     * the logits' dtype; the kernel reads the fp32 logits, writes that
+     * gradient and reads it back for the cast. */
+    ss_bytes f32 = logits_fp32_bytes(b);
+    uint32_t d32 = f32 ? em_tensor(e, PROG_MEM_ACTIVATION, f32, false, "dlogits.fp32") : EM_NONE;
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "loss.backward");
     em_cost(e, em_launch_ns(e), plan_mem_ns(e->pl, b->out_bytes + 3 * f32), 0);
     em_mem(e, d32, PROG_ALLOC_AT_ISSUE);
