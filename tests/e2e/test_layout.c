@@ -35,6 +35,7 @@
 
 #include "../../sim/io/scenario.h"
 #include "../../sim/run/run.h"
+#include "plan_find.h"
 
 /* A GPT-like layer as Korthikanti counts it: MHA, 4h GELU MLP, LayerNorm,
  * biases; a small vocabulary so that the first and last pipeline stages do
@@ -81,14 +82,6 @@ static plan *plan_of(spec_scenario *s)
     return p;
 }
 
-static const plan_block *find(const plan *p, const char *name)
-{
-    for (uint32_t i = 0; i < p->nblocks; i++)
-        if (!strcmp(p->blocks[i].name, name)) return &p->blocks[i];
-    fail_msg("no block %s", name);
-    return NULL;
-}
-
 /* Llama 3 8B, tp = 2: every weight halves, the 2 x 32 + 1 RMSNorm vectors
  * of 4096 stay whole. */
 static void test_tp_parameters(void **state)
@@ -103,7 +96,7 @@ static void test_tp_parameters(void **state)
     assert_int_equal(p->total_numel, (p->model_numel - norms) / 2 + norms);
     /* q and o 4096 x 4096, k and v 4096 x 1024 (8 KV heads, 4 per rank) */
     uint64_t attn = 4096 + (2 * 4096ull * 4096 + 2 * 4096ull * 1024) / 2;
-    assert_int_equal(find(p, "layers.7.attn")->numel, attn);
+    assert_int_equal(plan_find(p, "layers.7.attn")->numel, attn);
     assert_int_equal(p->dense_dp, 4);
     plan_free(p);
     spec_scenario_fini(&s);
@@ -120,7 +113,7 @@ static void test_pp_parameters(void **state)
     plan *p = plan_of(&s);
     uint64_t per_stage[4] = {0};
     for (uint32_t i = 0; i < p->nblocks; i++) per_stage[p->blocks[i].chunk] += p->blocks[i].numel;
-    uint64_t layer = find(p, "layers.0.attn")->numel + find(p, "layers.0.mlp")->numel;
+    uint64_t layer = plan_find(p, "layers.0.attn")->numel + plan_find(p, "layers.0.mlp")->numel;
     uint64_t vocab = 128256ull * 4096;
     assert_int_equal(per_stage[0], 8 * layer + vocab);
     assert_int_equal(per_stage[1], 8 * layer);
@@ -155,7 +148,7 @@ static void test_ep_parameters_and_dispatch(void **state)
              "{\"dp\": 16, \"cp\": 16, \"pp\": 16, \"ep\": 64, \"expert_imbalance\": 1.5}",
              "{\"micro_batch\": 1, \"seq_len\": 131072, \"grad_accum\": 16}", "zero1", &s);
         plan *p = plan_of(&s);
-        const plan_block *b = find(p, "layers.5.moe");
+        const plan_block *b = plan_find(p, "layers.5.moe");
         uint64_t expert = 3ull * 12288 * 4096;
         assert_int_equal(b->expert_numel, 8 * expert);
         assert_int_equal(b->numel, b->expert_numel + 12288 + 12288ull * 512 + expert);
@@ -174,7 +167,7 @@ static double layer_bytes(const plan *p, unsigned l)
     char a[32], m[32];
     snprintf(a, sizeof a, "layers.%u.attn", l);
     snprintf(m, sizeof m, "layers.%u.mlp", l);
-    const plan_block *x = find(p, a), *y = find(p, m);
+    const plan_block *x = plan_find(p, a), *y = plan_find(p, m);
     return (double)(x->in_bytes + x->saved_bytes + y->saved_bytes +
                     (y->recompute_input ? 0 : y->in_bytes));
 }

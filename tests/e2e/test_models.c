@@ -17,6 +17,7 @@
 
 #include "../../sim/io/scenario.h"
 #include "../../sim/run/run.h"
+#include "plan_find.h"
 
 static int load(const char *model, const char *extra, spec_scenario *s)
 {
@@ -118,14 +119,6 @@ static void test_recompute(void **state)
     assert_true(step[2] > step[0]);
 }
 
-static const plan_block *find_block(const plan *p, const char *name)
-{
-    for (uint32_t i = 0; i < p->nblocks; i++)
-        if (!strcmp(p->blocks[i].name, name)) return &p->blocks[i];
-    fail_msg("no block %s", name);
-    return NULL;
-}
-
 /* Llama 3 8B, one 4096-token sequence, bf16 on H100: a layer's device time
  * is its GEMMs plus every other op as one pass over its tensors (norm
  * 3thc; SwiGLU 3tfc forward, 5tfc backward; residual add 3thc each way;
@@ -142,7 +135,7 @@ static void test_layer_costs(void **state)
     assert_int_equal(plan_new(&p, &s, NULL), SS_OK);
     const uint64_t t = 4096, h = 4096, f = 14336, c = 2, kv = 1024;
     ss_ns norm = plan_mem_ns(p, 3 * t * h * c), res = plan_mem_ns(p, 3 * t * h * c);
-    const plan_block *m = find_block(p, "layers.0.mlp");
+    const plan_block *m = plan_find(p, "layers.0.mlp");
     ss_ns fwd = norm + 2 * plan_gemm_ns(p, t, h, f) + plan_gemm_ns(p, t, f, h) +
                 plan_mem_ns(p, 3 * t * f * c) + res;
     ss_ns bwd = 2 * norm + 2 * (plan_gemm_ns(p, t, f, h) + plan_gemm_ns(p, h, t, f)) +
@@ -151,7 +144,7 @@ static void test_layer_costs(void **state)
     assert_int_equal(m->fwd_ns, fwd);
     assert_int_equal(m->bwd_ns, bwd);
 
-    const plan_block *a = find_block(p, "layers.0.attn");
+    const plan_block *a = plan_find(p, "layers.0.attn");
     double core = 32.0 * t * t * 256;
     ss_ns rope = plan_mem_ns(p, 2 * t * (h + kv) * c);
     fwd = norm + plan_gemm_ns(p, t, h, h) + 2 * plan_gemm_ns(p, t, h, kv) +
@@ -181,8 +174,8 @@ static void test_selective_op(void **state)
     assert_int_equal(plan_new(&p0, &s0, NULL), SS_OK);
     assert_int_equal(plan_new(&p1, &s1, NULL), SS_OK);
     const uint64_t t = 4096, h = 4096, f = 14336, c = 2, kv = 1024, heads = 32;
-    const plan_block *a0 = find_block(p0, "layers.3.attn"), *a1 = find_block(p1, "layers.3.attn");
-    const plan_block *m0 = find_block(p0, "layers.3.mlp"), *m1 = find_block(p1, "layers.3.mlp");
+    const plan_block *a0 = plan_find(p0, "layers.3.attn"), *a1 = plan_find(p1, "layers.3.attn");
+    const plan_block *m0 = plan_find(p0, "layers.3.mlp"), *m1 = plan_find(p1, "layers.3.mlp");
     assert_int_equal(a1->saved_bytes, (3 * t * h + t * kv) * c + t * heads * 4);
     assert_int_equal(m1->saved_bytes, (t * f + t * h) * c);
     /* what is no longer kept comes back during the block's backward */
