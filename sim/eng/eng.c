@@ -39,7 +39,7 @@
 #include "eq.h"
 
 /* eq_ev.kind; a = rank, b = op, except EV_NET: a = instance, b = generation */
-enum { EV_KICK, EV_ISSUE, EV_END, EV_NET };
+enum { EV_KICK, EV_ISSUE, EV_END, EV_NET, EV_SETTLE };
 
 #define NONE UINT32_MAX
 #define ENDED UINT32_MAX /* op_st.cnt once the op ended */
@@ -90,6 +90,10 @@ typedef struct grp_st {
 struct eng_wakes {
     struct wake { uint32_t id; ss_ns t; } *w;
     uint32_t n, cap;
+    bool settle;      /* a settle was asked for at settle_t */
+    ss_ns settle_t;
+    bool pending;     /* an EV_SETTLE is queued at pending_t */
+    ss_ns pending_t;
 };
 
 typedef struct eng {
@@ -362,11 +366,40 @@ int eng_wake_at(eng_wakes *w, uint32_t id, ss_ns t, ss_err *err)
     return SS_OK;
 }
 
+static int push_wakes(eng *e);
+
+void eng_settle_at(eng_wakes *w, ss_ns t)
+{
+    w->settle = true;
+    w->settle_t = t;
+}
+
+/* One queued settle per instant: a request at the instant of the queued
+ * one is already served, since that settle runs after it. */
+static int push_settle(eng *e)
+{
+    eng_wakes *w = &e->wakes;
+    w->settle = false;
+    if (w->pending && w->pending_t == w->settle_t) return SS_OK;
+    if (!e->net->settle)
+        return ss_fail(e->err, SS_E_INTERNAL, NULL, "the network asked to settle but has no settle");
+    w->pending = true;
+    w->pending_t = w->settle_t;
+    return eq_push(&e->q, w->settle_t, EQ_CLS_SETTLE, EV_SETTLE, 0, 0, e->err);
+}
+
+static int on_settle(eng *e, ss_ns t)
+{
+    e->wakes.pending = false;
+    int rc = e->net->settle(e->net->ctx, t, &e->wakes, e->err);
+    return rc ? rc : push_wakes(e);
+}
+
 /* Turn the network's wake requests into events; a new request for an
  * instance makes its older event stale (generation). */
 static int push_wakes(eng *e)
 {
-    int rc = SS_OK;
+    int rc = e->wakes.settle ? push_settle(e) : SS_OK;
     for (uint32_t i = 0; i < e->wakes.n && !rc; i++) {
         uint32_t id = e->wakes.w[i].id;
         if (id >= e->ninst)
@@ -545,6 +578,7 @@ static int eng_loop(eng *e)
         case EV_END: rc = on_end(e, ev.a, ev.b, ev.t); break;
         case EV_ISSUE: rc = on_issue(e, ev.a, ev.b, ev.t); break;
         case EV_NET: rc = on_net(e, ev.a, ev.b, ev.t); break;
+        case EV_SETTLE: rc = on_settle(e, ev.t); break;
         default: rc = host_step(e, ev.a, ev.t); break; /* EV_KICK: nothing is issued yet */
         }
     }

@@ -29,6 +29,10 @@
  * A later request for the same id replaces the earlier one. */
 typedef struct eng_wakes eng_wakes;
 int eng_wake_at(eng_wakes *w, uint32_t id, ss_ns t, ss_err *err);
+/* "Call settle at t once every other event at t has run": a network that
+ * re-solves its rates once per instant instead of once per change (many
+ * collectives start and end at the same ns). Requests for one t merge. */
+void eng_settle_at(eng_wakes *w, ss_ns t);
 
 /* The network as the engine sees it, in one of two forms.
  *
@@ -42,7 +46,10 @@ int eng_wake_at(eng_wakes *w, uint32_t id, ss_ns t, ss_err *err);
  * at `now`; the network then asks to be woken through eng_wake_at, and
  * wake is called at the requested time, setting *done when the instance
  * has finished at `now`. Either call may (re)schedule any instance. Group
- * `gid` is the program's group id, for caches keyed by group. */
+ * `gid` is the program's group id, for caches keyed by group. A dynamic
+ * network that calls eng_settle_at must set settle: it runs after every
+ * other event at its instant (EQ_CLS_SETTLE) and may wake instances too;
+ * no time passes between a request and its settle. */
 typedef struct eng_net {
     void *ctx;
     int (*coll_ns)(void *ctx, prog_coll coll, prog_group g, ss_bytes bytes,
@@ -51,6 +58,7 @@ typedef struct eng_net {
                  ss_bytes bytes, ss_ns now, eng_wakes *w, ss_err *err);
     int (*wake)(void *ctx, uint32_t id, ss_ns now, bool *done, eng_wakes *w,
                 ss_err *err);
+    int (*settle)(void *ctx, ss_ns now, eng_wakes *w, ss_err *err);
 } eng_net;
 
 /* Run one step of `p`. On success *out is a new trace (caller frees with

@@ -48,7 +48,8 @@
 enum {
     EQ_CLS_END = 0,   /* an op ends on its stream or on the host */
     EQ_CLS_ISSUE = 1, /* a device op reaches its stream */
-    EQ_CLS_HOST = 2   /* a host thread looks for its next op */
+    EQ_CLS_HOST = 2,  /* a host thread looks for its next op */
+    EQ_CLS_SETTLE = 3 /* the network settles what changed at t (eng.h) */
 };
 
 typedef struct eq_ev {

@@ -37,6 +37,7 @@ struct net {
     uint32_t cap_scratch;
     ss_ns last; /* progress is accounted up to here */
     uint64_t solves;
+    bool dirty; /* flows changed since the last solve; a settle is asked for */
 };
 
 static int nomem(ss_err *err) { return ss_fail(err, SS_E_NOMEM, NULL, "out of memory in the network"); }
@@ -195,6 +196,7 @@ static ss_ns due_of(const inst *x, double rate, ss_ns now)
 /* Re-solve and reschedule every flowing instance whose end moved. */
 static int resolve(net *n, ss_ns now, eng_wakes *w, ss_err *err)
 {
+    n->dirty = false;
     int rc = flow_solve(n->fs, err);
     n->solves++;
     for (uint32_t i = 0; i < n->nflowing && !rc; i++) {
@@ -206,6 +208,16 @@ static int resolve(net *n, ss_ns now, eng_wakes *w, ss_err *err)
         rc = eng_wake_at(w, id, due, err);
     }
     return rc;
+}
+
+/* Flows changed at now: solve once, after everything else at now. Rates
+ * read before that (a wake at now whose rounding left bytes) may be stale,
+ * but no time passes on them: the settle reschedules every end it moves. */
+static void changed(net *n, ss_ns now, eng_wakes *w)
+{
+    if (n->dirty) return;
+    n->dirty = true;
+    eng_settle_at(w, now);
 }
 
 static int start_phase(net *n, uint32_t id, ss_err *err)
@@ -285,16 +297,24 @@ static int on_wake(void *ctx, uint32_t id, ss_ns now, bool *done, eng_wakes *w, 
         if (++x->phase == n->shapes[x->shape].nphase) {
             x->state = I_DONE;
             *done = true;
-            return resolve(n, now, w, err);
+            changed(n, now, w);
+            return SS_OK;
         }
     }
     int rc = start_phase(n, id, err);
-    return rc ? rc : resolve(n, now, w, err);
+    if (!rc) changed(n, now, w);
+    return rc;
+}
+
+static int on_settle(void *ctx, ss_ns now, eng_wakes *w, ss_err *err)
+{
+    net *n = ctx;
+    return n->dirty ? resolve(n, now, w, err) : SS_OK;
 }
 
 eng_net net_eng(net *n)
 {
-    eng_net e = {.ctx = n, .coll_ns = NULL, .start = on_start, .wake = on_wake};
+    eng_net e = {.ctx = n, .coll_ns = NULL, .start = on_start, .wake = on_wake, .settle = on_settle};
     return e;
 }
 

@@ -4,8 +4,9 @@
  * A collective instance, when all its members have arrived: the tuner
  * (algo.h) picks an algorithm and protocol by its time alone on the
  * machine (or the scenario forces them); the instance waits its latency,
- * then runs its phases one after another, each as one flow of flow.h. Every
- * time a flow starts or ends, all rates are re-solved and every running
+ * then runs its phases one after another, each as one flow of flow.h. At
+ * every instant at which flows start or end, once all of that instant's
+ * events have run (eng_settle_at), all rates are re-solved and every running
  * instance's end is rescheduled, so concurrent TP, DP and EP traffic on one
  * NIC slows each other down exactly as max-min sharing predicts, and
  * collectives on disjoint links do not interact.

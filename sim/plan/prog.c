@@ -35,6 +35,7 @@ struct prog {
     rank_prog *ranks;
     vec groups, group_ranks; /* group_rec, uint32_t */
     vec strs;                /* char *, interned, owned */
+    uint32_t *slot, nslot;   /* open addressing: string id + 1, 0 empty */
 };
 
 #define PROG_NAME_(id, name) name,
@@ -85,24 +86,57 @@ void prog_free(prog *p)
     char **s = p->strs.data;
     for (uint32_t i = 0; i < p->strs.len; i++) free(s[i]);
     free(p->strs.data);
+    free(p->slot);
     free(p);
 }
 
-/* Intern by linear search from the end: names repeat mostly among the most
- * recent ones, and programs of one step have few distinct names per layer. A
- * hash table is the upgrade when profiles say so. */
+/* FNV-1a: names are short and a program interns one per op, so the hash
+ * is what matters, not its strength. */
+static uint32_t str_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* Double the table (kept at most half full) and place every string again. */
+static int slots_grow(prog *p)
+{
+    uint32_t n = p->nslot ? p->nslot * 2 : 256;
+    if (n < p->nslot) return SS_E_OVERFLOW;
+    uint32_t *t = calloc(n, sizeof *t);
+    if (!t) return SS_E_NOMEM;
+    char **strs = p->strs.data;
+    for (uint32_t id = 0; id < p->strs.len; id++) {
+        uint32_t i = str_hash(strs[id]) & (n - 1);
+        while (t[i]) i = (i + 1) & (n - 1);
+        t[i] = id + 1;
+    }
+    free(p->slot);
+    p->slot = t;
+    p->nslot = n;
+    return SS_OK;
+}
+
+/* Ids are given in first-seen order, so they do not depend on the hash. */
 static int str_intern(prog *p, const char *s, uint32_t *id)
 {
+    if ((uint64_t)(p->strs.len + 1) * 2 > p->nslot) {
+        int rc = slots_grow(p);
+        if (rc) return rc;
+    }
     char **strs = p->strs.data;
-    for (uint32_t i = p->strs.len; i-- > 0;)
-        if (strcmp(strs[i], s) == 0) {
-            *id = i;
+    uint32_t i = str_hash(s) & (p->nslot - 1);
+    for (; p->slot[i]; i = (i + 1) & (p->nslot - 1))
+        if (strcmp(strs[p->slot[i] - 1], s) == 0) {
+            *id = p->slot[i] - 1;
             return SS_OK;
         }
     char *copy = strdup(s);
     if (!copy) return SS_E_NOMEM;
     int rc = vec_push(&p->strs, &copy, sizeof copy, id);
     if (rc) free(copy);
+    else p->slot[i] = *id + 1;
     return rc;
 }
 
