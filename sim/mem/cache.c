@@ -1,6 +1,7 @@
 #include "cache.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "../core/vec.h"
 
@@ -22,7 +23,7 @@ struct mem_cache {
     mem_cache_cfg cfg;
     cblk *b;
     uint32_t nb, capb;
-    uint32_t *freel; /* ids of free blocks */
+    uint32_t *freel; /* ids of free blocks, ordered by key() */
     uint32_t nfree, capfree;
     uint32_t *spare; /* ids of dead block records, for reuse */
     uint32_t nspare, capspare;
@@ -64,21 +65,48 @@ static uint32_t blk_new(mem_cache *c)
     return c->nb++;
 }
 
+/* Free blocks are kept sorted by (pool, stream, size, address), as
+ * PyTorch's block sets are, so that the best fit is one binary search. */
+static int key_cmp(const cblk *k, bool small, uint32_t stream, ss_bytes size, ss_bytes addr)
+{
+    if (k->small != small) return k->small < small ? -1 : 1;
+    if (k->stream != stream) return k->stream < stream ? -1 : 1;
+    if (k->size != size) return k->size < size ? -1 : 1;
+    return (k->addr > addr) - (k->addr < addr);
+}
+
+/* Position of the first free block not below the key. */
+static uint32_t lower(const mem_cache *c, bool small, uint32_t stream, ss_bytes size, ss_bytes addr)
+{
+    uint32_t lo = 0, hi = c->nfree;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (key_cmp(&c->b[c->freel[mid]], small, stream, size, addr) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
 static bool free_add(mem_cache *c, uint32_t id)
 {
     if (!ss_grow((void **)&c->freel, &c->capfree, c->nfree + 1, sizeof *c->freel)) return false;
-    c->freel[c->nfree++] = id;
+    const cblk *k = &c->b[id];
+    uint32_t i = lower(c, k->small, k->stream, k->size, k->addr);
+    memmove(c->freel + i + 1, c->freel + i, (c->nfree - i) * sizeof *c->freel);
+    c->freel[i] = id;
+    c->nfree++;
     c->b[id].free = true;
     return true;
 }
 
 static void free_del(mem_cache *c, uint32_t id)
 {
-    for (uint32_t i = 0; i < c->nfree; i++)
-        if (c->freel[i] == id) {
-            c->freel[i] = c->freel[--c->nfree];
-            break;
-        }
+    const cblk *k = &c->b[id];
+    uint32_t i = lower(c, k->small, k->stream, k->size, k->addr);
+    if (i < c->nfree && c->freel[i] == id) {
+        memmove(c->freel + i, c->freel + i + 1, (c->nfree - i - 1) * sizeof *c->freel);
+        c->nfree--;
+    }
     c->b[id].free = false;
 }
 
@@ -90,31 +118,30 @@ static void blk_kill(mem_cache *c, uint32_t id)
 }
 
 /* Smallest free block of the pool and stream that fits; lowest address on
- * ties. */
+ * ties: the first one at or above (pool, stream, rs). */
 static uint32_t best_fit(const mem_cache *c, ss_bytes rs, bool small, uint32_t stream)
 {
-    uint32_t best = MEM_CACHE_NONE;
-    for (uint32_t i = 0; i < c->nfree; i++) {
-        const cblk *k = &c->b[c->freel[i]];
-        if (k->small != small || k->stream != stream || k->size < rs) continue;
-        if (best == MEM_CACHE_NONE || k->size < c->b[best].size ||
-            (k->size == c->b[best].size && k->addr < c->b[best].addr))
-            best = c->freel[i];
-    }
-    return best;
+    uint32_t i = lower(c, small, stream, rs, 0);
+    if (i == c->nfree) return MEM_CACHE_NONE;
+    const cblk *k = &c->b[c->freel[i]];
+    return k->small == small && k->stream == stream ? c->freel[i] : MEM_CACHE_NONE;
 }
 
 /* empty_cache: unmap every segment that is one whole free block. */
 static void release_cached(mem_cache *c)
 {
-    for (uint32_t i = c->nfree; i-- > 0;) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < c->nfree; i++) {
         uint32_t id = c->freel[i];
         cblk *k = &c->b[id];
-        if (k->prev != MEM_CACHE_NONE || k->next != MEM_CACHE_NONE) continue;
+        if (k->prev != MEM_CACHE_NONE || k->next != MEM_CACHE_NONE) {
+            c->freel[n++] = id;
+            continue;
+        }
         c->st.reserved -= k->size;
-        c->freel[i] = c->freel[--c->nfree];
         blk_kill(c, id);
     }
+    c->nfree = n;
 }
 
 static uint32_t map_segment(mem_cache *c, ss_bytes size, bool small, uint32_t stream, bool *oom)
@@ -155,9 +182,10 @@ static uint32_t expand_segment(mem_cache *c, ss_bytes rs, uint32_t stream, bool 
     }
     c->st.reserved += need;
     if (c->st.reserved > c->st.peak_reserved) c->st.peak_reserved = c->st.reserved;
-    if (tail_free) {
+    if (tail_free) { /* its key changes: out of the order and back */
+        free_del(c, tail);
         c->b[tail].size += need;
-        return tail;
+        return free_add(c, tail) ? tail : MEM_CACHE_NONE;
     }
     uint32_t id = blk_new(c);
     if (id == MEM_CACHE_NONE) return id;
