@@ -519,6 +519,7 @@ static int cmd_replay(const hx_args *a)
     rexec_opts ro = {a->iters, !a->no_host, a->tf32};
     int rc = scn_load(a->file, a->sets, a->nsets, &x.s, &err);
     x.loaded = rc == SS_OK;
+    x.s.par.fold = false; /* --rank names a world rank: every rank's program */
     if (!rc) rc = run_step(&x.s, NULL, &x.r, &err);
     if (!rc) rc = rplan_new(&x.rp, x.r.pl, x.r.p, a->rank, &err);
     if (!rc) print_plan(x.rp, a->file);

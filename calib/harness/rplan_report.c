@@ -306,7 +306,7 @@ static int build(rr *x, const rplan *rp, const spec_scenario *s, const rplan_mea
     if (!rc) rc = trc_new(&x->t, x->q, err);
     if (!rc) rc = fill_times(x->t, m, clamped, err);
     if (!rc) rc = sched_states(pl, rp->rank, &x->st, err);
-    if (!rc) rc = sum_build(s, x->t, &x->st, false, &x->sum, err);
+    if (!rc) rc = sum_build(s, x->t, &x->st, 1, false, &x->sum, err);
     if (rc) return rc;
     x->have_sum = true;
     x->sum.tokens = pl->tokens * s->grad_accum;

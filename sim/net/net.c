@@ -11,7 +11,8 @@ enum { I_IDLE, I_LATENCY, I_FLOW, I_DONE };
 
 typedef struct inst {
     uint8_t state, phase;
-    uint32_t shape; /* index in net.shapes (which moves as it grows) */
+    uint32_t shape;  /* index in net.shapes (which moves as it grows) */
+    uint32_t fshape; /* the shape its flows load: shape, or shape with the group's copies */
     algo_cost cost;
     double bytes, rem;
     uint32_t flow;
@@ -26,8 +27,11 @@ struct net {
     topo *g;
     net_opts o;
     flow_sys *fs;
-    int32_t *slot;
-    uint32_t nslot, cap_slot;
+    const prog *p; /* for group copies; NULL: none */
+    int32_t *slot, *mslot; /* mslot: the merged shapes of groups with copies, same keys */
+    uint32_t nslot, cap_slot, nmslot, cap_mslot;
+    double *acc;           /* [links]: weight summed while merging */
+    uint32_t *acc_links, nacc;
     algo_shape *shapes;
     uint32_t nshapes, cap_shapes;
     inst *in;
@@ -54,6 +58,9 @@ int net_new(const spec_topology *t, const net_opts *o, net **out, ss_err *err)
         cap = malloc((L ? L : 1) * sizeof *cap);
         if (!cap) rc = nomem(err);
         for (uint32_t l = 0; !rc && l < L; l++) cap[l] = topo_link_Bps(n->g, l);
+        n->acc = calloc(L ? L : 1, sizeof *n->acc);
+        n->acc_links = malloc((L ? L : 1) * sizeof *n->acc_links);
+        if (!rc && (!n->acc || !n->acc_links)) rc = nomem(err);
         if (!rc) rc = flow_sys_new(L, cap, &n->fs, err);
     }
     free(cap);
@@ -71,6 +78,9 @@ void net_free(net *n)
     for (uint32_t i = 0; i < n->nshapes; i++) algo_shape_fini(&n->shapes[i]);
     free(n->shapes);
     free(n->slot);
+    free(n->mslot);
+    free(n->acc);
+    free(n->acc_links);
     free(n->in);
     free(n->flowing);
     free(n->scratch);
@@ -105,6 +115,81 @@ static int cached_shape(net *n, uint32_t gid, prog_coll c, prog_group pg, algo_k
         }
     }
     *out = n->slot[k] - 1; /* -1: not applicable */
+    return SS_OK;
+}
+
+/* Add shape x's usage to the accumulator, phase k. */
+static void acc_add(net *n, const algo_shape *x, uint32_t k)
+{
+    for (uint32_t i = 0; i < x->nuse[k]; i++) {
+        uint32_t l = x->use[k][i].link;
+        if (n->acc[l] == 0.0) n->acc_links[n->nacc++] = l;
+        n->acc[l] += x->use[k][i].w;
+    }
+}
+
+/* Shape `base` with the usage of every copy of group gid added, phase by
+ * phase (copies run the same algorithm in lockstep: one flow carries them
+ * all, at the rate symmetry gives each). Links in first-use order. */
+static int merge_copies(net *n, uint32_t gid, prog_coll c, uint32_t base, algo_shape *out,
+                        ss_err *err)
+{
+    uint32_t nc = prog_group_ncopies(n->p, gid);
+    algo_shape *cp = calloc(nc, sizeof *cp);
+    if (!cp) return nomem(err);
+    algo_shape m = n->shapes[base];
+    int rc = SS_OK;
+    for (uint32_t i = 0; i < nc && !rc; i++) {
+        prog_group g = prog_group_copy(n->p, gid, i);
+        rc = algo_shape_build(n->g, c, g.ranks, g.size, m.algo, &cp[i], err);
+        if (!rc && cp[i].nphase != m.nphase)
+            rc = ss_fail(err, SS_E_INTERNAL, NULL, "a copy of group %u runs %u phases, not %u",
+                         gid, cp[i].nphase, m.nphase);
+    }
+    for (uint32_t k = 0; k < m.nphase; k++) m.use[k] = NULL;
+    for (uint32_t k = 0; k < m.nphase && !rc; k++) {
+        n->nacc = 0;
+        acc_add(n, &n->shapes[base], k);
+        for (uint32_t i = 0; i < nc; i++) acc_add(n, &cp[i], k);
+        m.use[k] = malloc((n->nacc ? n->nacc : 1) * sizeof *m.use[k]);
+        if (!m.use[k]) rc = nomem(err);
+        for (uint32_t i = 0; i < n->nacc; i++) {
+            uint32_t l = n->acc_links[i];
+            if (m.use[k]) m.use[k][i] = (flow_use){l, n->acc[l]};
+            n->acc[l] = 0.0;
+        }
+        m.nuse[k] = n->nacc;
+    }
+    for (uint32_t i = 0; i < nc; i++) algo_shape_fini(&cp[i]);
+    free(cp);
+    if (rc) algo_shape_fini(&m);
+    else *out = m;
+    return rc;
+}
+
+/* The shape the flows of an instance load: `base` itself, or (groups with
+ * copies) base merged with its copies, built once per (group, coll, algo). */
+static int flow_shape(net *n, uint32_t gid, prog_coll c, uint32_t base, uint32_t *out,
+                      ss_err *err)
+{
+    *out = base;
+    if (!n->p || gid >= prog_ngroups(n->p) || !prog_group_ncopies(n->p, gid)) return SS_OK;
+    uint32_t k = (gid * NCOLL + (uint32_t)c) * ALGO_NKINDS + (uint32_t)n->shapes[base].algo;
+    if (k >= n->nmslot) {
+        if (!ss_grow((void **)&n->mslot, &n->cap_mslot, k + 1, sizeof *n->mslot)) return nomem(err);
+        for (uint32_t i = n->nmslot; i <= k; i++) n->mslot[i] = 0;
+        n->nmslot = k + 1;
+    }
+    if (n->mslot[k] == 0) {
+        algo_shape m;
+        if (!ss_grow((void **)&n->shapes, &n->cap_shapes, n->nshapes + 1, sizeof *n->shapes))
+            return nomem(err);
+        int rc = merge_copies(n, gid, c, base, &m, err);
+        if (rc) return rc;
+        n->shapes[n->nshapes] = m;
+        n->mslot[k] = (int32_t)++n->nshapes;
+    }
+    *out = (uint32_t)n->mslot[k] - 1;
     return SS_OK;
 }
 
@@ -223,7 +308,7 @@ static void changed(net *n, ss_ns now, eng_wakes *w)
 static int start_phase(net *n, uint32_t id, ss_err *err)
 {
     inst *x = &n->in[id];
-    const algo_shape *s = &n->shapes[x->shape];
+    const algo_shape *s = &n->shapes[x->fshape];
     uint32_t nu = s->nuse[x->phase];
     if (!ss_grow((void **)&n->scratch, &n->cap_scratch, nu ? nu : 1, sizeof *n->scratch))
         return nomem(err);
@@ -272,6 +357,8 @@ static int on_start(void *ctx, uint32_t id, prog_coll c, prog_group pg, uint32_t
     pick(n, sh, nsh, c, pg.size, bytes, &best, &x->cost);
     calibrate(n, c, pg.ranks, pg.size, bytes, &x->cost);
     x->shape = idx[best];
+    rc = flow_shape(n, gid, c, x->shape, &x->fshape, err);
+    if (rc) return rc;
     x->state = bytes ? I_LATENCY : I_DONE;
     return eng_wake_at(w, id, now + x->cost.latency_ns, err);
 }
@@ -312,8 +399,9 @@ static int on_settle(void *ctx, ss_ns now, eng_wakes *w, ss_err *err)
     return n->dirty ? resolve(n, now, w, err) : SS_OK;
 }
 
-eng_net net_eng(net *n)
+eng_net net_eng(net *n, const prog *p)
 {
+    n->p = p;
     eng_net e = {.ctx = n, .coll_ns = NULL, .start = on_start, .wake = on_wake, .settle = on_settle};
     return e;
 }

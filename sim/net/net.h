@@ -47,8 +47,9 @@ void net_free(net *n);
 
 const topo *net_topo(const net *n);
 
-/* The engine's view; n must outlive the engine run. */
-eng_net net_eng(net *n);
+/* The engine's view of n for running p (whose group copies, prog.h, the
+ * flows load too; p may be NULL: none); n and p must outlive the run. */
+eng_net net_eng(net *n, const prog *p);
 
 /* What one collective costs alone on the machine: the chosen algorithm and
  * protocol and its time. For `shardsim coll` and tests. */

@@ -42,30 +42,46 @@ static void count_colls(const trc *t, sum_report *r)
     }
 }
 
-int sum_build(const spec_scenario *s, const trc *t, const st_bytes *st, bool series_all,
-              sum_report *out, ss_err *err)
+/* Rank k's memory: replayed from the trace, or (a rank folded away) rank
+ * 0's figures without its series and live set, which only rank 0 shows. */
+static int rank_mem(const spec_scenario *s, const trc *t, uint32_t k, bool series_all,
+                    sum_report *r, ss_err *err)
 {
-    sum_report r = {.s = s, .step_ns = t->step_ns, .nranks = t->nranks,
+    sum_rank *x = &r->ranks[k];
+    if (k >= t->nranks) {
+        x->mem = r->ranks[0].mem;
+        x->mem.peak_live = NULL, x->mem.npeak_live = 0;
+        x->mem.series = NULL, x->mem.nseries = 0;
+        memcpy(x->peak_op, r->ranks[0].peak_op, sizeof x->peak_op);
+        return SS_OK;
+    }
+    r->nops += prog_nops(t->p, k);
+    mem_cfg mc = {(mem_model)s->alloc_model, s->expandable_segments, s->capacity_bytes,
+                  k == 0 || series_all};
+    int rc = mem_replay(t, k, &mc, &x->mem, err);
+    uint32_t po = x->mem.peak_op;
+    snprintf(x->peak_op, sizeof x->peak_op, "%s",
+             rc || po == UINT32_MAX ? "(step start)" : prog_str_get(t->p, prog_ops(t->p, k)[po].name));
+    if (!rc && x->mem.start != x->mem.end)
+        rc = ss_fail(err, SS_E_INTERNAL, NULL,
+                     "rank %u: the step starts with %llu bytes allocated and ends "
+                     "with %llu: the schedule is not a steady state", k,
+                     (unsigned long long)x->mem.start, (unsigned long long)x->mem.end);
+    return rc;
+}
+
+int sum_build(const spec_scenario *s, const trc *t, const st_bytes *st, uint32_t nst,
+              bool series_all, sum_report *out, ss_err *err)
+{
+    if (nst < t->nranks) return ss_fail(err, SS_E_INTERNAL, NULL, "%u state sets for %u ranks", nst, t->nranks);
+    sum_report r = {.s = s, .step_ns = t->step_ns, .nranks = nst, .nsim = t->nranks,
                     .nevents = t->nevents};
-    r.ranks = calloc(t->nranks, sizeof *r.ranks);
+    r.ranks = calloc(nst, sizeof *r.ranks);
     if (!r.ranks) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     int rc = busy_times(t, &r, err);
-    for (uint32_t k = 0; k < t->nranks && !rc; k++) {
+    for (uint32_t k = 0; k < nst && !rc; k++) {
         r.ranks[k].st = st[k];
-        r.nops += prog_nops(t->p, k);
-        mem_cfg mc = {(mem_model)s->alloc_model, s->expandable_segments, s->capacity_bytes,
-                      k == 0 || series_all};
-        rc = mem_replay(t, k, &mc, &r.ranks[k].mem, err);
-        uint32_t po = r.ranks[k].mem.peak_op;
-        snprintf(r.ranks[k].peak_op, sizeof r.ranks[k].peak_op, "%s",
-                 rc || po == UINT32_MAX ? "(step start)"
-                                        : prog_str_get(t->p, prog_ops(t->p, k)[po].name));
-        if (!rc && r.ranks[k].mem.start != r.ranks[k].mem.end)
-            rc = ss_fail(err, SS_E_INTERNAL, NULL,
-                         "rank %u: the step starts with %llu bytes allocated and ends "
-                         "with %llu: the schedule is not a steady state", k,
-                         (unsigned long long)r.ranks[k].mem.start,
-                         (unsigned long long)r.ranks[k].mem.end);
+        rc = rank_mem(s, t, k, series_all, &r, err);
     }
     if (rc) {
         sum_fini(&r);
@@ -242,7 +258,7 @@ static void json_layout(cJSON *root, const sum_report *r)
     add_u64(l, "ep", p->ep);
     add_u64(l, "dp", r->s->dp);
     add_u64(l, "world", (uint64_t)p->tp * p->cp * p->pp * r->s->dp);
-    add_u64(l, "simulated_ranks", r->nranks);
+    add_u64(l, "simulated_ranks", r->nsim);
     cJSON_AddBoolToObject(l, "sequence_parallel", p->sequence_parallel);
     cJSON_AddStringToObject(l, "pipeline_schedule", spec_pp_names[p->schedule]);
     add_u64(l, "virtual_stages", p->virtual_stages ? p->virtual_stages : 1);

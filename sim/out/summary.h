@@ -37,7 +37,8 @@ typedef struct sum_report {
     ss_ns step_ns;
     ss_ns compute_ns, comm_ns, overlap_ns, exposed_comm_ns, host_ns; /* rank 0 */
     sum_coll coll[PROG_NCOLLS]; /* rank 0, per step */
-    uint32_t nranks;
+    uint32_t nranks;        /* ranks reported: every rank, or (a layout) those simulated */
+    uint32_t nsim;          /* ranks simulated (the trace's) */
     sum_rank *ranks;
     uint64_t nops, nevents;
     /* set by the caller from the plan: the MFU convention's inputs */
@@ -50,11 +51,14 @@ typedef struct sum_report {
     uint32_t nsamples;
 } sum_report;
 
-/* st[r]: rank r's state bytes. The memory series is recorded for rank 0,
- * or every rank with series_all (traces). Errors: memory replay inconsistencies
- * (SS_E_INTERNAL), a step that does not end in the state it started from. */
-int sum_build(const spec_scenario *s, const trc *t, const st_bytes *st, bool series_all,
-              sum_report *out, ss_err *err);
+/* st[0 .. nst): each reported rank's state bytes, nst >= the trace's
+ * ranks; a rank past the trace's was folded away (prog.h) and reports rank
+ * 0's simulation with its own states. The memory series is recorded for
+ * rank 0, or every simulated rank with series_all (traces). Errors: memory
+ * replay inconsistencies (SS_E_INTERNAL), a step that does not end in the
+ * state it started from. */
+int sum_build(const spec_scenario *s, const trc *t, const st_bytes *st, uint32_t nst,
+              bool series_all, sum_report *out, ss_err *err);
 void sum_fini(sum_report *r);
 
 char *sum_json(const sum_report *r); /* NULL when out of memory */

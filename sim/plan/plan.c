@@ -235,6 +235,25 @@ static int check_device(const spec_scenario *s, ss_err *err)
     return SS_OK;
 }
 
+/* Symmetric folding applies when every rank of a role runs the same
+ * program: not under per-rank variation (stragglers, jitter), which only
+ * every rank simulated can show. */
+static bool can_fold(const spec_scenario *s)
+{
+    return s->par.fold && !s->nstragglers && !s->jitter_samples;
+}
+
+/* Without a layout, DDP and FSDP ranks are identical by construction, but
+ * for ZeroRedundancyOptimizer's per-rank parameter owners and FSDP's
+ * use_orig_params, whose optimizer steps each rank's own parameter views. */
+static uint32_t sim_ranks(const plan *p)
+{
+    const spec_scenario *s = p->s;
+    bool views = s->shard.use_orig_params && s->shard.strategy != SPEC_NO_SHARD && p->shard_n > 1;
+    if (!can_fold(s) || s->shard.strategy == SPEC_ZERO1 || views) return p->n;
+    return 1;
+}
+
 int plan_new(plan **out, const spec_scenario *s, ss_err *err)
 {
     int rc = check_device(s, err);
@@ -257,6 +276,7 @@ int plan_new(plan **out, const spec_scenario *s, ss_err *err)
     p->replica = 1;
     p->chunks = 1;
     if (!rc && spec_model_parallel(&s->par)) rc = plan_layout(p, err);
+    p->nsim = p->layout ? p->n : sim_ranks(p);
     if (rc || (rc = add_units(p, err)) || (rc = add_buckets(p, err))) {
         plan_free(p);
         return rc;
@@ -279,7 +299,7 @@ int plan_layout(plan *p, ss_err *err)
     p->layout = true;
     p->replica = par->tp * par->cp * par->pp;
     p->world = p->replica * p->s->dp;
-    p->n = par->fold ? p->replica : p->world;
+    p->n = can_fold(p->s) ? p->replica : p->world;
     p->dense_dp = p->s->dp * par->cp;
     p->expert_dp = par->tp * par->cp * p->s->dp / par->ep;
     p->shard_n = p->dense_dp;

@@ -64,7 +64,8 @@ typedef struct plan_bucket {
 
 typedef struct plan {
     const spec_scenario *s;
-    uint32_t n;               /* data-parallel ranks */
+    uint32_t n;               /* data-parallel ranks (a layout: the ranks it simulates) */
+    uint32_t nsim;            /* ranks in the program: n, or 1 when folded without a layout */
     uint32_t shard_n;         /* ranks a FlatParameter is sharded over (n; HSDP: a group) */
     uint32_t param_elem, compute_elem, grad_elem, reduce_elem;
     plan_param *params;

@@ -28,6 +28,7 @@ typedef struct rank_prog {
 typedef struct group_rec {
     uint32_t size, first; /* ranks in prog.group_ranks[first..first+size) */
     uint32_t nsize, nfirst; /* the network's members, likewise */
+    uint32_t ncopies, cfirst; /* copies: ncopies x nsize ranks from cfirst */
 } group_rec;
 
 struct prog {
@@ -162,7 +163,7 @@ int prog_group_add(prog *p, const uint32_t *ranks, uint32_t n, uint32_t *gid,
                    ss_err *err)
 {
     int rc = ranks_ok(ranks, n, p->nranks, err);
-    group_rec g = {n, 0, n, 0};
+    group_rec g = {n, 0, n, 0, 0, 0};
     if (!rc) rc = push_ranks(p, ranks, n, &g.first, err);
     g.nfirst = g.first;
     if (!rc && vec_push(&p->groups, &g, sizeof g, gid)) rc = nomem(err);
@@ -180,11 +181,29 @@ int prog_group_add_net(prog *p, const uint32_t *ranks, uint32_t n, const uint32_
             rc = ss_fail(err, SS_E_INTERNAL, NULL, "group member %u is not a network member",
                          ranks[i]);
     }
-    group_rec g = {n, 0, nnet, 0};
+    group_rec g = {n, 0, nnet, 0, 0, 0};
     if (!rc) rc = push_ranks(p, ranks, n, &g.first, err);
     if (!rc) rc = push_ranks(p, net, nnet, &g.nfirst, err);
     if (!rc && vec_push(&p->groups, &g, sizeof g, gid)) rc = nomem(err);
     return rc;
+}
+
+int prog_group_set_copies(prog *p, uint32_t gid, const uint32_t *ranks, uint32_t ncopies,
+                          ss_err *err)
+{
+    if (gid >= p->groups.len) return ss_fail(err, SS_E_INTERNAL, NULL, "no group %u", gid);
+    uint32_t size = ((group_rec *)p->groups.data)[gid].nsize, first = 0;
+    int rc = SS_OK;
+    for (uint32_t i = 0; i < ncopies && !rc; i++)
+        rc = ranks_ok(ranks + (size_t)i * size, size, UINT32_MAX, err);
+    if (!rc && ncopies && (uint64_t)ncopies * size > UINT32_MAX)
+        rc = ss_fail(err, SS_E_OVERFLOW, NULL, "%u copies of a group of %u", ncopies, size);
+    if (!rc) rc = push_ranks(p, ranks, ncopies * size, &first, err);
+    if (rc) return rc;
+    group_rec *g = (group_rec *)p->groups.data + gid;
+    g->ncopies = ncopies;
+    g->cfirst = first;
+    return SS_OK;
 }
 
 int prog_tensor_add(prog *p, uint32_t rank, const char *name, prog_memcat cat,
@@ -289,6 +308,18 @@ prog_group prog_group_net(const prog *p, uint32_t gid)
 {
     const group_rec *g = (const group_rec *)p->groups.data + gid;
     prog_group out = {g->nsize, (const uint32_t *)p->group_ranks.data + g->nfirst};
+    return out;
+}
+
+uint32_t prog_group_ncopies(const prog *p, uint32_t gid)
+{
+    return ((const group_rec *)p->groups.data)[gid].ncopies;
+}
+
+prog_group prog_group_copy(const prog *p, uint32_t gid, uint32_t i)
+{
+    const group_rec *g = (const group_rec *)p->groups.data + gid;
+    prog_group out = {g->nsize, (const uint32_t *)p->group_ranks.data + g->cfirst + (size_t)i * g->nsize};
     return out;
 }
 

@@ -144,11 +144,15 @@ typedef struct prog_group {
     uint32_t size;
     const uint32_t *ranks; /* size entries, ascending */
 } prog_group;
-/* A folded program (a layout that simulates one data-parallel replica)
- * has groups whose members are partly outside the program: the engine
- * matches the members it has (prog_group_get), the network costs the
- * whole group (prog_group_net: world ranks, ascending; the same as
- * prog_group_get for a group added without them). */
+/* A folded program (one rank per role: a layout's replica, one rank of
+ * DDP or FSDP) has groups whose members are partly outside the program:
+ * the engine matches the members it has (prog_group_get), the network
+ * costs the whole group (prog_group_net: world ranks, ascending; the same
+ * as prog_group_get for a group added without them). A group may also name
+ * its copies: the groups of the folded-away ranks that run the same
+ * collectives at the same times (HSDP's other replicate groups); the
+ * network loads their links as well, so that contention is the whole
+ * job's (prog_group_copy). */
 
 /* What a scheduler passes to prog_op_add. Arrays are copied. */
 typedef struct prog_op_spec {
@@ -175,6 +179,11 @@ int prog_group_add(prog *p, const uint32_t *ranks, uint32_t n, uint32_t *gid,
  * include every rank of `ranks` (ascending, < world). */
 int prog_group_add_net(prog *p, const uint32_t *ranks, uint32_t n, const uint32_t *net,
                        uint32_t nnet, uint32_t *gid, ss_err *err);
+/* Copies of group gid: ncopies groups of its network size, ranks[i * size
+ * .. (i + 1) * size) each ascending world ranks, none a rank of gid's
+ * network members. Replaces earlier copies. */
+int prog_group_set_copies(prog *p, uint32_t gid, const uint32_t *ranks, uint32_t ncopies,
+                          ss_err *err);
 int prog_tensor_add(prog *p, uint32_t rank, const char *name, prog_memcat cat,
                     ss_bytes bytes, int live_at_start, uint32_t *tid,
                     ss_err *err);
@@ -199,6 +208,8 @@ const prog_tensor *prog_tensors(const prog *p, uint32_t rank);
 uint32_t prog_ngroups(const prog *p);
 prog_group prog_group_get(const prog *p, uint32_t gid);
 prog_group prog_group_net(const prog *p, uint32_t gid);
+uint32_t prog_group_ncopies(const prog *p, uint32_t gid);
+prog_group prog_group_copy(const prog *p, uint32_t gid, uint32_t i); /* i < ncopies */
 const char *prog_str_get(const prog *p, uint32_t id);
 
 #endif

@@ -52,7 +52,7 @@ static int simulate(const spec_scenario *s, const prog *p, trc **out, ss_err *er
     if (rc == SS_E_INPUT && err && !err->where[0]) /* the graph is the topology's */
         snprintf(err->where, sizeof err->where, "%.480s: $.topology", s->file);
     if (!rc) {
-        eng_net e = net_eng(n);
+        eng_net e = net_eng(n, p);
         rc = eng_run(p, &e, out, err);
     }
     net_free(n);
@@ -93,7 +93,7 @@ int run_step(const spec_scenario *s, const run_opts *o, run_result *out, ss_err 
     if (!rc) vary_stragglers(s, r.p);
     if (!rc) rc = simulate(s, r.p, &r.t, err);
     if (!rc) rc = states(&r, err);
-    if (!rc) rc = sum_build(s, r.t, r.st, o && o->series_all, &r.sum, err);
+    if (!rc) rc = sum_build(s, r.t, r.st, r.pl->n, o && o->series_all, &r.sum, err);
     if (!rc) {
         /* per GPU: a replica's tokens shared by its tp cp pp GPUs */
         r.sum.tokens = r.pl->tokens * s->grad_accum / r.pl->replica;

@@ -116,14 +116,33 @@ static int add_hybrid_groups(const plan *pl, prog *p, uint32_t *ranks, ss_err *e
     return rc;
 }
 
+/* Folded (one rank simulated): the world group, and under HSDP rank 0's
+ * shard group (id 1) and replicate group (id 2), each with the other
+ * groups of its kind as copies. ranks has room for n. */
+static int add_folded_groups(const plan *pl, prog *p, uint32_t *ranks, ss_err *err)
+{
+    uint32_t S = pl->shard_n, R = pl->n / S, zero = 0, gid;
+    for (uint32_t r = 0; r < pl->n; r++) ranks[r] = r;
+    int rc = prog_group_add_net(p, &zero, 1, ranks, pl->n, &gid, err);
+    if (rc || S == pl->n) return rc;
+    if (!(rc = prog_group_add_net(p, &zero, 1, ranks, S, &gid, err)))
+        rc = prog_group_set_copies(p, gid, ranks + S, R - 1, err); /* groups 1 .. R-1 */
+    for (uint32_t j = 0, k = 0; j < S; j++) /* replicate groups, group 0 first */
+        for (uint32_t g = 0; g < R; g++) ranks[k++] = g * S + j;
+    if (!rc) rc = prog_group_add_net(p, &zero, 1, ranks, R, &gid, err);
+    if (!rc) rc = prog_group_set_copies(p, gid, ranks + R, S - 1, err);
+    return rc;
+}
+
 uint32_t sched_gid_shard(const plan *pl, uint32_t rank)
 {
-    return pl->shard_n == pl->n ? 0 : 1 + rank / pl->shard_n;
+    if (pl->shard_n == pl->n) return 0;
+    return pl->nsim < pl->n ? 1 : 1 + rank / pl->shard_n;
 }
 
 uint32_t sched_gid_replicate(const plan *pl, uint32_t rank)
 {
-    return 1 + pl->n / pl->shard_n + rank % pl->shard_n;
+    return pl->nsim < pl->n ? 2 : 1 + pl->n / pl->shard_n + rank % pl->shard_n;
 }
 
 int sched_build(const plan *pl, prog **out, ss_err *err)
@@ -133,7 +152,7 @@ int sched_build(const plan *pl, prog **out, ss_err *err)
         return ss_fail(err, SS_E_INTERNAL, NULL, "no scheduler for strategy %d",
                        (int)pl->s->shard.strategy);
     prog *p = NULL;
-    int rc = prog_new(&p, pl->n, err);
+    int rc = prog_new(&p, pl->nsim, err);
     if (rc) return rc;
     if (pl->layout) {
         if ((rc = mp_build(pl, p, err))) prog_free(p);
@@ -145,12 +164,16 @@ int sched_build(const plan *pl, prog **out, ss_err *err)
         prog_free(p);
         return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     }
-    for (uint32_t r = 0; r < pl->n; r++) ranks[r] = r;
     uint32_t gid;
-    rc = prog_group_add(p, ranks, pl->n, &gid, err);
-    if (!rc) rc = add_hybrid_groups(pl, p, ranks, err);
+    if (pl->nsim < pl->n) {
+        rc = add_folded_groups(pl, p, ranks, err);
+    } else {
+        for (uint32_t r = 0; r < pl->n; r++) ranks[r] = r;
+        rc = prog_group_add(p, ranks, pl->n, &gid, err);
+        if (!rc) rc = add_hybrid_groups(pl, p, ranks, err);
+    }
     free(ranks);
-    for (uint32_t r = 0; r < pl->n && !rc; r++) rc = ops->emit_rank(pl, p, r, err);
+    for (uint32_t r = 0; r < pl->nsim && !rc; r++) rc = ops->emit_rank(pl, p, r, err);
     if (rc) {
         prog_free(p);
         return rc;

@@ -315,7 +315,7 @@ static void run_pairs(const uint32_t ga[2], const uint32_t gb[2], ss_ns delay, s
         }
     }
     net *n = tiny_net();
-    eng_net e = net_eng(n);
+    eng_net e = net_eng(n, p);
     trc *t = NULL;
     ss_err err;
     ss_err_clear(&err);

@@ -1,0 +1,163 @@
+/* Symmetric folding: a scenario whose ranks run identical programs is
+ * simulated once per role, and must give the every-rank answer exactly:
+ * the JSON summaries of parallel.fold true and false are the same, byte for
+ * byte, but for what the engine did (engine.*, layout.simulated_ranks).
+ * Per-rank variation (stragglers, jitter) and per-rank programs
+ * (ZeroRedundancyOptimizer's owners, FSDP's use_orig_params views) are
+ * simulated on every rank whatever parallel.fold says. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+#include <cmocka.h>
+
+#include "../../sim/io/scenario.h"
+#include "../../sim/run/run.h"
+
+static void run(const char *rel, const char **sets, size_t nsets, run_result *r, spec_scenario *s)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/scenarios/%s", SS_SOURCE_DIR, rel);
+    ss_err err;
+    ss_err_clear(&err);
+    if (scn_load(path, sets, nsets, s, &err)) fail_msg("%s: %s", err.where, err.msg);
+    if (run_step(s, NULL, r, &err)) fail_msg("%s: %s", err.where, err.msg);
+}
+
+/* The summary without what depends on how it was simulated. */
+static char *answer(const run_result *r)
+{
+    char *js = sum_json(&r->sum);
+    assert_non_null(js);
+    cJSON *root = cJSON_Parse(js);
+    free(js);
+    assert_non_null(root);
+    cJSON_DeleteItemFromObject(root, "engine");
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(root, "layout"), "simulated_ranks");
+    char *out = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    assert_non_null(out);
+    return out;
+}
+
+/* Folded and every-rank runs of rel; returns the folded run's simulated
+ * ranks. */
+static uint32_t compare(const char *rel, const char *extra)
+{
+    const char *sets[2][2] = {{"parallel.fold=true", extra}, {"parallel.fold=false", extra}};
+    char *a[2];
+    uint32_t sim[2], ranks[2];
+    for (int k = 0; k < 2; k++) {
+        spec_scenario s;
+        run_result r;
+        run(rel, sets[k], extra ? 2 : 1, &r, &s);
+        a[k] = answer(&r);
+        sim[k] = r.sum.nsim;
+        ranks[k] = r.sum.nranks;
+        run_fini(&r);
+        spec_scenario_fini(&s);
+    }
+    print_message("  %-52s %s: %u simulated ranks folded, %u every rank\n", rel,
+                  extra ? extra : "", sim[0], sim[1]);
+    assert_int_equal(ranks[0], ranks[1]);
+    assert_int_equal(sim[1], ranks[1]);
+    assert_string_equal(a[0], a[1]);
+    free(a[0]);
+    free(a[1]);
+    return sim[0];
+}
+
+/* DDP, NO_SHARD, SHARD_GRAD_OP and FULL_SHARD on seeds/002's 4 V100s (the
+ * FSDP rows without use_orig_params), flat FSDP on 8 and 64 H100s, DDP
+ * over two A3 Mega nodes: one rank simulated, the same summary. */
+static void test_symmetric_one_rank(void **state)
+{
+    (void)state;
+    const char *flat = "sharding.use_orig_params=false";
+    struct { const char *rel, *extra; } c[] = {
+        {"seed002/zero0_ddp.json", NULL},
+        {"seed002/zero2_fsdp_sgo.json", flat},
+        {"seed002/zero3_full_shard_pre.json", flat},
+        {"seed002/zero3_full_shard_none.json", flat},
+        {"examples/mlp7-no-shard-sgd.json", NULL},
+        {"examples/mlp7-full-shard-per-block.json", NULL},
+        {"published/mpt-7b-fsdp1-2k-8xh100.json", NULL},
+        {"published/mpt-70b-fsdp1-ac-2k-64xh100.json", NULL},
+        {"multinode/llama3-8b-ddp-2x8-a3mega-calibrated.json", NULL},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        assert_int_equal(compare(c[i].rel, c[i].extra), 1);
+}
+
+/* HSDP: the folded rank's shard group and replicate group carry their
+ * copies (the other nodes' all-gathers, the other shard positions'
+ * all-reduces over the same NICs and fabric), so that contention is the
+ * whole job's: 4 x 8 H100s and IBM's 96. */
+static void test_hybrid_copies(void **state)
+{
+    (void)state;
+    assert_int_equal(compare("multinode/llama3-8b-hybrid-shard-4x8xh100.json",
+                             "sharding.use_orig_params=false"), 1);
+    assert_int_equal(compare("published/ibm-llama2-7b-hsdp-96xh100.json", NULL), 1);
+    assert_int_equal(compare("published/ibm-llama2-13b-hsdp-sac-96xh100.json", NULL), 1);
+}
+
+/* Per-rank programs are not folded: ZeroRedundancyOptimizer (each rank
+ * steps the parameters it owns) and use_orig_params (each rank's views). */
+static void test_per_rank_programs_not_folded(void **state)
+{
+    (void)state;
+    assert_int_equal(compare("seed002/zero1_zro.json", NULL), 4);
+    assert_int_equal(compare("seed002/zero3_full_shard_pre.json", "sharding.use_orig_params=true"), 4);
+}
+
+/* A straggler or jitter makes ranks differ: every rank is simulated, and
+ * the straggler does slow the step (rank 3 at 1.5x: FULL_SHARD waits for
+ * it at every collective). A layout falls back to every rank the same way. */
+static void test_variation_simulates_every_rank(void **state)
+{
+    (void)state;
+    const char *slow[] = {"runtime.stragglers=[{\"rank\": 3, \"factor\": 1.5}]"};
+    const char *jit[] = {"runtime.jitter={\"cv\": 0.05, \"seed\": 7, \"samples\": 2}"};
+    spec_scenario s;
+    run_result r;
+    run("seed002/zero3_full_shard_pre.json", NULL, 0, &r, &s);
+    ss_ns base = r.sum.step_ns;
+    run_fini(&r);
+    spec_scenario_fini(&s);
+    run("seed002/zero3_full_shard_pre.json", slow, 1, &r, &s);
+    assert_int_equal(r.sum.nsim, 4);
+    assert_true(r.sum.step_ns > base);
+    run_fini(&r);
+    spec_scenario_fini(&s);
+    run("seed002/zero3_full_shard_pre.json", jit, 1, &r, &s);
+    assert_int_equal(r.sum.nsim, 4);
+    run_fini(&r);
+    spec_scenario_fini(&s);
+    run("published/torchtitan-llama3.1-70b-fsdp32-tp8-256xh100.json", NULL, 0, &r, &s);
+    uint32_t folded = r.sum.nsim;
+    run_fini(&r);
+    spec_scenario_fini(&s);
+    const char *small[] = {"topology.nodes=4", "parallel.dp=4", "runtime.stragglers=[{\"rank\": 1, \"factor\": 1.2}]"};
+    run("published/torchtitan-llama3.1-70b-fsdp32-tp8-256xh100.json", small, 3, &r, &s);
+    assert_int_equal(folded, 8);
+    assert_int_equal(r.sum.nsim, 32);
+    run_fini(&r);
+    spec_scenario_fini(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_symmetric_one_rank),
+        cmocka_unit_test(test_hybrid_copies),
+        cmocka_unit_test(test_per_rank_programs_not_folded),
+        cmocka_unit_test(test_variation_simulates_every_rank),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
