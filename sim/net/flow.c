@@ -39,6 +39,15 @@ struct flow_sys {
     uint32_t nf, cap_f;
     uint32_t *free_ids, nfree, cap_free;
     uint32_t nactive, rounds;
+    /* Components: the flows on each link (active ones, any order), the
+     * links touched since the last solve, and the flows a solve re-solves
+     * (those reachable from a touched link), ascending. */
+    uint32_t **on, *non, *cap_on; /* [nlinks] */
+    uint32_t *touched, ntouched, *tmark, tepoch; /* tmark [nlinks] */
+    uint32_t *sub, nsub, cap_sub;
+    uint32_t *fmark, cap_fmark, *lmark, mepoch; /* fmark [flow slots], lmark [nlinks] */
+    uint32_t *queue, cap_queue;
+    bool lone; /* a flow without links was added: the next solve takes it */
 };
 
 int flow_sys_new(uint32_t nlinks, const double *cap, flow_sys **out, ss_err *err)
@@ -58,13 +67,21 @@ int flow_sys_new(uint32_t nlinks, const double *cap, flow_sys **out, ss_err *err
         s->pos = calloc(n, sizeof *s->pos);
         s->dmark = calloc(n, sizeof *s->dmark);
         s->dirty = calloc(n, sizeof *s->dirty);
+        s->on = calloc(n, sizeof *s->on);
+        s->non = calloc(n, sizeof *s->non);
+        s->cap_on = calloc(n, sizeof *s->cap_on);
+        s->touched = malloc(n * sizeof *s->touched);
+        s->tmark = calloc(n, sizeof *s->tmark);
+        s->lmark = calloc(n, sizeof *s->lmark);
     }
     if (!s || !s->cap || !s->rem || !s->W || !s->stamp || !s->used || !s->cnt || !s->L0 ||
-        !s->ver || !s->pos || !s->dmark || !s->dirty) {
+        !s->ver || !s->pos || !s->dmark || !s->dirty || !s->on || !s->non || !s->cap_on ||
+        !s->touched || !s->tmark || !s->lmark) {
         flow_sys_free(s);
         return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for %u links", nlinks);
     }
     memcpy(s->cap, cap, nlinks * sizeof *cap);
+    s->tepoch = s->mepoch = 1;
     *out = s;
     return SS_OK;
 }
@@ -86,6 +103,16 @@ void flow_sys_free(flow_sys *s)
     free(s->pos);
     free(s->dmark);
     free(s->dirty);
+    for (uint32_t l = 0; s->on && l < s->nlinks; l++) free(s->on[l]);
+    free(s->on);
+    free(s->non);
+    free(s->cap_on);
+    free(s->touched);
+    free(s->tmark);
+    free(s->lmark);
+    free(s->sub);
+    free(s->fmark);
+    free(s->queue);
     free(s->off);
     free(s->lf);
     free(s->heap);
@@ -104,6 +131,43 @@ static int take_slot(flow_sys *s, uint32_t *id)
     return 1;
 }
 
+static void touch(flow_sys *s, uint32_t l)
+{
+    if (s->tmark[l] == s->tepoch) return;
+    s->tmark[l] = s->tepoch;
+    s->touched[s->ntouched++] = l;
+}
+
+/* Put flow i on its links' lists; all or nothing. */
+static int link_on(flow_sys *s, uint32_t i)
+{
+    const fl *f = &s->f[i];
+    for (uint32_t k = 0; k < f->n; k++) {
+        uint32_t l = f->u[k].link;
+        if (!ss_grow((void **)&s->on[l], &s->cap_on[l], s->non[l] + 1, sizeof *s->on[l])) {
+            while (k-- > 0) s->non[f->u[k].link]--; /* each was appended last */
+            return 0;
+        }
+        s->on[l][s->non[l]++] = i;
+    }
+    for (uint32_t k = 0; k < f->n; k++) touch(s, f->u[k].link);
+    return 1;
+}
+
+static void link_off(flow_sys *s, uint32_t i)
+{
+    const fl *f = &s->f[i];
+    for (uint32_t k = 0; k < f->n; k++) {
+        uint32_t l = f->u[k].link, *v = s->on[l];
+        for (uint32_t j = 0; j < s->non[l]; j++)
+            if (v[j] == i) {
+                v[j] = v[--s->non[l]];
+                break;
+            }
+        touch(s, l);
+    }
+}
+
 int flow_add(flow_sys *s, const flow_use *u, uint32_t n, double max_rate, uint32_t *id,
              ss_err *err)
 {
@@ -112,22 +176,30 @@ int flow_add(flow_sys *s, const flow_use *u, uint32_t n, double max_rate, uint32
     uint32_t i;
     if (!take_slot(s, &i)) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for a flow");
     fl *f = &s->f[i];
-    if (!ss_grow((void **)&f->u, &f->cap_u, n, sizeof *f->u)) {
+    if (!ss_grow((void **)&f->u, &f->cap_u, n, sizeof *f->u) ||
+        !ss_grow((void **)&s->fmark, &s->cap_fmark, s->nf, sizeof *s->fmark)) {
         s->free_ids[s->nfree++] = i;
         return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for a flow of %u links", n);
     }
+    s->fmark[i] = 0;
     if (n) memcpy(f->u, u, n * sizeof *u);
     f->n = n;
+    if (!link_on(s, i)) {
+        s->free_ids[s->nfree++] = i;
+        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for a flow of %u links", n);
+    }
     f->max_rate = max_rate;
     f->rate = 0.0;
     f->active = true;
     s->nactive++;
+    if (n == 0) s->lone = true; /* reached from no link: solved by itself */
     *id = i;
     return SS_OK;
 }
 
 void flow_remove(flow_sys *s, uint32_t id)
 {
+    link_off(s, id);
     s->f[id].active = false;
     s->free_ids[s->nfree++] = id;
     s->nactive--;
@@ -176,7 +248,67 @@ static hent hpop(flow_sys *s)
     return top;
 }
 
-/* Load the links the active flows use, their weights, and for each used
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int sub_push(flow_sys *s, uint32_t i)
+{
+    if (!ss_grow((void **)&s->sub, &s->cap_sub, s->nsub + 1, sizeof *s->sub)) return 0;
+    s->sub[s->nsub++] = i;
+    s->fmark[i] = s->mepoch;
+    return 1;
+}
+
+/* The flows to re-solve: every active flow connected, through shared
+ * links, to a link touched since the last solve (the max-min rates of the
+ * other components cannot have moved), ascending so that the solve visits
+ * them in slot order. Breadth-first over the links' flow lists. */
+static int collect(flow_sys *s)
+{
+    if (++s->mepoch == 0) {
+        memset(s->fmark, 0, s->cap_fmark * sizeof *s->fmark);
+        memset(s->lmark, 0, s->nlinks * sizeof *s->lmark);
+        s->mepoch = 1;
+    }
+    s->nsub = 0;
+    uint32_t head = 0, tail = 0;
+    if (!ss_grow((void **)&s->queue, &s->cap_queue, s->ntouched ? s->ntouched : 1, sizeof *s->queue))
+        return 0;
+    for (uint32_t k = 0; k < s->ntouched; k++) {
+        s->lmark[s->touched[k]] = s->mepoch;
+        s->queue[tail++] = s->touched[k];
+    }
+    while (head < tail) {
+        uint32_t l = s->queue[head++];
+        for (uint32_t j = 0; j < s->non[l]; j++) {
+            uint32_t i = s->on[l][j];
+            if (s->fmark[i] == s->mepoch) continue;
+            if (!sub_push(s, i)) return 0;
+            const fl *f = &s->f[i];
+            if (!ss_grow((void **)&s->queue, &s->cap_queue, tail + f->n, sizeof *s->queue)) return 0;
+            for (uint32_t k = 0; k < f->n; k++)
+                if (s->lmark[f->u[k].link] != s->mepoch) {
+                    s->lmark[f->u[k].link] = s->mepoch;
+                    s->queue[tail++] = f->u[k].link;
+                }
+        }
+    }
+    for (uint32_t i = 0; s->lone && i < s->nf; i++)
+        if (s->f[i].active && s->f[i].n == 0 && !sub_push(s, i)) return 0;
+    s->lone = false;
+    s->ntouched = 0;
+    if (++s->tepoch == 0) {
+        memset(s->tmark, 0, s->nlinks * sizeof *s->tmark);
+        s->tepoch = 1;
+    }
+    qsort(s->sub, s->nsub, sizeof *s->sub, cmp_u32);
+    return 1;
+}
+
+/* Load the links the flows to solve use, their weights, and for each used
  * link the list of its flows (CSR over used-link positions). */
 static int solve_init(flow_sys *s)
 {
@@ -186,9 +318,8 @@ static int solve_init(flow_sys *s)
     }
     s->nused = 0;
     uint32_t nu = 0;
-    for (uint32_t i = 0; i < s->nf; i++) {
-        fl *f = &s->f[i];
-        if (!f->active) continue;
+    for (uint32_t q = 0; q < s->nsub; q++) {
+        fl *f = &s->f[s->sub[q]];
         f->frozen = false;
         f->rate = 0.0;
         for (uint32_t k = 0; k < f->n; k++) {
@@ -214,11 +345,11 @@ static int solve_init(flow_sys *s)
     for (uint32_t k = 0; k <= s->nused; k++) s->off[k] = 0;
     for (uint32_t k = 0; k < s->nused; k++) s->off[k + 1] = s->off[k] + s->cnt[s->used[k]];
     for (uint32_t k = 0; k < s->nused; k++) s->cnt[s->used[k]] = 0; /* fill cursors */
-    for (uint32_t i = 0; i < s->nf; i++) {
-        const fl *f = &s->f[i];
-        for (uint32_t k = 0; f->active && k < f->n; k++) {
+    for (uint32_t q = 0; q < s->nsub; q++) {
+        const fl *f = &s->f[s->sub[q]];
+        for (uint32_t k = 0; k < f->n; k++) {
             uint32_t l = f->u[k].link;
-            s->lf[s->off[s->pos[l]] + s->cnt[l]++] = i;
+            s->lf[s->off[s->pos[l]] + s->cnt[l]++] = s->sub[q];
         }
     }
     return 1;
@@ -276,9 +407,10 @@ static int scan_round(flow_sys *s, double *level)
     double d = INFINITY;
     for (uint32_t k = 0; k < s->nused; k++)
         if (live(s, s->used[k]) && link_level(s, s->used[k]) < d) d = link_level(s, s->used[k]);
-    for (uint32_t i = 0; i < s->nf; i++)
-        if (s->f[i].active && !s->f[i].frozen && s->f[i].max_rate > 0.0 && s->f[i].max_rate < d)
-            d = s->f[i].max_rate;
+    for (uint32_t q = 0; q < s->nsub; q++) {
+        const fl *f = &s->f[s->sub[q]];
+        if (!f->frozen && f->max_rate > 0.0 && f->max_rate < d) d = f->max_rate;
+    }
     if (isinf(d)) return 0;
     *level = d > *level ? d : *level;
     s->batch++;
@@ -287,10 +419,12 @@ static int scan_round(flow_sys *s, double *level)
         uint32_t l = s->used[k];
         if (live(s, l) && link_level(s, l) <= *level && !saturate(s, l, *level)) return -1;
     }
-    for (uint32_t i = 0; i < s->nf; i++)
-        if (s->f[i].active && !s->f[i].frozen && s->f[i].max_rate > 0.0 &&
-            s->f[i].max_rate <= *level && !freeze_flow(s, i, *level))
+    for (uint32_t q = 0; q < s->nsub; q++) {
+        uint32_t i = s->sub[q];
+        if (!s->f[i].frozen && s->f[i].max_rate > 0.0 && s->f[i].max_rate <= *level &&
+            !freeze_flow(s, i, *level))
             return -1;
+    }
     s->rounds++;
     return 1;
 }
@@ -302,10 +436,11 @@ static int heap_rounds(flow_sys *s, double level)
     s->nheap = 0;
     for (uint32_t k = 0; k < s->nused; k++)
         if (live(s, s->used[k]) && !push_link(s, s->used[k], level)) return 0;
-    for (uint32_t i = 0; i < s->nf; i++)
-        if (s->f[i].active && !s->f[i].frozen && s->f[i].max_rate > 0.0 &&
-            !hpush(s, s->f[i].max_rate, s->nlinks + i, 0))
+    for (uint32_t q = 0; q < s->nsub; q++) {
+        uint32_t i = s->sub[q];
+        if (!s->f[i].frozen && s->f[i].max_rate > 0.0 && !hpush(s, s->f[i].max_rate, s->nlinks + i, 0))
             return 0;
+    }
     while (s->left && s->nheap) {
         level = s->heap[0].t;
         uint32_t before = s->left;
@@ -338,15 +473,17 @@ static int fill(flow_sys *s)
     for (int k = 0; k < SCAN_ROUNDS && s->left && r > 0; k++) r = scan_round(s, &level);
     if (r < 0) return 0;
     if (r > 0 && s->left && !heap_rounds(s, level)) return 0;
-    for (uint32_t i = 0; i < s->nf; i++) /* only unconstrained flows remain */
-        if (s->f[i].active && !s->f[i].frozen) s->f[i].rate = INFINITY;
+    for (uint32_t q = 0; q < s->nsub; q++) /* only unconstrained flows remain */
+        if (!s->f[s->sub[q]].frozen) s->f[s->sub[q]].rate = INFINITY;
     return 1;
 }
 
 int flow_solve(flow_sys *s, ss_err *err)
 {
     s->rounds = 0;
-    s->left = s->nactive;
+    if (!collect(s))
+        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory solving %u flows", s->nactive);
+    s->left = s->nsub;
     if (!solve_init(s) || !fill(s))
         return ss_fail(err, SS_E_NOMEM, NULL, "out of memory solving %u flows", s->nactive);
     return SS_OK;
