@@ -32,6 +32,8 @@ struct net {
     uint32_t nslot, cap_slot, nmslot, cap_mslot;
     double *acc;           /* [links]: weight summed while merging */
     uint32_t *acc_links, nacc;
+    struct tuned { ss_bytes bytes; algo_cost cost; uint32_t shape, fshape; bool set; } *tune;
+    uint32_t ntune, cap_tune; /* [gid * NCOLL + coll]: the last choice, by its bytes */
     algo_shape *shapes;
     uint32_t nshapes, cap_shapes;
     inst *in;
@@ -81,6 +83,7 @@ void net_free(net *n)
     free(n->mslot);
     free(n->acc);
     free(n->acc_links);
+    free(n->tune);
     free(n->in);
     free(n->flowing);
     free(n->scratch);
@@ -337,6 +340,9 @@ static void stop_flow(net *n, uint32_t id)
 
 /* ---- eng_net ---- */
 
+static int choose(net *n, uint32_t gid, prog_coll c, prog_group pg, ss_bytes bytes, inst *x,
+                  ss_err *err);
+
 static int on_start(void *ctx, uint32_t id, prog_coll c, prog_group pg, uint32_t gid,
                     ss_bytes bytes, ss_ns now, eng_wakes *w, ss_err *err)
 {
@@ -349,18 +355,46 @@ static int on_start(void *ctx, uint32_t id, prog_coll c, prog_group pg, uint32_t
     inst *x = &n->in[id];
     *x = (inst){.state = I_DONE, .bytes = (double)bytes};
     if (pg.size <= 1) return eng_wake_at(w, id, now, err);
-    const algo_shape *sh[ALGO_NKINDS];
-    uint32_t idx[ALGO_NKINDS], nsh, best = 0;
-    int rc = candidates(n, gid, c, pg, idx, &nsh, err);
-    if (rc) return rc;
-    for (uint32_t i = 0; i < nsh; i++) sh[i] = &n->shapes[idx[i]]; /* stable from here */
-    pick(n, sh, nsh, c, pg.size, bytes, &best, &x->cost);
-    calibrate(n, c, pg.ranks, pg.size, bytes, &x->cost);
-    x->shape = idx[best];
-    rc = flow_shape(n, gid, c, x->shape, &x->fshape, err);
+    int rc = choose(n, gid, c, pg, bytes, x, err);
     if (rc) return rc;
     x->state = bytes ? I_LATENCY : I_DONE;
     return eng_wake_at(w, id, now + x->cost.latency_ns, err);
+}
+
+/* The tuner's choice for an instance of c over group gid: a group calls
+ * the same collective with the same bytes over and over (per layer, per
+ * micro-batch), so the last choice per (group, collective) is kept. */
+static int choose(net *n, uint32_t gid, prog_coll c, prog_group pg, ss_bytes bytes, inst *x,
+                  ss_err *err)
+{
+    uint32_t k = gid * NCOLL + (uint32_t)c;
+    if (k >= n->ntune) {
+        if (!ss_grow((void **)&n->tune, &n->cap_tune, k + 1, sizeof *n->tune)) return nomem(err);
+        for (uint32_t i = n->ntune; i <= k; i++) n->tune[i].set = false;
+        n->ntune = k + 1;
+    }
+    struct tuned *t = &n->tune[k];
+    if (!t->set || t->bytes != bytes) {
+        const algo_shape *sh[ALGO_NKINDS];
+        uint32_t idx[ALGO_NKINDS], nsh, best = 0;
+        int rc = candidates(n, gid, c, pg, idx, &nsh, err);
+        if (rc) return rc;
+        for (uint32_t i = 0; i < nsh; i++) sh[i] = &n->shapes[idx[i]]; /* stable from here */
+        t = &n->tune[k];
+        pick(n, sh, nsh, c, pg.size, bytes, &best, &t->cost);
+        calibrate(n, c, pg.ranks, pg.size, bytes, &t->cost);
+        t->shape = idx[best];
+        t->bytes = bytes;
+        t->set = false;
+        rc = flow_shape(n, gid, c, t->shape, &t->fshape, err);
+        if (rc) return rc;
+        t = &n->tune[k];
+        t->set = true;
+    }
+    x->cost = t->cost;
+    x->shape = t->shape;
+    x->fshape = t->fshape;
+    return SS_OK;
 }
 
 static int on_wake(void *ctx, uint32_t id, ss_ns now, bool *done, eng_wakes *w, ss_err *err)
