@@ -1,31 +1,45 @@
-/* shardsim-bench: the simulator's own speed, as figures (not pass/fail).
+/* shardsim-bench: the simulator's own speed and memory, as one table of
+ * figures (not pass/fail; the targets are in the README).
  *
- *   engine   events per second of the engine on a synthetic program: R ranks,
- *            each a chain of compute ops with a cross-stream dependency and an
- *            all-reduce of every rank every 8 ops; bytes per op of the
- *            engine's own state at its peak and of the trace it returns;
- *   flows    max-min re-solves per second of the flow solver with N concurrent
- *            flows of 6 links each, after every end-and-start of a flow:
- *            "symmetric" (every link shared alike: one bottleneck level, as
- *            in a training step's collectives) and "random" (random links
- *            and capacities, fixed seed: many levels, the solver's worst
- *            realistic case);
- *   steps    wall time and peak RSS of whole runs (load, plan, schedule,
- *            engine, memory replay, summary) of shipped scenarios.
+ *   engine   events per second of the engine alone on a synthetic program:
+ *            R ranks, each a chain of compute ops with a cross-stream
+ *            dependency and an all-reduce of every rank every 8 ops (the
+ *            best of three runs, and bytes per op of the engine's state);
+ *   flows    max-min re-solves per second of the flow solver with N
+ *            concurrent flows of 6 links each, one flow ending and another
+ *            starting before every solve: "symmetric" (every link shared
+ *            alike, as in a training step) and "random" (random links and
+ *            capacities, fixed seed: many bottleneck levels);
+ *   step     whole runs (load, plan, schedule, engine, network, memory
+ *            replay, summary) of shipped scenarios, folded and with every
+ *            rank simulated: seeds/002 FULL_SHARD, Llama-3 70B FSDP on 64
+ *            H100s, the 5T MoE layout at 1,024, 4,096 and 16,384 ranks;
+ *   sweep    1,000 points of the 70B scenario on 2 threads;
+ *   growth   how wall time grows with ranks (5T, every rank) and with
+ *            layers (70B, every rank): the least-squares exponent of
+ *            time ~ size^k over the rows above.
  *
- * Usage: shardsim-bench [SOURCE_DIR]. Wall-clock figures vary with the
- * machine and its load; compare them on one machine. */
+ * Every case runs in a child process, so that its peak RSS (from wait4)
+ * is its own. Usage: shardsim-bench [SOURCE_DIR] [--quick] [--engine R OPS]
+ * (--quick: no 16,384-rank rows; --engine: one engine run and its event
+ * count, for bench/callgrind.sh). Wall-clock figures vary with the machine
+ * and its load; compare them on one machine. */
+#define _GNU_SOURCE
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../sim/eng/eng.h"
-#include "../sim/net/flow.h"
 #include "../sim/io/scenario.h"
+#include "../sim/net/flow.h"
 #include "../sim/run/run.h"
+#include "../sim/run/sweep.h"
 
 static double now(void)
 {
@@ -33,6 +47,58 @@ static double now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
+
+/* What a case reports through its pipe: wall seconds and one figure. */
+typedef struct fig {
+    double wall, value;
+    bool ok;
+    char note[160];
+} fig;
+
+typedef void (*case_fn)(const void *arg, fig *out);
+
+/* Run f in a child; *rss_mib is the child's peak RSS. */
+static fig in_child(case_fn f, const void *arg, double *rss_mib)
+{
+    fig r = {0};
+    int fd[2];
+    fflush(stdout);
+    if (pipe(fd)) {
+        snprintf(r.note, sizeof r.note, "pipe failed");
+        return r;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        fig x = {0};
+        f(arg, &x);
+        ssize_t w = write(fd[1], &x, sizeof x);
+        _exit(w == (ssize_t)sizeof x ? 0 : 1);
+    }
+    close(fd[1]);
+    if (pid < 0 || read(fd[0], &r, sizeof r) != (ssize_t)sizeof r) {
+        r = (fig){0};
+        snprintf(r.note, sizeof r.note, "the case did not report (crashed or out of memory)");
+    }
+    close(fd[0]);
+    int st;
+    struct rusage ru = {0};
+    if (pid > 0) wait4(pid, &st, 0, &ru);
+    *rss_mib = ru.ru_maxrss / 1024.0;
+    return r;
+}
+
+static void row(const char *what, const char *size, const fig *f, double rss, const char *unit)
+{
+    if (!f->ok) {
+        printf("%-8s %-46s  error: %s\n", what, size, f->note);
+        return;
+    }
+    printf("%-8s %-46s %9.3f %9.0f  %12.4g %-14s %s\n", what, size, f->wall, rss, f->value, unit,
+           f->note);
+}
+
+/* ---- engine ---- */
 
 static int flat_net(void *ctx, prog_coll c, prog_group g, ss_bytes bytes, ss_ns *out, ss_err *err)
 {
@@ -46,8 +112,12 @@ static prog *synthetic(uint32_t ranks, uint32_t ops)
     prog *p;
     if (prog_new(&p, ranks, NULL)) return NULL;
     uint32_t *all = malloc(ranks * sizeof *all), g;
-    for (uint32_t r = 0; r < ranks; r++) all[r] = r;
-    prog_group_add(p, all, ranks, &g, NULL);
+    for (uint32_t r = 0; all && r < ranks; r++) all[r] = r;
+    if (!all || prog_group_add(p, all, ranks, &g, NULL)) {
+        free(all);
+        prog_free(p);
+        return NULL;
+    }
     free(all);
     for (uint32_t r = 0; r < ranks; r++)
         for (uint32_t i = 0; i < ops; i++) {
@@ -66,51 +136,38 @@ static prog *synthetic(uint32_t ranks, uint32_t ops)
     return p;
 }
 
-static double cpu_s(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
-           ru.ru_stime.tv_usec * 1e-6;
-}
+typedef struct eng_arg { uint32_t ranks, ops; } eng_arg;
 
-/* events/s over the whole eng_run (trace allocation, setup and loop) of
- * the first run, with its CPU time beside the wall time (they differ on a
- * loaded machine), and the best of three runs (later runs may reuse memory
- * the first one faulted in, which is what a sweep sees); then memory per
- * op: the engine's own peak (eng_stats) and the trace it returns, one
- * trc_op per op plus a pointer per rank. */
-static void bench_engine(uint32_t ranks, uint32_t ops)
+static void case_engine(const void *arg, fig *out)
 {
-    prog *p = synthetic(ranks, ops);
-    if (!p) return;
+    const eng_arg *a = arg;
+    prog *p = synthetic(a->ranks, a->ops);
+    if (!p) {
+        snprintf(out->note, sizeof out->note, "out of memory building the program");
+        return;
+    }
     eng_net net = {.ctx = NULL, .coll_ns = flat_net};
     eng_stats st = {0};
-    double dt = 0, dc = 0, best = 0;
+    double best = 0;
     uint64_t events = 0;
-    int rc = SS_OK;
-    for (int k = 0; k < 3 && !rc; k++) {
+    for (int k = 0; k < 3; k++) {
         trc *t = NULL;
-        double c0 = cpu_s(), t0 = now();
-        rc = eng_run_stats(p, &net, &t, &st, NULL);
+        double t0 = now();
+        if (eng_run_stats(p, &net, &t, &st, NULL)) break;
         double w = now() - t0;
-        if (k == 0) {
-            dt = w;
-            dc = cpu_s() - c0;
-        }
         if (k == 0 || w < best) best = w;
-        if (!rc) events = t->nevents;
+        events = t->nevents;
         trc_free(t);
+        out->ok = k == 2;
     }
-    double nops = (double)ranks * ops;
-    if (!rc)
-        printf("  engine  %6u ranks x %7u ops  %10llu events  %8.3f s  %7.2f M events/s"
-               "  cpu %6.3f s  best of 3 %7.2f M events/s  engine %5.1f B/op  trace %5.1f B/op\n",
-               ranks, ops, (unsigned long long)events, dt, events / dt / 1e6, dc,
-               events / best / 1e6, st.peak_bytes / nops,
-               (sizeof(trc_op) * nops + ranks * sizeof(trc_op *)) / nops);
+    out->wall = best;
+    out->value = events / best / 1e6;
+    snprintf(out->note, sizeof out->note, "%llu events, engine %.1f B/op",
+             (unsigned long long)events, st.peak_bytes / ((double)a->ranks * a->ops));
     prog_free(p);
 }
+
+/* ---- flows ---- */
 
 /* xorshift64: a fixed-seed sequence, the same on every machine */
 static uint64_t rnd(uint64_t *s)
@@ -127,78 +184,244 @@ static void flow_uses(flow_use *u, uint32_t i, uint32_t nlinks, bool random, uin
         u[k] = (flow_use){random ? (uint32_t)(rnd(seed) % nlinks) : (i * 3 + k) % nlinks, 1.0};
 }
 
-static void bench_flows(uint32_t nflows, bool random)
+typedef struct flow_arg { uint32_t n; bool random; } flow_arg;
+
+static void case_flows(const void *arg, fig *out)
 {
-    uint32_t nlinks = nflows * 2;
+    const flow_arg *a = arg;
+    uint32_t nlinks = a->n * 2, n = 0;
     double *cap = malloc(nlinks * sizeof *cap);
-    uint32_t *id = malloc(nflows * sizeof *id);
+    uint32_t *id = malloc(a->n * sizeof *id);
     uint64_t seed = 88172645463325252ull;
     flow_sys *fs = NULL;
-    if (!cap || !id) goto out;
-    for (uint32_t l = 0; l < nlinks; l++) cap[l] = random ? 1e9 * (1 + rnd(&seed) % 1000 / 1e3) : 1e9;
-    if (flow_sys_new(nlinks, cap, &fs, NULL)) goto out;
     flow_use u[6];
-    for (uint32_t i = 0; i < nflows; i++) {
-        flow_uses(u, i, nlinks, random, &seed);
+    if (!cap || !id) goto out;
+    for (uint32_t l = 0; l < nlinks; l++) cap[l] = a->random ? 1e9 * (1 + rnd(&seed) % 1000 / 1e3) : 1e9;
+    if (flow_sys_new(nlinks, cap, &fs, NULL)) goto out;
+    for (uint32_t i = 0; i < a->n; i++) {
+        flow_uses(u, i, nlinks, a->random, &seed);
         if (flow_add(fs, u, 6, 0, &id[i], NULL)) goto out;
     }
     if (flow_solve(fs, NULL)) goto out;
-    uint32_t rounds = flow_last_rounds(fs), n = 0;
+    uint32_t rounds = flow_last_rounds(fs);
     double t0 = now(), dt = 0;
     for (; dt < 1.0 && n < 100000; n++) { /* about a second of re-solves */
-        uint32_t k = n % nflows;
+        uint32_t k = n % a->n;
         flow_remove(fs, id[k]);
-        flow_uses(u, k + n, nlinks, random, &seed);
-        if (flow_add(fs, u, 6, 0, &id[k], NULL)) goto out;
-        if (flow_solve(fs, NULL)) goto out;
+        flow_uses(u, k + n, nlinks, a->random, &seed);
+        if (flow_add(fs, u, 6, 0, &id[k], NULL) || flow_solve(fs, NULL)) goto out;
         if ((n & 7) == 7) dt = now() - t0;
     }
     dt = now() - t0;
-    printf("  flows   %6u concurrent, %-9s  %6u bottleneck levels  %9.0f re-solves/s  %8.3f ms each\n",
-           nflows, random ? "random" : "symmetric", rounds, n / dt, dt / n * 1e3);
+    out->ok = true;
+    out->wall = dt;
+    out->value = n / dt;
+    snprintf(out->note, sizeof out->note, "%u bottleneck levels, %.3f ms a solve", rounds,
+             dt / n * 1e3);
 out:
     flow_sys_free(fs);
     free(cap);
     free(id);
 }
 
-static void bench_step(const char *dir, const char *file)
+/* ---- whole steps ---- */
+
+typedef struct step_arg {
+    const char *dir, *file;
+    const char *sets[4];
+    size_t nsets;
+} step_arg;
+
+static void case_step(const void *arg, fig *out)
 {
+    const step_arg *a = arg;
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, file);
+    snprintf(path, sizeof path, "%s/%s", a->dir, a->file);
     spec_scenario s;
     run_result r;
     ss_err err;
     ss_err_clear(&err);
     double t0 = now();
-    if (scn_load(path, NULL, 0, &s, &err) || run_step(&s, NULL, &r, &err)) {
-        printf("  step    %-52s error: %s\n", file, err.msg);
+    if (scn_load(path, a->sets, a->nsets, &s, &err)) {
+        snprintf(out->note, sizeof out->note, "%.150s", err.msg);
         return;
     }
-    double dt = now() - t0;
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    printf("  step    %-52s %8.3f s  %8llu ops  process peak RSS so far %ld MiB\n", file, dt,
-           (unsigned long long)r.sum.nops, ru.ru_maxrss / 1024);
+    if (run_step(&s, NULL, &r, &err)) {
+        snprintf(out->note, sizeof out->note, "%.150s", err.msg);
+        spec_scenario_fini(&s);
+        return;
+    }
+    char *js = sum_json(&r.sum); /* the summary is part of a run */
+    out->wall = now() - t0;
+    out->ok = js != NULL;
+    out->value = (double)r.sum.nsim;
+    snprintf(out->note, sizeof out->note, "%llu ops, %llu events, step %.3f s",
+             (unsigned long long)r.sum.nops, (unsigned long long)r.sum.nevents, r.sum.step_ns * 1e-9);
+    free(js);
     run_fini(&r);
     spec_scenario_fini(&s);
 }
 
+static fig step_row(const char *what, const char *size, const step_arg *a)
+{
+    double rss;
+    fig f = in_child(case_step, a, &rss);
+    row(what, size, &f, rss, "ranks simulated");
+    return f;
+}
+
+/* ---- sweep ---- */
+
+typedef struct sweep_arg { const char *dir; unsigned threads; } sweep_arg;
+
+static void case_sweep(const void *arg, fig *out)
+{
+    const sweep_arg *a = arg;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/scenarios/transformers/llama3-70b-full-shard-64xh100.json", a->dir);
+    const char *vary[] = {"training.micro_batch=1,2,3,4,5,6,7,8,9,10",
+                          "training.seq_len=512,1024,1536,2048,2560,3072,3584,4096,6144,8192",
+                          "parallel.dp=16,24,32,48,64", "training.recompute=selective_op,full"};
+    sweep_cfg c = {.scenario = path, .threads = a->threads, .stride = 1};
+    ss_err err;
+    ss_err_clear(&err);
+    for (size_t i = 0; i < 4; i++)
+        if (sweep_vary_parse(vary[i], &c.vary[c.nvary++], &err)) goto out;
+    size_t n = sweep_points(&c), errors = 0, fit = 0;
+    c.figs = calloc(n, sizeof *c.figs);
+    char *csv = NULL;
+    double t0 = now();
+    if (!c.figs || sweep_run(&c, &csv, &err)) goto out;
+    out->wall = now() - t0;
+    out->ok = true;
+    out->value = n / out->wall;
+    for (size_t i = 0; i < n; i++) errors += !c.figs[i].ok, fit += c.figs[i].ok && c.figs[i].fits;
+    snprintf(out->note, sizeof out->note, "%zu points on %u threads: %zu fit, %zu error rows", n,
+             a->threads, fit, errors);
+    free(csv);
+out:
+    if (!out->ok) snprintf(out->note, sizeof out->note, "%.150s", err.msg);
+    for (size_t i = 0; i < c.nvary; i++) sweep_vary_fini(&c.vary[i]);
+    free(c.figs);
+}
+
+/* ---- growth ---- */
+
+/* Least-squares slope of log y on log x. */
+static double exponent(const double *x, const double *y, int n)
+{
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (int i = 0; i < n; i++) {
+        double a = log(x[i]), b = log(y[i]);
+        sx += a, sy += b, sxx += a * a, sxy += a * b;
+    }
+    double d = n * sxx - sx * sx;
+    return d != 0 ? (n * sxy - sx * sy) / d : NAN;
+}
+
+static void growth(const char *what, const double *x, const double *y, int n)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++) k += y[i] > 0;
+    if (k == n && n > 1) printf("growth   %-46s time ~ size^%.2f\n", what, exponent(x, y, n));
+}
+
+/* The 70B model with `layers` layers, inline, for --set model=... */
+static void model_set(char *buf, size_t n, int layers)
+{
+    snprintf(buf, n,
+             "model={\"name\": \"Llama-3 70B, %d layers\", \"architecture\": {\"type\": \"transformer\", "
+             "\"layers\": %d, \"hidden\": 8192, \"heads\": 64, \"kv_heads\": 8, \"ffn_hidden\": 28672, "
+             "\"activation\": \"swiglu\", \"vocab\": 128256, \"norm\": \"rmsnorm\"}}",
+             layers, layers);
+}
+
+/* ---- main ---- */
+
+static void engine_once(uint32_t ranks, uint32_t ops)
+{
+    prog *p = synthetic(ranks, ops);
+    eng_net net = {.ctx = NULL, .coll_ns = flat_net};
+    trc *t = NULL;
+    if (p && !eng_run(p, &net, &t, NULL)) printf("events %llu\n", (unsigned long long)t->nevents);
+    trc_free(t);
+    prog_free(p);
+}
+
+static void steps(const char *dir, bool quick)
+{
+    const char *fs = "scenarios/seed002/zero3_full_shard_pre.json";
+    const char *b70 = "scenarios/transformers/llama3-70b-full-shard-64xh100.json";
+    const char *t5 = "scenarios/moe-5t/accel-4096-cp16-pp16-ep64.json";
+    step_arg a = {dir, fs, {"sharding.use_orig_params=false"}, 1};
+    step_row("step", "seed002 FULL_SHARD, 4 V100, folded", &a);
+    a.sets[1] = "parallel.fold=false", a.nsets = 2;
+    step_row("step", "seed002 FULL_SHARD, 4 V100, every rank", &a);
+    a = (step_arg){dir, b70, {NULL}, 0};
+    step_row("step", "Llama-3 70B FSDP, 64 H100, folded", &a);
+    a.sets[0] = "parallel.fold=false", a.nsets = 1;
+    step_row("step", "Llama-3 70B FSDP, 64 H100, every rank", &a);
+    static const char *nodes[] = {"topology.nodes=1024", "topology.nodes=4096", "topology.nodes=16384"};
+    static const char *dps[] = {"parallel.dp=4", "parallel.dp=16", "parallel.dp=64"};
+    double x[3], y[3];
+    int n = quick ? 2 : 3;
+    for (int fold = 1; fold >= 0; fold--)
+        for (int i = 0; i < n; i++) {
+            char size[64];
+            x[i] = 1024 << (2 * i);
+            snprintf(size, sizeof size, "5T MoE, %5.0f ranks, %s", x[i], fold ? "folded" : "every rank");
+            a = (step_arg){dir, t5, {nodes[i], dps[i], fold ? "parallel.fold=true" : "parallel.fold=false"}, 3};
+            fig f = step_row("step", size, &a);
+            y[i] = f.ok ? f.wall : 0;
+        }
+    growth("5T MoE every rank, 1k..16k ranks", x, y, n);
+    char m[512];
+    double lx[4], ly[4];
+    for (int i = 0; i < 4; i++) {
+        char size[64];
+        lx[i] = 20 << i;
+        model_set(m, sizeof m, (int)lx[i]);
+        snprintf(size, sizeof size, "70B FSDP, 64 H100, %3.0f layers, every rank", lx[i]);
+        a = (step_arg){dir, b70, {m, "parallel.fold=false"}, 2};
+        fig f = step_row("step", size, &a);
+        ly[i] = f.ok ? f.wall : 0;
+    }
+    growth("70B every rank, 20..160 layers", lx, ly, 4);
+}
+
 int main(int argc, char **argv)
 {
-    const char *dir = argc > 1 ? argv[1] : ".";
-    printf("shardsim-bench\n");
-    bench_engine(8, 100000);
-    bench_engine(1024, 1000);
-    bench_engine(16384, 64);
-    bench_flows(1024, false);
-    bench_flows(1024, true);
-    bench_flows(16384, false);
-    bench_flows(16384, true);
-    const char *steps[] = {"scenarios/seed002/zero3_full_shard_pre.json",
-                           "scenarios/transformers/llama3-8b-full-shard-8xh100.json",
-                           "scenarios/transformers/llama3-70b-full-shard-8xh100.json",
-                           "scenarios/transformers/mixtral-8x7b-full-shard-8xh200.json"};
-    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) bench_step(dir, steps[i]);
+    const char *dir = ".";
+    bool quick = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = true;
+        else if (!strcmp(argv[i], "--engine") && i + 2 < argc) {
+            engine_once((uint32_t)atoi(argv[i + 1]), (uint32_t)atoi(argv[i + 2]));
+            return 0;
+        } else dir = argv[i];
+    }
+    printf("shardsim-bench: one core per case unless stated; wall s, peak RSS MiB of the case's process\n");
+    printf("%-8s %-46s %9s %9s  %12s\n", "case", "", "wall s", "RSS MiB", "figure");
+    eng_arg ea[] = {{8, 100000}, {1024, 1000}, {16384, 64}};
+    for (size_t i = 0; i < 3; i++) {
+        char size[64];
+        double rss;
+        snprintf(size, sizeof size, "synthetic, %5u ranks x %6u ops", ea[i].ranks, ea[i].ops);
+        fig f = in_child(case_engine, &ea[i], &rss);
+        row("engine", size, &f, rss, "M events/s");
+    }
+    flow_arg fa[] = {{1024, false}, {1024, true}, {16384, false}, {16384, true}};
+    for (size_t i = 0; i < 4; i++) {
+        char size[64];
+        double rss;
+        snprintf(size, sizeof size, "%5u concurrent flows, %s", fa[i].n, fa[i].random ? "random" : "symmetric");
+        fig f = in_child(case_flows, &fa[i], &rss);
+        row("flows", size, &f, rss, "re-solves/s");
+    }
+    steps(dir, quick);
+    sweep_arg sa = {dir, 2};
+    double rss;
+    fig f = in_child(case_sweep, &sa, &rss);
+    row("sweep", "Llama-3 70B FSDP, 64 H100, 1,000 points", &f, rss, "points/s");
     return 0;
 }
