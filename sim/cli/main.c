@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,7 +30,7 @@
 static const char usage[] =
     "usage: shardsim run SCENARIO [--json FILE] [--trace FILE] [--dot FILE] [--svg FILE]\n"
     "                    [--window MS..MS] [--ranks A..B] [--set PATH=VALUE]...\n"
-    "                    [--memory] [--quiet]\n"
+    "                    [--memory] [--quiet] [--timing]\n"
     "       shardsim check SCENARIO... [--set PATH=VALUE]...\n"
     "       shardsim diff A B [--set PATH=VALUE]... [--svg FILE] [--ranks A..B]\n"
     "       shardsim sweep SCENARIO --vary PATH=V1,V2,... [--vary ...] [--set ...]\n"
@@ -66,7 +67,8 @@ static const char usage[] =
     "  --ranks  draw only these ranks (default: all)\n"
     "  --set    override a scenario key, e.g. --set sharding.strategy=full_shard\n"
     "  --memory print every tensor live at rank 0's memory peak, by category\n"
-    "  --quiet  do not print the text summary\n";
+    "  --quiet  do not print the text summary\n"
+    "  --timing print the wall time of each stage (and of the outputs) to stderr\n";
 
 typedef struct cli_args {
     const char *json, *trace, *dot, *svg;
@@ -76,7 +78,7 @@ typedef struct cli_args {
     size_t nfiles;
     const char *sets[MAX_SETS];
     size_t nsets;
-    int quiet, memory;
+    int quiet, memory, timing;
     const char *out;
     unsigned threads;
     sweep_cfg sweep;
@@ -176,6 +178,8 @@ static int parse_opt(int argc, char **argv, int *i, cli_args *a, int is_run)
         a->quiet = 1;
     } else if (is_run == 1 && !strcmp(s, "--memory")) {
         a->memory = 1;
+    } else if (is_run == 1 && !strcmp(s, "--timing")) {
+        a->timing = 1;
     } else {
         return usage_error("unknown option %s", s);
     }
@@ -311,8 +315,29 @@ static int write_timeline(const cli_args *a, const sim_one *o, ss_err *err)
     return rc;
 }
 
+static double wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void print_timing(const sim_one *o, double t0)
+{
+    const double *w = o->r.wall_s;
+    double all = wall() - t0;
+    fprintf(stderr,
+            "timing: %.3f s in all: build %.3f s, simulate %.3f s, summary %.3f s, load and "
+            "outputs %.3f s (%u of %u ranks simulated, %llu ops, %llu events)\n",
+            all, w[RUN_T_BUILD], w[RUN_T_SIMULATE], w[RUN_T_SUMMARY],
+            all - w[RUN_T_BUILD] - w[RUN_T_SIMULATE] - w[RUN_T_SUMMARY], o->r.sum.nsim,
+            o->r.pl->world, (unsigned long long)o->r.sum.nops,
+            (unsigned long long)o->r.sum.nevents);
+}
+
 static int cmd_run(const cli_args *a)
 {
+    double t0 = wall();
     ss_err err;
     ss_err_clear(&err);
     sim_one o;
@@ -333,6 +358,7 @@ static int cmd_run(const cli_args *a)
         }
     }
     if (!rc && a->memory) sum_ledger(&o.r.sum, o.r.t, 0, stdout);
+    if (!rc && a->timing) print_timing(&o, t0);
     sim_fini(&o);
     return rc ? report(&err) : 0;
 }

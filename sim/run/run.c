@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../eng/eng.h"
 #include "../net/cost.h"
@@ -85,13 +86,23 @@ static int jitter_samples(const spec_scenario *s, run_result *r, ss_err *err)
     return rc;
 }
 
+static double wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 int run_step(const spec_scenario *s, const run_opts *o, run_result *out, ss_err *err)
 {
     run_result r = {0};
+    double t0 = wall();
     int rc = plan_new(&r.pl, s, err);
     if (!rc) rc = sched_build(r.pl, &r.p, err);
     if (!rc) vary_stragglers(s, r.p);
+    double t1 = wall();
     if (!rc) rc = simulate(s, r.p, &r.t, err);
+    double t2 = wall();
     if (!rc) rc = states(&r, err);
     if (!rc) rc = sum_build(s, r.t, r.st, r.pl->n, o && o->series_all, &r.sum, err);
     if (!rc) {
@@ -103,6 +114,9 @@ int run_step(const spec_scenario *s, const run_opts *o, run_result *out, ss_err 
     if (!rc) rc = jitter_samples(s, &r, err);
     for (uint32_t k = 0; !rc && k < r.pl->n; k++)
         rc = sched_init_peak(r.pl, k, &r.sum.ranks[k].init_peak, err);
+    r.wall_s[RUN_T_BUILD] = t1 - t0;
+    r.wall_s[RUN_T_SIMULATE] = t2 - t1;
+    r.wall_s[RUN_T_SUMMARY] = wall() - t2; /* with the jitter samples' runs, if any */
     if (rc) {
         run_fini(&r);
         memset(out, 0, sizeof *out);

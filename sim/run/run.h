@@ -16,12 +16,17 @@
 #include "../out/summary.h"
 #include "../plan/plan.h"
 
+/* Wall time of each stage, for --timing and benches (never in a summary:
+ * summaries are the same bytes on every run). */
+enum { RUN_T_BUILD, RUN_T_SIMULATE, RUN_T_SUMMARY, RUN_T_N };
+
 typedef struct run_result {
     plan *pl;
     prog *p;
     trc *t;
     st_bytes *st; /* per rank */
     sum_report sum;
+    double wall_s[RUN_T_N]; /* plan and program; engine and network; states, memory, summary */
 } run_result;
 
 /* Options a report needs from the run; NULL means the defaults (zeros). */
