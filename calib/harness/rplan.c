@@ -142,9 +142,10 @@ static spec_dtype coll_dtype(const spec_precision *pr, prog_coll c)
     return pr->compute;
 }
 
-static void coll_step(rb *b, const prog_op *op, rplan_step *st)
+static void coll_step(rb *b, uint32_t i, rplan_step *st)
 {
-    prog_group g = prog_group_get(b->rp->p, op->group);
+    const prog_op *op = &b->ops[i];
+    prog_group g = prog_group_get(b->rp->p, prog_op_group(b->rp->p, b->rp->rank, i));
     st->kind = RPLAN_COLL;
     st->coll = op->coll;
     st->bytes = op->bytes;
@@ -214,7 +215,7 @@ static int plan_step(rb *b, uint32_t i)
         st->ns = op->host_ns;
         if (op->host_ns) st->flags |= RPLAN_F_HOST_WAIT;
     } else if (op->kind == PROG_OP_COLL) {
-        coll_step(b, op, st);
+        coll_step(b, i, st);
     } else {
         compute_step(b, i, st);
     }

@@ -54,7 +54,8 @@ static int copy_ops(const prog *p, uint32_t rank, prog *q, ss_err *err)
     for (uint32_t i = 0; i < prog_nops(p, rank); i++) {
         const prog_op *o = &ops[i];
         prog_op_spec s = {(prog_opkind)o->kind, (prog_stream)o->stream, (prog_phase)o->phase,
-                          (prog_coll)o->coll, o->group, prog_str_get(p, o->name), o->bytes,
+                          (prog_coll)o->coll, o->kind == PROG_OP_COLL ? prog_op_group(p, rank, i) : o->group,
+                          prog_str_get(p, o->name), o->bytes,
                           o->flops, o->host_ns, o->dev_ns, deps + o->dep0, o->ndep,
                           mems + o->mem0, o->nmem};
         uint32_t id = 0;

@@ -171,11 +171,11 @@ static int group_reserve(eng *e, grp_st *g, uint32_t k)
  * instance k of g. Ranks are scanned in ascending order, so when a new
  * rank touches a group its count restarts (mark) and its place in the
  * group's ascending rank list is found by moving a cursor forward (member):
- * O(calls + size) per group in all. prog_op_add checked membership. */
+ * O(calls + size) per group in all. prog_op_add (prog_rank_share) checked membership. */
 static int number_coll(eng *e, uint32_t r, uint32_t i)
 {
     rank_st *rs = &e->r[r];
-    grp_st *g = &e->g[rs->ops[i].group];
+    grp_st *g = &e->g[prog_op_group(e->p, r, i)];
     if (g->mark != r + 1) {
         g->mark = r + 1;
         g->calls = 0;
@@ -468,7 +468,7 @@ static int coll_start(eng *e, const grp_st *g, uint32_t k, ss_ns t)
 
 static int coll_arrive(eng *e, uint32_t r, uint32_t i, ss_ns t)
 {
-    grp_st *g = &e->g[e->r[r].ops[i].group];
+    grp_st *g = &e->g[prog_op_group(e->p, r, i)];
     uint32_t k = inst_of(&e->r[r].st[i]);
     if (++g->arrived[k] < g->pg.size) return SS_OK;
     return coll_start(e, g, k, t);
@@ -651,12 +651,13 @@ static void advance(size_t *off, int u, size_t n)
 static void why_coll(const eng *e, uint32_t r, uint32_t i, char *buf, size_t n)
 {
     const prog_op *op = &e->r[r].ops[i];
-    const grp_st *g = &e->g[op->group];
+    uint32_t gid = prog_op_group(e->p, r, i);
+    const grp_st *g = &e->g[gid];
     uint32_t k = inst_of(&e->r[r].st[i]);
     const uint32_t *mop = g->member_op + (size_t)k * g->pg.size;
     size_t off = 0;
     advance(&off, snprintf(buf, n, "%s call #%u of group %u has %u of %u members; ",
-                           prog_coll_name((prog_coll)op->coll), k, op->group, g->arrived[k],
+                           prog_coll_name((prog_coll)op->coll), k, gid, g->arrived[k],
                            g->pg.size), n);
     for (uint32_t m = 0; m < g->pg.size; m++) {
         uint32_t pr = g->pg.ranks[m];

@@ -55,8 +55,9 @@ static cJSON *op_event(const trc *t, uint32_t r, uint32_t i)
     if (op->kind == PROG_OP_COLL) {
         cJSON_AddStringToObject(a, "collective", prog_coll_name((prog_coll)op->coll));
         cJSON_AddNumberToObject(a, "bytes", (double)op->bytes);
-        cJSON_AddNumberToObject(a, "group", op->group);
-        cJSON_AddNumberToObject(a, "group_size", prog_group_get(t->p, op->group).size);
+        uint32_t g = prog_op_group(t->p, r, i);
+        cJSON_AddNumberToObject(a, "group", g);
+        cJSON_AddNumberToObject(a, "group_size", prog_group_get(t->p, g).size);
     }
     if (op->flops) cJSON_AddNumberToObject(a, "flops", (double)op->flops);
     return e;

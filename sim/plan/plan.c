@@ -300,6 +300,7 @@ int plan_layout(plan *p, ss_err *err)
     p->replica = par->tp * par->cp * par->pp;
     p->world = p->replica * p->s->dp;
     p->n = can_fold(p->s) ? p->replica : p->world;
+    p->share = !p->s->nstragglers && !p->s->jitter_samples;
     p->dense_dp = p->s->dp * par->cp;
     p->expert_dp = par->tp * par->cp * p->s->dp / par->ep;
     p->shard_n = p->dense_dp;

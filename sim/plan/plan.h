@@ -86,6 +86,7 @@ typedef struct plan {
     uint32_t dense_dp;        /* ranks a dense parameter is replicated over: dp cp */
     uint32_t expert_dp;       /* ranks an expert is replicated over: tp cp dp / ep */
     uint32_t chunks;          /* pp x virtual_stages */
+    bool share;               /* ranks of a stage share one program (prog_rank_share): no variation */
     uint64_t model_numel;     /* the whole model's parameters (total_numel is one rank's) */
 } plan;
 

@@ -23,6 +23,9 @@ static int vec_push(vec *v, const void *item, size_t size, uint32_t *idx)
 
 typedef struct rank_prog {
     vec ops, deps, mems, tensors; /* prog_op, uint32_t, prog_mem, prog_tensor */
+    uint32_t src;   /* the rank whose arrays these are: itself, or prog_rank_share's */
+    uint32_t *gmap; /* shared: ngmap (group of src, own group) pairs */
+    uint32_t ngmap;
 } rank_prog;
 
 typedef struct group_rec {
@@ -68,6 +71,7 @@ int prog_new(prog **out, uint32_t nranks, ss_err *err)
         return nomem(err);
     }
     p->nranks = nranks;
+    for (uint32_t r = 0; r < nranks; r++) p->ranks[r].src = r;
     *out = p;
     return SS_OK;
 }
@@ -80,6 +84,7 @@ void prog_free(prog *p)
         free(p->ranks[r].deps.data);
         free(p->ranks[r].mems.data);
         free(p->ranks[r].tensors.data);
+        free(p->ranks[r].gmap);
     }
     free(p->ranks);
     free(p->groups.data);
@@ -280,20 +285,73 @@ int prog_op_add(prog *p, uint32_t rank, const prog_op_spec *s, uint32_t *opid,
     return SS_OK;
 }
 
+static bool group_has_sorted(const prog *p, uint32_t gid, uint32_t rank)
+{
+    prog_group g = prog_group_get(p, gid);
+    uint32_t lo = 0, hi = g.size;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (g.ranks[mid] < rank) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < g.size && g.ranks[lo] == rank;
+}
+
+int prog_rank_share(prog *p, uint32_t rank, uint32_t src, const uint32_t *from, const uint32_t *to,
+                    uint32_t n, ss_err *err)
+{
+    if (rank >= p->nranks || src >= p->nranks || src == rank || p->ranks[src].src != src ||
+        p->ranks[rank].ops.len || p->ranks[rank].tensors.len || p->ranks[rank].src != rank)
+        return ss_fail(err, SS_E_INTERNAL, NULL, "rank %u cannot share rank %u's program", rank, src);
+    for (uint32_t i = 0; i < n; i++)
+        if (from[i] >= p->groups.len || to[i] >= p->groups.len)
+            return ss_fail(err, SS_E_INTERNAL, NULL, "rank %u: no group %u", rank,
+                           from[i] >= p->groups.len ? from[i] : to[i]);
+    rank_prog *rp = &p->ranks[rank];
+    rp->gmap = malloc((n ? 2 * (size_t)n : 1) * sizeof *rp->gmap);
+    if (!rp->gmap) return nomem(err);
+    for (uint32_t i = 0; i < n; i++) rp->gmap[2 * i] = from[i], rp->gmap[2 * i + 1] = to[i];
+    rp->ngmap = n;
+    rp->src = src;
+    const prog_op *ops = p->ranks[src].ops.data;
+    for (uint32_t i = 0; i < p->ranks[src].ops.len; i++) /* what prog_op_add checks */
+        if (ops[i].kind == PROG_OP_COLL && !group_has_sorted(p, prog_op_group(p, rank, i), rank)) {
+            free(rp->gmap);
+            rp->gmap = NULL, rp->ngmap = 0, rp->src = rank;
+            return ss_fail(err, SS_E_INTERNAL, NULL, "op %s: rank %u is not in group %u",
+                           prog_str_get(p, ops[i].name), rank, ops[i].group);
+        }
+    return SS_OK;
+}
+
 uint32_t prog_nranks(const prog *p) { return p->nranks; }
-uint32_t prog_nops(const prog *p, uint32_t r) { return p->ranks[r].ops.len; }
-const prog_op *prog_ops(const prog *p, uint32_t r) { return p->ranks[r].ops.data; }
+/* The arrays rank r runs: its own, or those of the rank it shares. */
+static const rank_prog *own(const prog *p, uint32_t r) { return &p->ranks[p->ranks[r].src]; }
+
+uint32_t prog_nops(const prog *p, uint32_t r) { return own(p, r)->ops.len; }
+const prog_op *prog_ops(const prog *p, uint32_t r) { return own(p, r)->ops.data; }
+
+uint32_t prog_op_group(const prog *p, uint32_t r, uint32_t op)
+{
+    const rank_prog *rp = &p->ranks[r];
+    uint32_t g = ((const prog_op *)own(p, r)->ops.data)[op].group;
+    for (uint32_t i = 0; i < rp->ngmap; i++)
+        if (rp->gmap[2 * i] == g) return rp->gmap[2 * i + 1];
+    return g;
+}
+
+bool prog_rank_shared(const prog *p, uint32_t r) { return p->ranks[r].src != r; }
 
 void prog_set_dev_ns(prog *p, uint32_t r, uint32_t op, ss_ns dev_ns)
 {
     ((prog_op *)p->ranks[r].ops.data)[op].dev_ns = dev_ns;
 }
-const uint32_t *prog_deps(const prog *p, uint32_t r) { return p->ranks[r].deps.data; }
-const prog_mem *prog_mems(const prog *p, uint32_t r) { return p->ranks[r].mems.data; }
-uint32_t prog_ntensors(const prog *p, uint32_t r) { return p->ranks[r].tensors.len; }
+const uint32_t *prog_deps(const prog *p, uint32_t r) { return own(p, r)->deps.data; }
+const prog_mem *prog_mems(const prog *p, uint32_t r) { return own(p, r)->mems.data; }
+uint32_t prog_ntensors(const prog *p, uint32_t r) { return own(p, r)->tensors.len; }
 const prog_tensor *prog_tensors(const prog *p, uint32_t r)
 {
-    return p->ranks[r].tensors.data;
+    return own(p, r)->tensors.data;
 }
 uint32_t prog_ngroups(const prog *p) { return p->groups.len; }
 

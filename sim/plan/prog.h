@@ -31,6 +31,8 @@
 #ifndef PROG_H
 #define PROG_H
 
+#include <stdbool.h>
+
 #include "../core/err.h"
 #include "../core/ss.h"
 
@@ -192,13 +194,26 @@ int prog_tensor_add(prog *p, uint32_t rank, const char *name, prog_memcat cat,
 int prog_op_add(prog *p, uint32_t rank, const prog_op_spec *s, uint32_t *opid,
                 ss_err *err);
 
+/* Rank `rank` (nothing added to it yet) runs the program of rank src (one
+ * that shares nobody's) with its groups renamed: where an op of src names
+ * from[i], it names to[i] on rank. The ops, deps, memory actions and
+ * tensors are src's, not copied: ranks of one role (a layout's stage) cost
+ * one program. Checks that rank is in every group its collectives name.
+ * A shared rank cannot be changed (prog_set_dev_ns). */
+int prog_rank_share(prog *p, uint32_t rank, uint32_t src, const uint32_t *from,
+                    const uint32_t *to, uint32_t n, ss_err *err);
+
 /* Reading. Indexes are not checked beyond assert-level: callers use the
- * counts. */
+ * counts. A shared rank reads its source's arrays, so an op's `group` field
+ * is the source's: prog_op_group gives the rank's own. */
 /* Variation (stragglers, jitter): replace the device time of a COMPUTE op
- * after the program is built; the one change a built program accepts. */
+ * after the program is built; the one change a built program accepts, on a
+ * rank that shares no other's program. */
 void prog_set_dev_ns(prog *p, uint32_t rank, uint32_t op, ss_ns dev_ns);
 
 uint32_t prog_nranks(const prog *p);
+bool prog_rank_shared(const prog *p, uint32_t rank);
+uint32_t prog_op_group(const prog *p, uint32_t rank, uint32_t op); /* COLL ops */
 uint32_t prog_nops(const prog *p, uint32_t rank);
 const prog_op *prog_ops(const prog *p, uint32_t rank);
 const uint32_t *prog_deps(const prog *p, uint32_t rank);

@@ -632,6 +632,27 @@ static int mp_emit_rank(const plan *pl, prog *p, uint32_t rank, uint32_t *const 
     return rc;
 }
 
+/* Rank r of a stage runs the stage's first rank's program (the same ops:
+ * tp, cp and dp positions differ only in their groups), with each of its
+ * groups in place of the first rank's. */
+static int mp_share_rank(const plan *pl, prog *p, uint32_t r, uint32_t rep,
+                         uint32_t *const gids[G_NKINDS], ss_err *err)
+{
+    uint32_t from[G_NKINDS + 2], to[G_NKINDS + 2], n = 0, pp = pl->s->par.pp;
+    for (int k = 0; k < G_NKINDS; k++)
+        if (gids[k][rep] != NOGROUP && gids[k][rep] != gids[k][r])
+            from[n] = gids[k][rep], to[n++] = gids[k][r];
+    if (pp > 1) { /* the receive groups: the neighbours' send groups */
+        uint32_t t, c, s, d, up = pl->s->par.tp * pl->s->par.cp;
+        coords(pl, r, &t, &c, &s, &d);
+        uint32_t prev = s ? r - up : r + up * (pp - 1), next = s + 1 < pp ? r + up : r - up * (pp - 1);
+        uint32_t rprev = s ? rep - up : rep + up * (pp - 1), rnext = s + 1 < pp ? rep + up : rep - up * (pp - 1);
+        from[n] = gids[G_FWD][rprev], to[n++] = gids[G_FWD][prev];
+        from[n] = gids[G_BWD][rnext], to[n++] = gids[G_BWD][next];
+    }
+    return prog_rank_share(p, r, rep, from, to, n, err);
+}
+
 int mp_build(const plan *pl, prog *p, ss_err *err)
 {
     uint32_t *gids[G_NKINDS] = {0};
@@ -643,7 +664,13 @@ int mp_build(const plan *pl, prog *p, ss_err *err)
         rc = gids[k] ? make_groups(pl, p, k, gids[k], buf, pres, err)
                      : ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     }
-    for (uint32_t r = 0; r < pl->n && !rc; r++) rc = mp_emit_rank(pl, p, r, gids, err);
+    for (uint32_t r = 0; r < pl->n && !rc; r++) {
+        uint32_t t, c, s, d, rep;
+        coords(pl, r, &t, &c, &s, &d);
+        rep = world_rank(pl, 0, 0, s, 0);
+        rc = pl->share && rep != r ? mp_share_rank(pl, p, r, rep, gids, err)
+                                   : mp_emit_rank(pl, p, r, gids, err);
+    }
     for (int k = 0; k < G_NKINDS; k++) free(gids[k]);
     free(buf);
     free(pres);

@@ -290,6 +290,49 @@ static void test_two_groups(void **state)
     prog_free(p);
 }
 
+/* test_two_groups' groups {0,1} and {2,3}, with ranks 2 and 3 running
+ * ranks 0 and 1's programs (prog_rank_share) with group b for group a:
+ * each pair's all-reduces are timed as if built alone (rank 1's compute
+ * delays the second one to 2000 + 100 + 1000/2 = 2600 on both pairs). A
+ * shared rank cannot name a group it is not in, nor share a shared rank. */
+static void test_shared_programs(void **state)
+{
+    (void)state;
+    prog *p = new_prog(4);
+    uint32_t ra[2] = {0, 1}, rb[2] = {2, 3};
+    uint32_t ga = group(p, ra, 2), gb = group(p, rb, 2);
+    coll(p, 0, "a0", PROG_COLL_ALL_REDUCE, ga, PROG_REDUCE, 400, NULL);
+    coll(p, 0, "a1", PROG_COLL_ALL_REDUCE, ga, PROG_REDUCE, 1000, NULL);
+    coll(p, 1, "a0", PROG_COLL_ALL_REDUCE, ga, PROG_REDUCE, 400, NULL);
+    uint32_t c1 = op(p, 1, "c1", PROG_COMPUTE, 0, 2000, NULL);
+    coll(p, 1, "a1", PROG_COLL_ALL_REDUCE, ga, PROG_UNSHARD, 1000, &c1);
+    ss_err err;
+    ss_err_clear(&err);
+    assert_int_equal(prog_rank_share(p, 2, 0, NULL, NULL, 0, &err), SS_E_INTERNAL); /* not in a */
+    assert_non_null(strstr(err.msg, "not in group"));
+    assert_false(prog_rank_shared(p, 2));
+    assert_int_equal(prog_rank_share(p, 2, 0, &ga, &gb, 1, NULL), SS_OK);
+    assert_int_equal(prog_rank_share(p, 3, 2, &ga, &gb, 1, NULL), SS_E_INTERNAL); /* 2 is shared */
+    assert_int_equal(prog_rank_share(p, 3, 1, &ga, &gb, 1, NULL), SS_OK);
+    assert_true(prog_rank_shared(p, 3));
+    assert_int_equal(prog_nops(p, 3), 3);
+    assert_ptr_equal(prog_ops(p, 3), prog_ops(p, 1));
+    assert_int_equal(prog_op_group(p, 3, 2), gb);
+    assert_int_equal(prog_op_group(p, 1, 2), ga);
+    fake f = {0};
+    trc *t = run_ok(p, &f);
+    for (uint32_t r = 0; r < 4; r += 2) {
+        assert_times(&t->ops[r][0], 0, 0, 300);
+        assert_times(&t->ops[r + 1][0], 0, 0, 300);
+        assert_times(&t->ops[r][1], 0, 2000, 2600);
+        assert_times(&t->ops[r + 1][2], 0, 2000, 2600);
+    }
+    assert_int_equal(f.ncalls, 4);
+    assert_int_equal(f.calls[1].rank0, 2); /* group b's first all-reduce */
+    trc_free(t);
+    prog_free(p);
+}
+
 /* eng_run must fail with `code`, leave *out untouched, and say each of the
  * fragments. */
 static void expect_fail(const prog *p, int code, const char *const *frag, int nfrag)
@@ -775,6 +818,7 @@ int main(void)
         cmocka_unit_test(test_host_block),
         cmocka_unit_test(test_coll_late_arrival),
         cmocka_unit_test(test_two_groups),
+        cmocka_unit_test(test_shared_programs),
         cmocka_unit_test(test_deadlock_missing_peer),
         cmocka_unit_test(test_deadlock_dep_behind_stream),
         cmocka_unit_test(test_deadlock_stream_order),
