@@ -29,22 +29,67 @@ static const double hw_lat_tree[3][3] = {
 static const double nvls_lat = 23.0;
 #define TREE_BW_FACTOR 0.9 /* NCCL: tree busBw * .9 */
 
-/* ---- usage accumulation: (link, w) pairs, sorted and merged at the end ---- */
+/* ---- usage accumulation: one entry per link, weights summed as the
+ * paths are added (an open-addressing table finds a link's entry), sorted
+ * by link at the end. A link's sum is in the order its paths were added,
+ * so the result depends on the construction alone. ---- */
 
 typedef struct acc {
     flow_use *u;
     uint32_t n, cap;
+    uint32_t *slot, nslot; /* 1 + index in u, 0 empty; at most half full */
     ss_ns wire; /* longest path latency added */
     bool nomem;
 } acc;
 
-static void acc_path(acc *a, const topo *g, const uint32_t *path, uint32_t n, double w)
+static void acc_free(acc *a)
 {
-    if (!ss_grow((void **)&a->u, &a->cap, a->n + n, sizeof *a->u)) {
+    free(a->u);
+    free(a->slot);
+    a->u = NULL, a->slot = NULL;
+}
+
+static uint32_t link_hash(uint32_t l, uint32_t mask) { return (l * 2654435761u) & mask; }
+
+static bool acc_rehash(acc *a)
+{
+    uint32_t n = a->nslot ? a->nslot * 2 : 64;
+    uint32_t *t = n > a->nslot ? calloc(n, sizeof *t) : NULL;
+    if (!t) return false;
+    for (uint32_t i = 0; i < a->n; i++) {
+        uint32_t k = link_hash(a->u[i].link, n - 1);
+        while (t[k]) k = (k + 1) & (n - 1);
+        t[k] = i + 1;
+    }
+    free(a->slot);
+    a->slot = t;
+    a->nslot = n;
+    return true;
+}
+
+static void acc_add(acc *a, uint32_t link, double w)
+{
+    if (((uint64_t)a->n + 1) * 2 > a->nslot && !acc_rehash(a)) {
         a->nomem = true;
         return;
     }
-    for (uint32_t i = 0; i < n; i++) a->u[a->n++] = (flow_use){path[i], w};
+    uint32_t k = link_hash(link, a->nslot - 1);
+    for (; a->slot[k]; k = (k + 1) & (a->nslot - 1))
+        if (a->u[a->slot[k] - 1].link == link) {
+            a->u[a->slot[k] - 1].w += w;
+            return;
+        }
+    if (!ss_grow((void **)&a->u, &a->cap, a->n + 1, sizeof *a->u)) {
+        a->nomem = true;
+        return;
+    }
+    a->u[a->n++] = (flow_use){link, w};
+    a->slot[k] = a->n;
+}
+
+static void acc_path(acc *a, const topo *g, const uint32_t *path, uint32_t n, double w)
+{
+    for (uint32_t i = 0; i < n && !a->nomem; i++) acc_add(a, path[i], w);
     ss_ns lat = topo_path_latency(g, path, n);
     if (lat > a->wire) a->wire = lat;
 }
@@ -75,22 +120,18 @@ static int cmp_use(const void *x, const void *y)
     return a->link < b->link ? -1 : a->link > b->link;
 }
 
-/* Sort by link and merge: one entry per link, in link order (so the sum
- * order, and the result, does not depend on how the pairs were added). */
+/* The entries in link order. */
 static int acc_finish(acc *a, flow_use **use, uint32_t *n, ss_err *err)
 {
+    free(a->slot);
+    a->slot = NULL;
     if (a->nomem) {
         free(a->u);
         return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for a collective's flows");
     }
     qsort(a->u, a->n, sizeof *a->u, cmp_use);
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < a->n; i++) {
-        if (k && a->u[k - 1].link == a->u[i].link) a->u[k - 1].w += a->u[i].w;
-        else a->u[k++] = a->u[i];
-    }
     *use = a->u;
-    *n = k;
+    *n = a->n;
     return SS_OK;
 }
 
@@ -437,7 +478,7 @@ int algo_shape_build(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t
     for (uint32_t k = 0; k < nph; k++) {
         if (ph[k].wire > s.wire_ns) s.wire_ns = ph[k].wire;
         if (!rc) rc = acc_finish(&ph[k], &s.use[k], &s.nuse[k], err);
-        else free(ph[k].u);
+        else acc_free(&ph[k]);
     }
     if (rc) {
         algo_shape_fini(&s);

@@ -27,10 +27,7 @@ struct flow_sys {
     uint32_t *cnt;         /* [nlinks]: unfrozen flows on the link (W may keep rounding dust) */
     double *L0;            /* [nlinks]: level at which rem was last brought up to date */
     uint32_t *ver;         /* [nlinks]: bumped when the link's saturation level moves */
-    uint32_t *pos;         /* [nlinks]: index in used[] this solve */
-    uint32_t *stamp, epoch;
-    uint32_t *off, cap_off; /* [nused + 1]: CSR of the flows on each used link */
-    uint32_t *lf, cap_lf;
+    uint32_t *stamp;       /* [nlinks]: the solve (mepoch) that last loaded the link */
     hent *heap;
     uint32_t nheap, cap_heap, left;
     uint32_t *dmark, *dirty, ndirty, batch; /* [nlinks]: links touched this batch */
@@ -64,7 +61,6 @@ int flow_sys_new(uint32_t nlinks, const double *cap, flow_sys **out, ss_err *err
         s->cnt = calloc(n, sizeof *s->cnt);
         s->L0 = calloc(n, sizeof *s->L0);
         s->ver = calloc(n, sizeof *s->ver);
-        s->pos = calloc(n, sizeof *s->pos);
         s->dmark = calloc(n, sizeof *s->dmark);
         s->dirty = calloc(n, sizeof *s->dirty);
         s->on = calloc(n, sizeof *s->on);
@@ -75,7 +71,7 @@ int flow_sys_new(uint32_t nlinks, const double *cap, flow_sys **out, ss_err *err
         s->lmark = calloc(n, sizeof *s->lmark);
     }
     if (!s || !s->cap || !s->rem || !s->W || !s->stamp || !s->used || !s->cnt || !s->L0 ||
-        !s->ver || !s->pos || !s->dmark || !s->dirty || !s->on || !s->non || !s->cap_on ||
+        !s->ver || !s->dmark || !s->dirty || !s->on || !s->non || !s->cap_on ||
         !s->touched || !s->tmark || !s->lmark) {
         flow_sys_free(s);
         return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for %u links", nlinks);
@@ -100,7 +96,6 @@ void flow_sys_free(flow_sys *s)
     free(s->cnt);
     free(s->L0);
     free(s->ver);
-    free(s->pos);
     free(s->dmark);
     free(s->dirty);
     for (uint32_t l = 0; s->on && l < s->nlinks; l++) free(s->on[l]);
@@ -113,8 +108,6 @@ void flow_sys_free(flow_sys *s)
     free(s->sub);
     free(s->fmark);
     free(s->queue);
-    free(s->off);
-    free(s->lf);
     free(s->heap);
     free(s);
 }
@@ -248,32 +241,48 @@ static hent hpop(flow_sys *s)
     return top;
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
-static int sub_push(flow_sys *s, uint32_t i)
+/* Flow i joins this solve: its rate restarts, its weights load its links
+ * (a link's state is reset the first time a solve reaches it). */
+static int take(flow_sys *s, uint32_t i)
 {
     if (!ss_grow((void **)&s->sub, &s->cap_sub, s->nsub + 1, sizeof *s->sub)) return 0;
     s->sub[s->nsub++] = i;
     s->fmark[i] = s->mepoch;
+    fl *f = &s->f[i];
+    f->frozen = false;
+    f->rate = 0.0;
+    for (uint32_t k = 0; k < f->n; k++) {
+        uint32_t l = f->u[k].link;
+        if (s->stamp[l] != s->mepoch) {
+            s->stamp[l] = s->mepoch;
+            s->used[s->nused++] = l;
+            s->rem[l] = s->cap[l];
+            s->L0[l] = 0.0;
+            s->W[l] = 0.0;
+            s->cnt[l] = 0;
+            s->ver[l]++;
+        }
+        s->W[l] += f->u[k].w;
+        s->cnt[l]++;
+    }
     return 1;
 }
 
 /* The flows to re-solve: every active flow connected, through shared
  * links, to a link touched since the last solve (the max-min rates of the
- * other components cannot have moved), ascending so that the solve visits
- * them in slot order. Breadth-first over the links' flow lists. */
+ * other components cannot have moved). Breadth-first over the links' flow
+ * lists from the touched links in touch order, so the order (and every
+ * rounding) is a function of the calls alone; each flow taken loads its
+ * links as it is reached. */
 static int collect(flow_sys *s)
 {
     if (++s->mepoch == 0) {
         memset(s->fmark, 0, s->cap_fmark * sizeof *s->fmark);
         memset(s->lmark, 0, s->nlinks * sizeof *s->lmark);
+        memset(s->stamp, 0, s->nlinks * sizeof *s->stamp);
         s->mepoch = 1;
     }
-    s->nsub = 0;
+    s->nsub = s->nused = 0;
     uint32_t head = 0, tail = 0;
     if (!ss_grow((void **)&s->queue, &s->cap_queue, s->ntouched ? s->ntouched : 1, sizeof *s->queue))
         return 0;
@@ -286,7 +295,7 @@ static int collect(flow_sys *s)
         for (uint32_t j = 0; j < s->non[l]; j++) {
             uint32_t i = s->on[l][j];
             if (s->fmark[i] == s->mepoch) continue;
-            if (!sub_push(s, i)) return 0;
+            if (!take(s, i)) return 0;
             const fl *f = &s->f[i];
             if (!ss_grow((void **)&s->queue, &s->cap_queue, tail + f->n, sizeof *s->queue)) return 0;
             for (uint32_t k = 0; k < f->n; k++)
@@ -297,60 +306,12 @@ static int collect(flow_sys *s)
         }
     }
     for (uint32_t i = 0; s->lone && i < s->nf; i++)
-        if (s->f[i].active && s->f[i].n == 0 && !sub_push(s, i)) return 0;
+        if (s->f[i].active && s->f[i].n == 0 && !take(s, i)) return 0;
     s->lone = false;
     s->ntouched = 0;
     if (++s->tepoch == 0) {
         memset(s->tmark, 0, s->nlinks * sizeof *s->tmark);
         s->tepoch = 1;
-    }
-    qsort(s->sub, s->nsub, sizeof *s->sub, cmp_u32);
-    return 1;
-}
-
-/* Load the links the flows to solve use, their weights, and for each used
- * link the list of its flows (CSR over used-link positions). */
-static int solve_init(flow_sys *s)
-{
-    if (++s->epoch == 0) { /* wrapped: restart the stamps */
-        memset(s->stamp, 0, s->nlinks * sizeof *s->stamp);
-        s->epoch = 1;
-    }
-    s->nused = 0;
-    uint32_t nu = 0;
-    for (uint32_t q = 0; q < s->nsub; q++) {
-        fl *f = &s->f[s->sub[q]];
-        f->frozen = false;
-        f->rate = 0.0;
-        for (uint32_t k = 0; k < f->n; k++) {
-            uint32_t l = f->u[k].link;
-            if (s->stamp[l] != s->epoch) {
-                s->stamp[l] = s->epoch;
-                s->pos[l] = s->nused;
-                s->used[s->nused++] = l;
-                s->rem[l] = s->cap[l];
-                s->L0[l] = 0.0;
-                s->W[l] = 0.0;
-                s->cnt[l] = 0;
-                s->ver[l]++;
-            }
-            s->W[l] += f->u[k].w;
-            s->cnt[l]++;
-            nu++;
-        }
-    }
-    if (!ss_grow((void **)&s->off, &s->cap_off, s->nused + 1, sizeof *s->off) ||
-        !ss_grow((void **)&s->lf, &s->cap_lf, nu ? nu : 1, sizeof *s->lf))
-        return 0;
-    for (uint32_t k = 0; k <= s->nused; k++) s->off[k] = 0;
-    for (uint32_t k = 0; k < s->nused; k++) s->off[k + 1] = s->off[k] + s->cnt[s->used[k]];
-    for (uint32_t k = 0; k < s->nused; k++) s->cnt[s->used[k]] = 0; /* fill cursors */
-    for (uint32_t q = 0; q < s->nsub; q++) {
-        const fl *f = &s->f[s->sub[q]];
-        for (uint32_t k = 0; k < f->n; k++) {
-            uint32_t l = f->u[k].link;
-            s->lf[s->off[s->pos[l]] + s->cnt[l]++] = s->sub[q];
-        }
     }
     return 1;
 }
@@ -382,12 +343,12 @@ static int freeze_flow(flow_sys *s, uint32_t i, double level)
     return 1;
 }
 
-/* The link saturates at `level`: freeze every flow on it not yet frozen. */
+/* The link saturates at `level`: freeze every flow on it not yet frozen
+ * (all of them are being solved: a component is closed under shared links). */
 static int saturate(flow_sys *s, uint32_t l, double level)
 {
-    uint32_t p = s->pos[l];
-    for (uint32_t j = s->off[p]; j < s->off[p + 1]; j++)
-        if (!s->f[s->lf[j]].frozen && !freeze_flow(s, s->lf[j], level)) return 0;
+    for (uint32_t j = 0; j < s->non[l]; j++)
+        if (!s->f[s->on[l][j]].frozen && !freeze_flow(s, s->on[l][j], level)) return 0;
     return 1;
 }
 
@@ -484,11 +445,17 @@ int flow_solve(flow_sys *s, ss_err *err)
     if (!collect(s))
         return ss_fail(err, SS_E_NOMEM, NULL, "out of memory solving %u flows", s->nactive);
     s->left = s->nsub;
-    if (!solve_init(s) || !fill(s))
+    if (!fill(s))
         return ss_fail(err, SS_E_NOMEM, NULL, "out of memory solving %u flows", s->nactive);
     return SS_OK;
 }
 
 double flow_rate(const flow_sys *s, uint32_t id) { return s->f[id].rate; }
+
+uint32_t flow_last_solved(const flow_sys *s, const uint32_t **ids)
+{
+    *ids = s->sub;
+    return s->nsub;
+}
 uint32_t flow_nactive(const flow_sys *s) { return s->nactive; }
 uint32_t flow_last_rounds(const flow_sys *s) { return s->rounds; }

@@ -51,6 +51,10 @@ void flow_remove(flow_sys *s, uint32_t id);
 int flow_solve(flow_sys *s, ss_err *err);
 
 double flow_rate(const flow_sys *s, uint32_t id);
+/* The flows the last solve gave rates to (the components a flow_add or
+ * flow_remove touched since the solve before), ascending; the others kept
+ * theirs. Valid until the next add, remove or solve. */
+uint32_t flow_last_solved(const flow_sys *s, const uint32_t **ids);
 uint32_t flow_nactive(const flow_sys *s);
 /* Iterations of the last solve (distinct bottleneck levels); for benches. */
 uint32_t flow_last_rounds(const flow_sys *s);

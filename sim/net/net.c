@@ -14,7 +14,9 @@ typedef struct inst {
     uint32_t shape;  /* index in net.shapes (which moves as it grows) */
     uint32_t fshape; /* the shape its flows load: shape, or shape with the group's copies */
     algo_cost cost;
-    double bytes, rem;
+    double bytes, rem; /* rem: bytes left at `at`, moving at `rate` since */
+    double rate;
+    ss_ns at;
     uint32_t flow;
     ss_ns due;
 } inst;
@@ -38,10 +40,9 @@ struct net {
     uint32_t nshapes, cap_shapes;
     inst *in;
     uint32_t nin, cap_in;
-    uint32_t *flowing, nflowing, cap_flowing; /* instances in I_FLOW */
+    uint32_t *owner, cap_owner; /* [flow id]: the instance whose flow it is */
     flow_use *scratch;
     uint32_t cap_scratch;
-    ss_ns last; /* progress is accounted up to here */
     uint64_t solves;
     bool dirty; /* flows changed since the last solve; a settle is asked for */
 };
@@ -85,7 +86,7 @@ void net_free(net *n)
     free(n->acc_links);
     free(n->tune);
     free(n->in);
-    free(n->flowing);
+    free(n->owner);
     free(n->scratch);
     flow_sys_free(n->fs);
     topo_free(n->g);
@@ -263,15 +264,13 @@ static int candidates(net *n, uint32_t gid, prog_coll c, prog_group pg,
 
 /* ---- progress ---- */
 
-static void advance(net *n, ss_ns now)
+/* Progress is accounted lazily, per instance: when its rate changes and
+ * when it wakes, so that an event costs what it touches, not every flow. */
+static void catch_up(inst *x, ss_ns now)
 {
-    double dt = (double)(now - n->last) * 1e-9;
-    for (uint32_t i = 0; i < n->nflowing && dt > 0.0; i++) {
-        inst *x = &n->in[n->flowing[i]];
-        double r = flow_rate(n->fs, x->flow);
-        x->rem = isinf(r) ? 0.0 : x->rem - r * dt;
-    }
-    n->last = now;
+    if (now <= x->at) return;
+    x->rem = isinf(x->rate) ? 0.0 : x->rem - x->rate * ((double)(now - x->at) * 1e-9);
+    x->at = now;
 }
 
 static ss_ns due_of(const inst *x, double rate, ss_ns now)
@@ -281,16 +280,21 @@ static ss_ns due_of(const inst *x, double rate, ss_ns now)
     return ns >= 1.8e19 ? UINT64_MAX / 2 : now + (ss_ns)ns;
 }
 
-/* Re-solve and reschedule every flowing instance whose end moved. */
+/* Re-solve and reschedule every instance the solve gave a rate (flow.h:
+ * those whose component changed) whose end moved. */
 static int resolve(net *n, ss_ns now, eng_wakes *w, ss_err *err)
 {
     n->dirty = false;
     int rc = flow_solve(n->fs, err);
     n->solves++;
-    for (uint32_t i = 0; i < n->nflowing && !rc; i++) {
-        uint32_t id = n->flowing[i];
+    const uint32_t *ids = NULL;
+    uint32_t k = rc ? 0 : flow_last_solved(n->fs, &ids);
+    for (uint32_t i = 0; i < k && !rc; i++) {
+        uint32_t id = n->owner[ids[i]];
         inst *x = &n->in[id];
-        ss_ns due = due_of(x, flow_rate(n->fs, x->flow), now);
+        catch_up(x, now);
+        x->rate = flow_rate(n->fs, x->flow);
+        ss_ns due = due_of(x, x->rate, now);
         if (due == x->due) continue;
         x->due = due;
         rc = eng_wake_at(w, id, due, err);
@@ -308,7 +312,7 @@ static void changed(net *n, ss_ns now, eng_wakes *w)
     eng_settle_at(w, now);
 }
 
-static int start_phase(net *n, uint32_t id, ss_err *err)
+static int start_phase(net *n, uint32_t id, ss_ns now, ss_err *err)
 {
     inst *x = &n->in[id];
     const algo_shape *s = &n->shapes[x->fshape];
@@ -317,26 +321,22 @@ static int start_phase(net *n, uint32_t id, ss_err *err)
         return nomem(err);
     for (uint32_t i = 0; i < nu; i++)
         n->scratch[i] = (flow_use){s->use[x->phase][i].link, s->use[x->phase][i].w * x->cost.wscale};
-    if (!ss_grow((void **)&n->flowing, &n->cap_flowing, n->nflowing + 1, sizeof *n->flowing))
-        return nomem(err);
     int rc = flow_add(n->fs, n->scratch, nu, 0.0, &x->flow, err);
     if (rc) return rc;
-    n->flowing[n->nflowing++] = id;
+    if (!ss_grow((void **)&n->owner, &n->cap_owner, x->flow + 1, sizeof *n->owner)) {
+        flow_remove(n->fs, x->flow);
+        return nomem(err);
+    }
+    n->owner[x->flow] = id;
     x->state = I_FLOW;
     x->rem = x->bytes;
+    x->rate = 0.0; /* until the settle's solve */
+    x->at = now;
     x->due = UINT64_MAX;
     return SS_OK;
 }
 
-static void stop_flow(net *n, uint32_t id)
-{
-    flow_remove(n->fs, n->in[id].flow);
-    for (uint32_t i = 0; i < n->nflowing; i++)
-        if (n->flowing[i] == id) {
-            n->flowing[i] = n->flowing[--n->nflowing];
-            break;
-        }
-}
+static void stop_flow(net *n, uint32_t id) { flow_remove(n->fs, n->in[id].flow); }
 
 /* ---- eng_net ---- */
 
@@ -401,7 +401,7 @@ static int on_wake(void *ctx, uint32_t id, ss_ns now, bool *done, eng_wakes *w, 
 {
     net *n = ctx;
     inst *x = &n->in[id];
-    advance(n, now);
+    if (x->state == I_FLOW) catch_up(x, now);
     if (x->state == I_DONE) {
         *done = true;
         return SS_OK;
@@ -411,7 +411,7 @@ static int on_wake(void *ctx, uint32_t id, ss_ns now, bool *done, eng_wakes *w, 
     } else {
         /* woken at its due time: within a byte (or a ppb) of the end */
         if (x->rem > 1.0 + 1e-9 * x->bytes) { /* rounding left more: come back */
-            x->due = due_of(x, flow_rate(n->fs, x->flow), now);
+            x->due = due_of(x, x->rate, now);
             return eng_wake_at(w, id, x->due, err);
         }
         stop_flow(n, id);
@@ -422,7 +422,7 @@ static int on_wake(void *ctx, uint32_t id, ss_ns now, bool *done, eng_wakes *w, 
             return SS_OK;
         }
     }
-    int rc = start_phase(n, id, err);
+    int rc = start_phase(n, id, now, err);
     if (!rc) changed(n, now, w);
     return rc;
 }
