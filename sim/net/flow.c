@@ -12,6 +12,7 @@ typedef struct fl {
     flow_use *u;
     uint32_t n, cap_u;
     double max_rate, rate;
+    double cap; /* this solve: max_rate and its private links' cap / w, the least (INFINITY: none) */
     bool active, frozen;
 } fl;
 
@@ -251,8 +252,14 @@ static int take(flow_sys *s, uint32_t i)
     fl *f = &s->f[i];
     f->frozen = false;
     f->rate = 0.0;
+    f->cap = f->max_rate > 0.0 ? f->max_rate : INFINITY;
     for (uint32_t k = 0; k < f->n; k++) {
         uint32_t l = f->u[k].link;
+        if (s->non[l] == 1) { /* only f uses it: a cap, saturating at cap / w from level 0 */
+            double c = s->cap[l] / f->u[k].w;
+            if (c < f->cap) f->cap = c;
+            continue;
+        }
         if (s->stamp[l] != s->mepoch) {
             s->stamp[l] = s->mepoch;
             s->used[s->nused++] = l;
@@ -330,6 +337,7 @@ static int freeze_flow(flow_sys *s, uint32_t i, double level)
     s->left--;
     for (uint32_t k = 0; k < f->n; k++) {
         uint32_t l = f->u[k].link;
+        if (s->stamp[l] != s->mepoch) continue; /* private: not loaded */
         s->rem[l] -= s->W[l] * (level - s->L0[l]);
         s->L0[l] = level;
         s->W[l] -= f->u[k].w;
@@ -370,7 +378,7 @@ static int scan_round(flow_sys *s, double *level)
         if (live(s, s->used[k]) && link_level(s, s->used[k]) < d) d = link_level(s, s->used[k]);
     for (uint32_t q = 0; q < s->nsub; q++) {
         const fl *f = &s->f[s->sub[q]];
-        if (!f->frozen && f->max_rate > 0.0 && f->max_rate < d) d = f->max_rate;
+        if (!f->frozen && f->cap < d) d = f->cap;
     }
     if (isinf(d)) return 0;
     *level = d > *level ? d : *level;
@@ -382,7 +390,7 @@ static int scan_round(flow_sys *s, double *level)
     }
     for (uint32_t q = 0; q < s->nsub; q++) {
         uint32_t i = s->sub[q];
-        if (!s->f[i].frozen && s->f[i].max_rate > 0.0 && s->f[i].max_rate <= *level &&
+        if (!s->f[i].frozen && s->f[i].cap <= *level &&
             !freeze_flow(s, i, *level))
             return -1;
     }
@@ -399,7 +407,7 @@ static int heap_rounds(flow_sys *s, double level)
         if (live(s, s->used[k]) && !push_link(s, s->used[k], level)) return 0;
     for (uint32_t q = 0; q < s->nsub; q++) {
         uint32_t i = s->sub[q];
-        if (!s->f[i].frozen && s->f[i].max_rate > 0.0 && !hpush(s, s->f[i].max_rate, s->nlinks + i, 0))
+        if (!s->f[i].frozen && !isinf(s->f[i].cap) && !hpush(s, s->f[i].cap, s->nlinks + i, 0))
             return 0;
     }
     while (s->left && s->nheap) {

@@ -89,6 +89,77 @@ static void test_weights_and_caps(void **state)
     flow_sys_free(s);
 }
 
+/* Random flows come and go (fixed seed); after every solve the rates must
+ * be the max-min fair allocation, checked by its definition rather than by
+ * a second solver: every link carries at most its capacity, and every flow
+ * is held by its cap or by a saturated link on which no flow is faster.
+ * The solver only re-solves the components a change touched and folds each
+ * flow's private links into a cap: this is what keeps that honest. */
+static uint64_t xs(uint64_t *x)
+{
+    *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+    return *x;
+}
+
+static void check_maxmin(const flow_sys *s, const double *cap, uint32_t nl, flow_use u[][4],
+                         const uint32_t *nu, const double *maxr, const uint32_t *id,
+                         const bool *on, uint32_t nf)
+{
+    double load[64] = {0}, top[64] = {0};
+    for (uint32_t f = 0; f < nf; f++)
+        for (uint32_t k = 0; on[f] && k < nu[f]; k++) {
+            double x = flow_rate(s, id[f]);
+            load[u[f][k].link] += u[f][k].w * x;
+            if (x > top[u[f][k].link]) top[u[f][k].link] = x;
+        }
+    for (uint32_t l = 0; l < nl; l++) assert_true(load[l] <= cap[l] * (1 + 1e-9));
+    for (uint32_t f = 0; f < nf; f++) {
+        if (!on[f]) continue;
+        double x = flow_rate(s, id[f]);
+        bool held = maxr[f] > 0 && fabs(x - maxr[f]) <= 1e-9 * maxr[f];
+        for (uint32_t k = 0; !held && k < nu[f]; k++) {
+            uint32_t l = u[f][k].link;
+            held = load[l] >= cap[l] * (1 - 1e-9) && x >= top[l] * (1 - 1e-9);
+        }
+        if (!held) fail_msg("flow %u at %g has no bottleneck", f, x);
+    }
+}
+
+static void test_maxmin_random_churn(void **state)
+{
+    (void)state;
+    enum { NL = 24, NF = 20, STEPS = 2000 };
+    double cap[NL], maxr[NF];
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (uint32_t l = 0; l < NL; l++) cap[l] = 1.0 + (double)(xs(&x) % 100);
+    flow_sys *s = sys(NL, cap);
+    flow_use u[NF][4];
+    uint32_t nu[NF], id[NF];
+    bool on[NF] = {false};
+    for (uint32_t step = 0; step < STEPS; step++) {
+        uint32_t f = (uint32_t)(xs(&x) % NF);
+        if (on[f]) {
+            flow_remove(s, id[f]);
+            on[f] = false;
+        } else {
+            nu[f] = 1 + (uint32_t)(xs(&x) % 4);
+            for (uint32_t k = 0; k < nu[f]; k++) { /* distinct links, weights 0.5 .. 2 */
+                uint32_t l = (uint32_t)(xs(&x) % NL);
+                for (uint32_t j = 0; j < k; j++)
+                    if (u[f][j].link == l) l = (l + 1 + j) % NL, j = (uint32_t)-1;
+                u[f][k] = (flow_use){l, 0.5 + (double)(xs(&x) % 4) / 2};
+            }
+            maxr[f] = xs(&x) % 4 == 0 ? 1.0 + (double)(xs(&x) % 50) : 0.0;
+            id[f] = add_flow(s, u[f], nu[f], maxr[f]);
+            on[f] = true;
+        }
+        if (xs(&x) % 3 == 0) continue; /* sometimes several changes before a solve */
+        assert_int_equal(flow_solve(s, NULL), SS_OK);
+        check_maxmin(s, cap, NL, u, nu, maxr, id, on, NF);
+    }
+    flow_sys_free(s);
+}
+
 /* ---- topologies ---- */
 
 static void load(const char *name, uint32_t nodes, spec_topology *t)
@@ -368,6 +439,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_maxmin_textbook), cmocka_unit_test(test_weights_and_caps),
+        cmocka_unit_test(test_maxmin_random_churn),
         cmocka_unit_test(test_routes_hgx),      cmocka_unit_test(test_routes_fat_tree),
         cmocka_unit_test(test_routes_torus),    cmocka_unit_test(test_bus_factor),
         cmocka_unit_test(test_mesh_rings),      cmocka_unit_test(test_latency_growth),
