@@ -123,8 +123,35 @@ static void members(const plan *pl, int kind, uint32_t r, uint32_t *out, uint32_
     qsort(out, k, sizeof *out, cmp_u32);
 }
 
+/* A folded group's copies: its images one, two, ... replicas on (world
+ * rank + j tp cp pp) that are groups of the same kind, which no simulated
+ * rank is in. Rank r's group of `kind` is mem[0 .. n), world members. */
+static int add_copies(const plan *pl, prog *pg, int kind, uint32_t r, uint32_t gid,
+                      const uint32_t *mem, uint32_t n, ss_err *err)
+{
+    uint32_t dp = pl->s->dp, *cp = malloc((size_t)dp * n * sizeof *cp), *chk = malloc(n * sizeof *chk);
+    uint32_t nc = 0, m;
+    int rc = cp && chk ? SS_OK : ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    for (uint32_t j = 1; !rc && j < dp; j++) {
+        uint64_t shift = (uint64_t)j * pl->replica;
+        if (mem[n - 1] + shift >= pl->world) break;
+        members(pl, kind, r + (uint32_t)shift, chk, &m);
+        bool same = m == n;
+        for (uint32_t i = 0; same && i < n; i++) same = chk[i] == mem[i] + shift;
+        if (!same) continue; /* not a group: an EP group spanning replicas, shifted by less */
+        memcpy(cp + (size_t)nc * n, chk, n * sizeof *chk);
+        nc++;
+    }
+    if (!rc && nc) rc = prog_group_set_copies(pg, gid, cp, nc, err);
+    free(cp);
+    free(chk);
+    return rc;
+}
+
 /* Every rank's group of `kind`, made once by its lowest present member;
- * the engine's members are the world members inside the program. */
+ * the engine's members are the world members inside the program. Folded,
+ * a group carries the groups of the other replicas that mirror it as
+ * copies, so that the network sees the whole job's traffic. */
 static int make_groups(const plan *pl, prog *pg, int kind, uint32_t *gid, uint32_t *buf,
                        uint32_t *pres, ss_err *err)
 {
@@ -138,6 +165,7 @@ static int make_groups(const plan *pl, prog *pg, int kind, uint32_t *gid, uint32
             if (buf[i] < pl->n) pres[np++] = buf[i];
         int rc = np == n ? prog_group_add(pg, pres, np, &id, err)
                          : prog_group_add_net(pg, pres, np, buf, n, &id, err);
+        if (!rc && pl->n < pl->world) rc = add_copies(pl, pg, kind, r, id, buf, n, err);
         if (rc) return rc;
         if (kind == G_FWD || kind == G_BWD) gid[r] = id;
         else

@@ -107,6 +107,40 @@ static void test_hybrid_copies(void **state)
     assert_int_equal(compare("published/ibm-llama2-13b-hsdp-sac-96xh100.json", NULL), 1);
 }
 
+/* A layout folds to one data-parallel replica whose groups carry the
+ * other replicas' as copies: the 5T MoE on a 16 x 16 torus with cp 8, pp 4,
+ * ep 32 and dp 8 (32 of 256 ranks simulated; an expert-parallel group
+ * spans four replicas, and its all-to-all crosses the rows where the other
+ * replicas' context-parallel rings run) gives the every-rank step within
+ * 1e-8 (one flow for a group and its copies rounds differently) and the
+ * same memory on every simulated rank. Without the copies the folded step
+ * is 4% faster (218.76 s against 227.69 s). */
+static void test_layout_copies(void **state)
+{
+    (void)state;
+    const char *sets[2][6] = {{"topology.nodes=256", "parallel.dp=8", "parallel.ep=32", "parallel.pp=4",
+                               "training.grad_accum=4", "parallel.fold=true"},
+                              {"topology.nodes=256", "parallel.dp=8", "parallel.ep=32", "parallel.pp=4",
+                               "training.grad_accum=4", "parallel.fold=false"}};
+    run_result r[2];
+    spec_scenario s[2];
+    for (int k = 0; k < 2; k++) run("moe-5t/accel-4096-cp8-pp16-ep64.json", sets[k], 6, &r[k], &s[k]);
+    assert_int_equal(r[0].sum.nsim, 32);
+    assert_int_equal(r[1].sum.nsim, 256);
+    double rel = ((double)r[0].sum.step_ns - (double)r[1].sum.step_ns) / (double)r[1].sum.step_ns;
+    print_message("  5T cp8 pp4 ep32 dp8: folded %.9f s, every rank %.9f s (%+.2g)\n",
+                  r[0].sum.step_ns * 1e-9, r[1].sum.step_ns * 1e-9, rel);
+    assert_true(rel < 1e-8 && rel > -1e-8);
+    for (uint32_t q = 0; q < r[0].sum.nranks; q++) {
+        assert_int_equal(r[0].sum.ranks[q].mem.peak, r[1].sum.ranks[q].mem.peak);
+        assert_int_equal(r[0].sum.ranks[q].mem.peak_reserved, r[1].sum.ranks[q].mem.peak_reserved);
+    }
+    for (int k = 0; k < 2; k++) {
+        run_fini(&r[k]);
+        spec_scenario_fini(&s[k]);
+    }
+}
+
 /* Per-rank programs are not folded: ZeroRedundancyOptimizer (each rank
  * steps the parameters it owns) and use_orig_params (each rank's views). */
 static void test_per_rank_programs_not_folded(void **state)
@@ -156,6 +190,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_symmetric_one_rank),
         cmocka_unit_test(test_hybrid_copies),
+        cmocka_unit_test(test_layout_copies),
         cmocka_unit_test(test_per_rank_programs_not_folded),
         cmocka_unit_test(test_variation_simulates_every_rank),
     };

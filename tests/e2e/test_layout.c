@@ -23,6 +23,7 @@
  *   stores: it is shardsim's "none". shardsim's "selective" also recomputes
  *   the attention core's output (2sbh/t less).
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -262,9 +263,12 @@ static void test_pipeline_bubble(void **state)
 
 /* Folding simulates one replica of tp x pp = 4 ranks instead of all 16; it
  * must give the every-rank answer on this symmetric layout: the same memory
- * exactly, the same step within 0.1% (the other replicas' TP and pipeline
- * traffic, which folding leaves off the network, shares NVSwitch and NICs
- * with replica 0's). */
+ * exactly and the same step within 1e-8 (the other replicas' TP and
+ * pipeline traffic rides on replica 0's groups as copies, so the network
+ * sees the whole job; one flow carrying a group and its copies rounds its
+ * sums in another order than their separate flows, a few ns in 0.57 s;
+ * without the copies folding was 1e-5 optimistic here and 1 to 6% on the
+ * 5T torus layouts). */
 static void test_fold_matches_every_rank(void **state)
 {
     (void)state;
@@ -296,9 +300,8 @@ static void test_fold_matches_every_rank(void **state)
     assert_int_equal(ranks[1], 16);
     assert_int_equal(peak[0], peak[1]);
     double rel = ((double)step[0] - (double)step[1]) / (double)step[1];
-    print_message("  folded %.6f s, every rank %.6f s (%+.5f%%)\n", step[0] * 1e-9, step[1] * 1e-9,
-                  100 * rel);
-    assert_true(rel < 0.001 && rel > -0.001);
+    print_message("  folded %.9f s, every rank %.9f s (%+.2g)\n", step[0] * 1e-9, step[1] * 1e-9, rel);
+    assert_true(fabs(rel) < 1e-8);
 }
 
 int main(void)
