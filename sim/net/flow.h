@@ -9,15 +9,24 @@
  * without lowering a rate that is not larger (progressive filling: raise all
  * unfrozen rates together, freeze the flows of the first link to saturate,
  * repeat), with the saturation levels in a heap so a solve touches each
- * usage entry once. Re-solved by the caller whenever a flow starts or ends.
+ * usage entry once. Re-solved by the caller after flows start or end (once
+ * per instant is enough: flow_solve takes every change since the last).
  *
- * Determinism: flows are visited in slot order, links in first-use order;
- * the same calls give the same rates bit for bit. Ids are slots, reused
- * last-freed first.
+ * A solve re-solves only the components (flows connected through shared
+ * links) that an add or remove touched since the last solve: the other
+ * components' rates cannot have moved, and keep their values
+ * (flow_last_solved lists the flows that got new ones). A link that only
+ * one flow uses is that flow's cap (cap / w) rather than a link to update.
  *
- * Cost of flow_solve: O(F + U log U) for F flow slots and U usage entries
- * of active flows; no allocation once the arrays have grown. Knows nothing
- * of collectives or topologies.
+ * Determinism: a solve visits flows and links in the order its search
+ * from the touched links (in touch order) reaches them; the same calls give
+ * the same rates bit for bit. Ids are slots, reused last-freed first.
+ *
+ * Cost of flow_solve: O(C + U_C log U_C) for the C flows and U_C usage
+ * entries of the touched components; flow_add and flow_remove are
+ * O(n) and O(n x flows per link) for a flow of n links (each link keeps its
+ * flows); no allocation once the arrays have grown. Knows nothing of
+ * collectives or topologies.
  */
 #ifndef NET_FLOW_H
 #define NET_FLOW_H

@@ -6,14 +6,18 @@
  * machine (or the scenario forces them); the instance waits its latency,
  * then runs its phases one after another, each as one flow of flow.h. At
  * every instant at which flows start or end, once all of that instant's
- * events have run (eng_settle_at), all rates are re-solved and every running
- * instance's end is rescheduled, so concurrent TP, DP and EP traffic on one
+ * events have run (eng_settle_at), the rates are re-solved (the components
+ * that changed, flow.h) and every instance whose rate moved is
+ * rescheduled, so concurrent TP, DP and EP traffic on one
  * NIC slows each other down exactly as max-min sharing predicts, and
  * collectives on disjoint links do not interact.
  *
  * Times are integer ns: an instance's end is rounded up to the next ns;
- * progress is carried in double bytes between events. Deterministic: the
- * same program gives the same trace.
+ * progress is carried in double bytes, brought up to date when the
+ * instance's rate changes or it wakes. The tuner's choice is kept per
+ * (group, collective) for the bytes it was made for. A group with copies
+ * (prog.h) runs one flow that loads its copies' links too. Deterministic:
+ * the same program gives the same trace.
  *
  * Shapes (usage vectors) are built once per (group, collective, algorithm)
  * and cached; a group's ranks are GPUs (identity placement: rank r on GPU
