@@ -10,11 +10,17 @@
 
 typedef struct fl {
     flow_use *u;
-    uint32_t n, cap_u;
+    uint32_t *pos; /* [n]: where the flow sits in its k-th link's list */
+    uint32_t n, cap_u, cap_pos;
     double max_rate, rate;
     double cap; /* this solve: max_rate and its private links' cap / w, the least (INFINITY: none) */
     bool active, frozen;
 } fl;
+
+/* One entry of a link's list of flows: the flow and which of its links. */
+typedef struct lent {
+    uint32_t flow, k;
+} lent;
 
 typedef struct hent {
     double t;
@@ -40,7 +46,8 @@ struct flow_sys {
     /* Components: the flows on each link (active ones, any order), the
      * links touched since the last solve, and the flows a solve re-solves
      * (those reachable from a touched link), ascending. */
-    uint32_t **on, *non, *cap_on; /* [nlinks] */
+    lent **on;                    /* [nlinks] */
+    uint32_t *non, *cap_on;       /* [nlinks] */
     uint32_t *touched, ntouched, *tmark, tepoch; /* tmark [nlinks] */
     uint32_t *sub, nsub, cap_sub;
     uint32_t *fmark, cap_fmark, *lmark, mepoch; /* fmark [flow slots], lmark [nlinks] */
@@ -86,7 +93,7 @@ int flow_sys_new(uint32_t nlinks, const double *cap, flow_sys **out, ss_err *err
 void flow_sys_free(flow_sys *s)
 {
     if (!s) return;
-    for (uint32_t i = 0; i < s->nf; i++) free(s->f[i].u);
+    for (uint32_t i = 0; i < s->nf; i++) free(s->f[i].u), free(s->f[i].pos);
     free(s->f);
     free(s->free_ids);
     free(s->cap);
@@ -135,29 +142,30 @@ static void touch(flow_sys *s, uint32_t l)
 /* Put flow i on its links' lists; all or nothing. */
 static int link_on(flow_sys *s, uint32_t i)
 {
-    const fl *f = &s->f[i];
+    fl *f = &s->f[i];
     for (uint32_t k = 0; k < f->n; k++) {
         uint32_t l = f->u[k].link;
         if (!ss_grow((void **)&s->on[l], &s->cap_on[l], s->non[l] + 1, sizeof *s->on[l])) {
             while (k-- > 0) s->non[f->u[k].link]--; /* each was appended last */
             return 0;
         }
-        s->on[l][s->non[l]++] = i;
+        f->pos[k] = s->non[l];
+        s->on[l][s->non[l]++] = (lent){i, k};
     }
     for (uint32_t k = 0; k < f->n; k++) touch(s, f->u[k].link);
     return 1;
 }
 
+/* Take flow i off its links' lists: the last entry of each list moves
+ * into its place (the order the component search sees). */
 static void link_off(flow_sys *s, uint32_t i)
 {
     const fl *f = &s->f[i];
     for (uint32_t k = 0; k < f->n; k++) {
-        uint32_t l = f->u[k].link, *v = s->on[l];
-        for (uint32_t j = 0; j < s->non[l]; j++)
-            if (v[j] == i) {
-                v[j] = v[--s->non[l]];
-                break;
-            }
+        uint32_t l = f->u[k].link, j = f->pos[k];
+        lent last = s->on[l][--s->non[l]];
+        s->on[l][j] = last;
+        s->f[last.flow].pos[last.k] = j;
         touch(s, l);
     }
 }
@@ -171,6 +179,7 @@ int flow_add(flow_sys *s, const flow_use *u, uint32_t n, double max_rate, uint32
     if (!take_slot(s, &i)) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for a flow");
     fl *f = &s->f[i];
     if (!ss_grow((void **)&f->u, &f->cap_u, n, sizeof *f->u) ||
+        !ss_grow((void **)&f->pos, &f->cap_pos, n, sizeof *f->pos) ||
         !ss_grow((void **)&s->fmark, &s->cap_fmark, s->nf, sizeof *s->fmark)) {
         s->free_ids[s->nfree++] = i;
         return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for a flow of %u links", n);
@@ -300,7 +309,7 @@ static int collect(flow_sys *s)
     while (head < tail) {
         uint32_t l = s->queue[head++];
         for (uint32_t j = 0; j < s->non[l]; j++) {
-            uint32_t i = s->on[l][j];
+            uint32_t i = s->on[l][j].flow;
             if (s->fmark[i] == s->mepoch) continue;
             if (!take(s, i)) return 0;
             const fl *f = &s->f[i];
@@ -356,7 +365,7 @@ static int freeze_flow(flow_sys *s, uint32_t i, double level)
 static int saturate(flow_sys *s, uint32_t l, double level)
 {
     for (uint32_t j = 0; j < s->non[l]; j++)
-        if (!s->f[s->on[l][j]].frozen && !freeze_flow(s, s->on[l][j], level)) return 0;
+        if (!s->f[s->on[l][j].flow].frozen && !freeze_flow(s, s->on[l][j].flow, level)) return 0;
     return 1;
 }
 
