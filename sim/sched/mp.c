@@ -639,6 +639,17 @@ out:
     em_tensors_fini(&optim);
 }
 
+/* Rank r's receive groups: the previous stage's forward send group and
+ * the next stage's backward one (NOGROUP without a pipeline). */
+static void receive_groups(const plan *pl, uint32_t r, uint32_t *const gids[G_NKINDS],
+                           uint32_t *gin_fwd, uint32_t *gin_bwd)
+{
+    uint32_t t, c, p, d, pp = pl->s->par.pp;
+    coords(pl, r, &t, &c, &p, &d);
+    *gin_fwd = pp > 1 ? gids[G_FWD][world_rank(pl, t, c, (p + pp - 1) % pp, d)] : NOGROUP;
+    *gin_bwd = pp > 1 ? gids[G_BWD][world_rank(pl, t, c, (p + 1) % pp, d)] : NOGROUP;
+}
+
 static int mp_emit_rank(const plan *pl, prog *p, uint32_t rank, uint32_t *const gids[G_NKINDS],
                         ss_err *err)
 {
@@ -646,11 +657,7 @@ static int mp_emit_rank(const plan *pl, prog *p, uint32_t rank, uint32_t *const 
     mp m = {.e = &e, .pl = pl, .par = &pl->s->par};
     coords(pl, rank, &m.t, &m.c, &m.p, &m.d);
     for (int k = 0; k < G_NKINDS; k++) m.g[k] = gids[k][rank];
-    uint32_t pp = m.par->pp;
-    uint32_t prev = world_rank(pl, m.t, m.c, (m.p + pp - 1) % pp, m.d);
-    uint32_t next = world_rank(pl, m.t, m.c, (m.p + 1) % pp, m.d);
-    m.gin_fwd = pp > 1 ? gids[G_FWD][prev] : NOGROUP;
-    m.gin_bwd = pp > 1 ? gids[G_BWD][next] : NOGROUP;
+    receive_groups(pl, rank, gids, &m.gin_fwd, &m.gin_bwd);
     int rc = em_init(&e, pl, p, rank, err);
     if (rc) return rc;
     states_and_step(&m);
@@ -666,18 +673,12 @@ static int mp_emit_rank(const plan *pl, prog *p, uint32_t rank, uint32_t *const 
 static int mp_share_rank(const plan *pl, prog *p, uint32_t r, uint32_t rep,
                          uint32_t *const gids[G_NKINDS], ss_err *err)
 {
-    uint32_t from[G_NKINDS + 2], to[G_NKINDS + 2], n = 0, pp = pl->s->par.pp;
-    for (int k = 0; k < G_NKINDS; k++)
-        if (gids[k][rep] != NOGROUP && gids[k][rep] != gids[k][r])
-            from[n] = gids[k][rep], to[n++] = gids[k][r];
-    if (pp > 1) { /* the receive groups: the neighbours' send groups */
-        uint32_t t, c, s, d, up = pl->s->par.tp * pl->s->par.cp;
-        coords(pl, r, &t, &c, &s, &d);
-        uint32_t prev = s ? r - up : r + up * (pp - 1), next = s + 1 < pp ? r + up : r - up * (pp - 1);
-        uint32_t rprev = s ? rep - up : rep + up * (pp - 1), rnext = s + 1 < pp ? rep + up : rep - up * (pp - 1);
-        from[n] = gids[G_FWD][rprev], to[n++] = gids[G_FWD][prev];
-        from[n] = gids[G_BWD][rnext], to[n++] = gids[G_BWD][next];
-    }
+    uint32_t from[G_NKINDS + 2], to[G_NKINDS + 2], n = 0;
+    for (int k = 0; k < G_NKINDS; k++) from[k] = gids[k][rep], to[k] = gids[k][r];
+    receive_groups(pl, rep, gids, &from[G_NKINDS], &from[G_NKINDS + 1]);
+    receive_groups(pl, r, gids, &to[G_NKINDS], &to[G_NKINDS + 1]);
+    for (int k = 0; k < G_NKINDS + 2; k++) /* NOGROUP on both sides where a dimension is 1 */
+        if (from[k] != NOGROUP && from[k] != to[k]) from[n] = from[k], to[n++] = to[k];
     return prog_rank_share(p, r, rep, from, to, n, err);
 }
 
