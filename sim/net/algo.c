@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "../core/idtab.h"
 #include "../core/vec.h"
 
 #define ALGO_NAME_(id, name) name,
@@ -37,54 +38,47 @@ static const double nvls_lat = 23.0;
 typedef struct acc {
     flow_use *u;
     uint32_t n, cap;
-    uint32_t *slot, nslot; /* 1 + index in u, 0 empty; at most half full */
-    ss_ns wire; /* longest path latency added */
+    ss_idtab links; /* link -> its entry in u */
+    ss_ns wire;     /* longest path latency added */
     bool nomem;
 } acc;
 
 static void acc_free(acc *a)
 {
     free(a->u);
-    free(a->slot);
-    a->u = NULL, a->slot = NULL;
+    a->u = NULL;
+    ss_idtab_fini(&a->links);
 }
 
-static uint32_t link_hash(uint32_t l, uint32_t mask) { return (l * 2654435761u) & mask; }
+static uint32_t link_hash(uint32_t l) { return l * 2654435761u; }
 
-static bool acc_rehash(acc *a)
+static uint32_t entry_hash(const void *ctx, uint32_t id)
 {
-    uint32_t n = a->nslot ? a->nslot * 2 : 64;
-    uint32_t *t = n > a->nslot ? calloc(n, sizeof *t) : NULL;
-    if (!t) return false;
-    for (uint32_t i = 0; i < a->n; i++) {
-        uint32_t k = link_hash(a->u[i].link, n - 1);
-        while (t[k]) k = (k + 1) & (n - 1);
-        t[k] = i + 1;
-    }
-    free(a->slot);
-    a->slot = t;
-    a->nslot = n;
-    return true;
+    return link_hash(((const acc *)ctx)->u[id].link);
+}
+
+static bool entry_is(const void *ctx, uint32_t id, const void *link)
+{
+    return ((const acc *)ctx)->u[id].link == *(const uint32_t *)link;
 }
 
 static void acc_add(acc *a, uint32_t link, double w)
 {
-    if (((uint64_t)a->n + 1) * 2 > a->nslot && !acc_rehash(a)) {
+    if (!ss_idtab_reserve(&a->links, a->n, 64, entry_hash, a)) {
         a->nomem = true;
         return;
     }
-    uint32_t k = link_hash(link, a->nslot - 1);
-    for (; a->slot[k]; k = (k + 1) & (a->nslot - 1))
-        if (a->u[a->slot[k] - 1].link == link) {
-            a->u[a->slot[k] - 1].w += w;
-            return;
-        }
+    uint32_t k = ss_idtab_find(&a->links, link_hash(link), entry_is, a, &link);
+    if (a->links.slot[k]) {
+        a->u[a->links.slot[k] - 1].w += w;
+        return;
+    }
     if (!ss_grow((void **)&a->u, &a->cap, a->n + 1, sizeof *a->u)) {
         a->nomem = true;
         return;
     }
     a->u[a->n++] = (flow_use){link, w};
-    a->slot[k] = a->n;
+    a->links.slot[k] = a->n;
 }
 
 static void acc_path(acc *a, const topo *g, const uint32_t *path, uint32_t n, double w)
@@ -123,8 +117,7 @@ static int cmp_use(const void *x, const void *y)
 /* The entries in link order. */
 static int acc_finish(acc *a, flow_use **use, uint32_t *n, ss_err *err)
 {
-    free(a->slot);
-    a->slot = NULL;
+    ss_idtab_fini(&a->links);
     if (a->nomem) {
         free(a->u);
         return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for a collective's flows");

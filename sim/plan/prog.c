@@ -1,5 +1,6 @@
 #include "prog.h"
 
+#include "../core/idtab.h"
 #include "../core/vec.h"
 
 #include <stdlib.h>
@@ -39,7 +40,7 @@ struct prog {
     rank_prog *ranks;
     vec groups, group_ranks; /* group_rec, uint32_t */
     vec strs;                /* char *, interned, owned */
-    uint32_t *slot, nslot;   /* open addressing: string id + 1, 0 empty */
+    ss_idtab names;          /* string -> its id in strs */
 };
 
 #define PROG_NAME_(id, name) name,
@@ -92,7 +93,7 @@ void prog_free(prog *p)
     char **s = p->strs.data;
     for (uint32_t i = 0; i < p->strs.len; i++) free(s[i]);
     free(p->strs.data);
-    free(p->slot);
+    ss_idtab_fini(&p->names);
     free(p);
 }
 
@@ -105,44 +106,30 @@ static uint32_t str_hash(const char *s)
     return h;
 }
 
-/* Double the table (kept at most half full) and place every string again. */
-static int slots_grow(prog *p)
+static uint32_t name_hash(const void *ctx, uint32_t id)
 {
-    uint32_t n = p->nslot ? p->nslot * 2 : 256;
-    if (n < p->nslot) return SS_E_OVERFLOW;
-    uint32_t *t = calloc(n, sizeof *t);
-    if (!t) return SS_E_NOMEM;
-    char **strs = p->strs.data;
-    for (uint32_t id = 0; id < p->strs.len; id++) {
-        uint32_t i = str_hash(strs[id]) & (n - 1);
-        while (t[i]) i = (i + 1) & (n - 1);
-        t[i] = id + 1;
-    }
-    free(p->slot);
-    p->slot = t;
-    p->nslot = n;
-    return SS_OK;
+    return str_hash(((char *const *)((const prog *)ctx)->strs.data)[id]);
+}
+
+static bool name_eq(const void *ctx, uint32_t id, const void *key)
+{
+    return strcmp(((char *const *)((const prog *)ctx)->strs.data)[id], key) == 0;
 }
 
 /* Ids are given in first-seen order, so they do not depend on the hash. */
 static int str_intern(prog *p, const char *s, uint32_t *id)
 {
-    if ((uint64_t)(p->strs.len + 1) * 2 > p->nslot) {
-        int rc = slots_grow(p);
-        if (rc) return rc;
+    if (!ss_idtab_reserve(&p->names, p->strs.len, 256, name_hash, p)) return SS_E_NOMEM;
+    uint32_t k = ss_idtab_find(&p->names, str_hash(s), name_eq, p, s);
+    if (p->names.slot[k]) {
+        *id = p->names.slot[k] - 1;
+        return SS_OK;
     }
-    char **strs = p->strs.data;
-    uint32_t i = str_hash(s) & (p->nslot - 1);
-    for (; p->slot[i]; i = (i + 1) & (p->nslot - 1))
-        if (strcmp(strs[p->slot[i] - 1], s) == 0) {
-            *id = p->slot[i] - 1;
-            return SS_OK;
-        }
     char *copy = strdup(s);
     if (!copy) return SS_E_NOMEM;
     int rc = vec_push(&p->strs, &copy, sizeof copy, id);
     if (rc) free(copy);
-    else p->slot[i] = *id + 1;
+    else p->names.slot[k] = *id + 1;
     return rc;
 }
 
