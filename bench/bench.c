@@ -32,7 +32,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../sim/eng/eng.h"
@@ -40,13 +39,6 @@
 #include "../sim/net/flow.h"
 #include "../sim/run/run.h"
 #include "../sim/run/sweep.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* What a case reports through its pipe: wall seconds and one figure. */
 typedef struct fig {
@@ -152,9 +144,9 @@ static void case_engine(const void *arg, fig *out)
     uint64_t events = 0;
     for (int k = 0; k < 3; k++) {
         trc *t = NULL;
-        double t0 = now();
+        double t0 = run_wall_s();
         if (eng_run_stats(p, &net, &t, &st, NULL)) break;
-        double w = now() - t0;
+        double w = run_wall_s() - t0;
         if (k == 0 || w < best) best = w;
         events = t->nevents;
         trc_free(t);
@@ -204,15 +196,15 @@ static void case_flows(const void *arg, fig *out)
     }
     if (flow_solve(fs, NULL)) goto out;
     uint32_t rounds = flow_last_rounds(fs);
-    double t0 = now(), dt = 0;
+    double t0 = run_wall_s(), dt = 0;
     for (; dt < 1.0 && n < 100000; n++) { /* about a second of re-solves */
         uint32_t k = n % a->n;
         flow_remove(fs, id[k]);
         flow_uses(u, k + n, nlinks, a->random, &seed);
         if (flow_add(fs, u, 6, 0, &id[k], NULL) || flow_solve(fs, NULL)) goto out;
-        if ((n & 7) == 7) dt = now() - t0;
+        if ((n & 7) == 7) dt = run_wall_s() - t0;
     }
-    dt = now() - t0;
+    dt = run_wall_s() - t0;
     out->ok = true;
     out->wall = dt;
     out->value = n / dt;
@@ -241,7 +233,7 @@ static void case_step(const void *arg, fig *out)
     run_result r;
     ss_err err;
     ss_err_clear(&err);
-    double t0 = now();
+    double t0 = run_wall_s();
     if (scn_load(path, a->sets, a->nsets, &s, &err)) {
         snprintf(out->note, sizeof out->note, "%.150s", err.msg);
         return;
@@ -252,7 +244,7 @@ static void case_step(const void *arg, fig *out)
         return;
     }
     char *js = sum_json(&r.sum); /* the summary is part of a run */
-    out->wall = now() - t0;
+    out->wall = run_wall_s() - t0;
     out->ok = js != NULL;
     out->value = (double)r.sum.nsim;
     snprintf(out->note, sizeof out->note, "%llu ops, %llu events, step %.3f s",
@@ -290,9 +282,9 @@ static void case_sweep(const void *arg, fig *out)
     size_t n = sweep_points(&c), errors = 0, fit = 0;
     c.figs = calloc(n, sizeof *c.figs);
     char *csv = NULL;
-    double t0 = now();
+    double t0 = run_wall_s();
     if (!c.figs || sweep_run(&c, &csv, &err)) goto out;
-    out->wall = now() - t0;
+    out->wall = run_wall_s() - t0;
     out->ok = true;
     out->value = n / out->wall;
     for (size_t i = 0; i < n; i++) errors += !c.figs[i].ok, fit += c.figs[i].ok && c.figs[i].fits;

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -315,17 +314,10 @@ static int write_timeline(const cli_args *a, const sim_one *o, ss_err *err)
     return rc;
 }
 
-static double wall(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void print_timing(const sim_one *o, double t0)
 {
     const double *w = o->r.wall_s;
-    double all = wall() - t0;
+    double all = run_wall_s() - t0;
     fprintf(stderr,
             "timing: %.3f s in all: build %.3f s, simulate %.3f s, summary %.3f s, load and "
             "outputs %.3f s (%u of %u ranks simulated, %llu ops, %llu events)\n",
@@ -337,7 +329,7 @@ static void print_timing(const sim_one *o, double t0)
 
 static int cmd_run(const cli_args *a)
 {
-    double t0 = wall();
+    double t0 = run_wall_s();
     ss_err err;
     ss_err_clear(&err);
     sim_one o;

@@ -55,7 +55,6 @@ static int rank_mem(const spec_scenario *s, const trc *t, uint32_t k, bool serie
         memcpy(x->peak_op, r->ranks[0].peak_op, sizeof x->peak_op);
         return SS_OK;
     }
-    r->nops += prog_nops(t->p, k);
     mem_cfg mc = {(mem_model)s->alloc_model, s->expandable_segments, s->capacity_bytes,
                   k == 0 || series_all};
     int rc = mem_replay(t, k, &mc, &x->mem, err);
@@ -81,6 +80,7 @@ int sum_build(const spec_scenario *s, const trc *t, const st_bytes *st, uint32_t
     int rc = busy_times(t, &r, err);
     for (uint32_t k = 0; k < nst && !rc; k++) {
         r.ranks[k].st = st[k];
+        if (k < t->nranks) r.nops += prog_nops(t->p, k);
         rc = rank_mem(s, t, k, series_all, &r, err);
     }
     if (rc) {

@@ -86,7 +86,7 @@ static int jitter_samples(const spec_scenario *s, run_result *r, ss_err *err)
     return rc;
 }
 
-static double wall(void)
+double run_wall_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -96,13 +96,13 @@ static double wall(void)
 int run_step(const spec_scenario *s, const run_opts *o, run_result *out, ss_err *err)
 {
     run_result r = {0};
-    double t0 = wall();
+    double t0 = run_wall_s();
     int rc = plan_new(&r.pl, s, err);
     if (!rc) rc = sched_build(r.pl, &r.p, err);
     if (!rc) vary_stragglers(s, r.p);
-    double t1 = wall();
+    double t1 = run_wall_s();
     if (!rc) rc = simulate(s, r.p, &r.t, err);
-    double t2 = wall();
+    double t2 = run_wall_s();
     if (!rc) rc = states(&r, err);
     if (!rc) rc = sum_build(s, r.t, r.st, r.pl->n, o && o->series_all, &r.sum, err);
     if (!rc) {
@@ -116,7 +116,7 @@ int run_step(const spec_scenario *s, const run_opts *o, run_result *out, ss_err 
         rc = sched_init_peak(r.pl, k, &r.sum.ranks[k].init_peak, err);
     r.wall_s[RUN_T_BUILD] = t1 - t0;
     r.wall_s[RUN_T_SIMULATE] = t2 - t1;
-    r.wall_s[RUN_T_SUMMARY] = wall() - t2; /* with the jitter samples' runs, if any */
+    r.wall_s[RUN_T_SUMMARY] = run_wall_s() - t2; /* with the jitter samples' runs, if any */
     if (rc) {
         run_fini(&r);
         memset(out, 0, sizeof *out);

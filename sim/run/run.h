@@ -35,6 +35,8 @@ typedef struct run_opts {
 } run_opts;
 
 int run_step(const spec_scenario *s, const run_opts *o, run_result *out, ss_err *err);
+/* Seconds on the monotonic clock: what wall_s is measured with. */
+double run_wall_s(void);
 void run_fini(run_result *r);
 
 #endif
