@@ -18,23 +18,13 @@
 
 #include "../../sim/io/scenario.h"
 #include "../../sim/run/run.h"
+#include "load_run.h"
 
 /* models/mlp7-odd.json: (in, out), all with bias. */
 static const uint64_t shapes[7][2] = {{1001, 999}, {999, 1003}, {1003, 997}, {997, 1009},
                                       {1009, 991}, {991, 1013}, {1013, 10}};
 
 static uint64_t numel(int i) { return shapes[i][0] * shapes[i][1] + shapes[i][1]; }
-
-static void load_run(const char *name, const char **sets, size_t nsets, spec_scenario *s,
-                     run_result *r)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/scenarios/%s", SS_SOURCE_DIR, name);
-    ss_err err;
-    ss_err_clear(&err);
-    if (scn_load(path, sets, nsets, s, &err)) fail_msg("%s: %s", err.where, err.msg);
-    if (run_step(s, NULL, r, &err)) fail_msg("%s: %s", err.where, err.msg);
-}
 
 /* FULL_SHARD per block on 4 ranks: 7 units, 7 forward and 7 backward
  * all-gathers of the padded units, 7 reduce-scatters; every rank stores

@@ -18,16 +18,7 @@
 
 #include "../../sim/io/scenario.h"
 #include "../../sim/run/run.h"
-
-static void run(const char *rel, const char **sets, size_t nsets, run_result *r, spec_scenario *s)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/scenarios/%s", SS_SOURCE_DIR, rel);
-    ss_err err;
-    ss_err_clear(&err);
-    if (scn_load(path, sets, nsets, s, &err)) fail_msg("%s: %s", err.where, err.msg);
-    if (run_step(s, NULL, r, &err)) fail_msg("%s: %s", err.where, err.msg);
-}
+#include "load_run.h"
 
 /* The summary without what depends on how it was simulated. */
 static char *answer(const run_result *r)
@@ -55,7 +46,7 @@ static uint32_t compare(const char *rel, const char *extra)
     for (int k = 0; k < 2; k++) {
         spec_scenario s;
         run_result r;
-        run(rel, sets[k], extra ? 2 : 1, &r, &s);
+        load_run(rel, sets[k], extra ? 2 : 1, &s, &r);
         a[k] = answer(&r);
         sim[k] = r.sum.nsim;
         ranks[k] = r.sum.nranks;
@@ -124,7 +115,7 @@ static void test_layout_copies(void **state)
                                "training.grad_accum=4", "parallel.fold=false"}};
     run_result r[2];
     spec_scenario s[2];
-    for (int k = 0; k < 2; k++) run("moe-5t/accel-4096-cp8-pp16-ep64.json", sets[k], 6, &r[k], &s[k]);
+    for (int k = 0; k < 2; k++) load_run("moe-5t/accel-4096-cp8-pp16-ep64.json", sets[k], 6, &s[k], &r[k]);
     assert_int_equal(r[0].sum.nsim, 32);
     assert_int_equal(r[1].sum.nsim, 256);
     double rel = ((double)r[0].sum.step_ns - (double)r[1].sum.step_ns) / (double)r[1].sum.step_ns;
@@ -160,25 +151,25 @@ static void test_variation_simulates_every_rank(void **state)
     const char *jit[] = {"runtime.jitter={\"cv\": 0.05, \"seed\": 7, \"samples\": 2}"};
     spec_scenario s;
     run_result r;
-    run("seed002/zero3_full_shard_pre.json", NULL, 0, &r, &s);
+    load_run("seed002/zero3_full_shard_pre.json", NULL, 0, &s, &r);
     ss_ns base = r.sum.step_ns;
     run_fini(&r);
     spec_scenario_fini(&s);
-    run("seed002/zero3_full_shard_pre.json", slow, 1, &r, &s);
+    load_run("seed002/zero3_full_shard_pre.json", slow, 1, &s, &r);
     assert_int_equal(r.sum.nsim, 4);
     assert_true(r.sum.step_ns > base);
     run_fini(&r);
     spec_scenario_fini(&s);
-    run("seed002/zero3_full_shard_pre.json", jit, 1, &r, &s);
+    load_run("seed002/zero3_full_shard_pre.json", jit, 1, &s, &r);
     assert_int_equal(r.sum.nsim, 4);
     run_fini(&r);
     spec_scenario_fini(&s);
-    run("published/torchtitan-llama3.1-70b-fsdp32-tp8-256xh100.json", NULL, 0, &r, &s);
+    load_run("published/torchtitan-llama3.1-70b-fsdp32-tp8-256xh100.json", NULL, 0, &s, &r);
     uint32_t folded = r.sum.nsim;
     run_fini(&r);
     spec_scenario_fini(&s);
     const char *small[] = {"topology.nodes=4", "parallel.dp=4", "runtime.stragglers=[{\"rank\": 1, \"factor\": 1.2}]"};
-    run("published/torchtitan-llama3.1-70b-fsdp32-tp8-256xh100.json", small, 3, &r, &s);
+    load_run("published/torchtitan-llama3.1-70b-fsdp32-tp8-256xh100.json", small, 3, &s, &r);
     assert_int_equal(folded, 8);
     assert_int_equal(r.sum.nsim, 32);
     run_fini(&r);

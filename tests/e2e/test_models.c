@@ -36,6 +36,15 @@ static int load(const char *model, const char *extra, spec_scenario *s)
     return rc;
 }
 
+/* The plan of `model` in load's scenario. */
+static plan *load_plan(const char *model, spec_scenario *s)
+{
+    load(model, "", s);
+    plan *p = NULL;
+    assert_int_equal(plan_new(&p, s, NULL), SS_OK);
+    return p;
+}
+
 static void test_parameter_counts(void **state)
 {
     (void)state;
@@ -47,9 +56,7 @@ static void test_parameter_counts(void **state)
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         spec_scenario s;
-        load(rows[i].m, "", &s);
-        plan *p;
-        assert_int_equal(plan_new(&p, &s, NULL), SS_OK);
+        plan *p = load_plan(rows[i].m, &s);
         double n = (double)p->total_numel, err = (n - rows[i].published) / rows[i].published;
         print_message("  %-14s %18.0f params (%+.3f%% from published)\n", rows[i].m, n, 100 * err);
         if (err > 0.005 || err < -0.005) fail_msg("%s: %.0f vs %.0f", rows[i].m, n, rows[i].published);
@@ -64,9 +71,7 @@ static void test_flops_per_token(void **state)
 {
     (void)state;
     spec_scenario s;
-    load("llama3-8b", "", &s);
-    plan *p;
-    assert_int_equal(plan_new(&p, &s, NULL), SS_OK);
+    plan *p = load_plan("llama3-8b", &s);
     double want = 6.0 * (8030261248.0 - 128256.0 * 4096) + 12.0 * 32 * 32 * 128 * 4096;
     assert_true(p->flops_per_token > want * 0.9999 && p->flops_per_token < want * 1.0001);
     assert_int_equal(p->tokens, 4096);
@@ -82,9 +87,7 @@ static void test_moe_active(void **state)
 {
     (void)state;
     spec_scenario s;
-    load("mixtral-8x7b", "", &s);
-    plan *p;
-    assert_int_equal(plan_new(&p, &s, NULL), SS_OK);
+    plan *p = load_plan("mixtral-8x7b", &s);
     double expert = 3.0 * 4096 * 14336;
     double active = (double)p->total_numel - 32000.0 * 4096 - 32 * 6 * expert;
     double want = 6.0 * active + 12.0 * 32 * 32 * 128 * 4096;
@@ -130,9 +133,7 @@ static void test_layer_costs(void **state)
 {
     (void)state;
     spec_scenario s;
-    load("llama3-8b", "", &s);
-    plan *p;
-    assert_int_equal(plan_new(&p, &s, NULL), SS_OK);
+    plan *p = load_plan("llama3-8b", &s);
     const uint64_t t = 4096, h = 4096, f = 14336, c = 2, kv = 1024;
     ss_ns norm = plan_mem_ns(p, 3 * t * h * c), res = plan_mem_ns(p, 3 * t * h * c);
     const plan_block *m = plan_find(p, "layers.0.mlp");

@@ -242,6 +242,17 @@ static void test_coll_late_arrival(void **state)
     prog_free(p);
 }
 
+/* Group a's calls on ranks 0 and 1: A#0 and A#1 on rank 0's REDUCE
+ * stream; on rank 1, A#0, a 2000-ns compute, then A#1 on UNSHARD after it. */
+static void pair_a(prog *p, uint32_t ga)
+{
+    coll(p, 0, "a0", PROG_COLL_ALL_REDUCE, ga, PROG_REDUCE, 400, NULL);
+    coll(p, 0, "a1", PROG_COLL_ALL_REDUCE, ga, PROG_REDUCE, 1000, NULL);
+    coll(p, 1, "a0", PROG_COLL_ALL_REDUCE, ga, PROG_REDUCE, 400, NULL);
+    uint32_t c1 = op(p, 1, "c1", PROG_COMPUTE, 0, 2000, NULL);
+    coll(p, 1, "a1", PROG_COLL_ALL_REDUCE, ga, PROG_UNSHARD, 1000, &c1);
+}
+
 /* Two groups, A = {0,1} and B = {2,3}, all host costs 0.
  * rank 0: A#0 (reduce, 400 B), A#1 (reduce, 1000 B)
  * rank 1: A#0 (reduce, 400 B), c1 (compute 2000), A#1 (unshard, 1000 B, dep c1)
@@ -259,11 +270,7 @@ static void test_two_groups(void **state)
     prog *p = new_prog(4);
     uint32_t ra[2] = {0, 1}, rb[2] = {2, 3};
     uint32_t ga = group(p, ra, 2), gb = group(p, rb, 2);
-    coll(p, 0, "a0", PROG_COLL_ALL_REDUCE, ga, PROG_REDUCE, 400, NULL);
-    coll(p, 0, "a1", PROG_COLL_ALL_REDUCE, ga, PROG_REDUCE, 1000, NULL);
-    coll(p, 1, "a0", PROG_COLL_ALL_REDUCE, ga, PROG_REDUCE, 400, NULL);
-    uint32_t c1 = op(p, 1, "c1", PROG_COMPUTE, 0, 2000, NULL);
-    coll(p, 1, "a1", PROG_COLL_ALL_REDUCE, ga, PROG_UNSHARD, 1000, &c1);
+    pair_a(p, ga);
     uint32_t c2 = op(p, 2, "c2", PROG_COMPUTE, 0, 1000, NULL);
     coll(p, 2, "b0", PROG_COLL_REDUCE_SCATTER, gb, PROG_REDUCE, 0, &c2);
     coll(p, 3, "b0", PROG_COLL_REDUCE_SCATTER, gb, PROG_REDUCE, 0, NULL);
@@ -301,11 +308,7 @@ static void test_shared_programs(void **state)
     prog *p = new_prog(4);
     uint32_t ra[2] = {0, 1}, rb[2] = {2, 3};
     uint32_t ga = group(p, ra, 2), gb = group(p, rb, 2);
-    coll(p, 0, "a0", PROG_COLL_ALL_REDUCE, ga, PROG_REDUCE, 400, NULL);
-    coll(p, 0, "a1", PROG_COLL_ALL_REDUCE, ga, PROG_REDUCE, 1000, NULL);
-    coll(p, 1, "a0", PROG_COLL_ALL_REDUCE, ga, PROG_REDUCE, 400, NULL);
-    uint32_t c1 = op(p, 1, "c1", PROG_COMPUTE, 0, 2000, NULL);
-    coll(p, 1, "a1", PROG_COLL_ALL_REDUCE, ga, PROG_UNSHARD, 1000, &c1);
+    pair_a(p, ga);
     ss_err err;
     ss_err_clear(&err);
     assert_int_equal(prog_rank_share(p, 2, 0, NULL, NULL, 0, &err), SS_E_INTERNAL); /* not in a */
