@@ -235,13 +235,12 @@ static int check_device(const spec_scenario *s, ss_err *err)
     return SS_OK;
 }
 
-/* Symmetric folding applies when every rank of a role runs the same
- * program: not under per-rank variation (stragglers, jitter), which only
- * every rank simulated can show. */
-static bool can_fold(const spec_scenario *s)
-{
-    return s->par.fold && !s->nstragglers && !s->jitter_samples;
-}
+/* Per-rank variation (stragglers, jitter) gives ranks of one role their
+ * own ops: only every rank simulated, each with its own program, shows it. */
+static bool uniform(const spec_scenario *s) { return !s->nstragglers && !s->jitter_samples; }
+
+/* Symmetric folding applies when every rank of a role runs the same program. */
+static bool can_fold(const spec_scenario *s) { return s->par.fold && uniform(s); }
 
 /* Without a layout, DDP and FSDP ranks are identical by construction, but
  * for ZeroRedundancyOptimizer's per-rank parameter owners and FSDP's
@@ -300,7 +299,7 @@ int plan_layout(plan *p, ss_err *err)
     p->replica = par->tp * par->cp * par->pp;
     p->world = p->replica * p->s->dp;
     p->n = can_fold(p->s) ? p->replica : p->world;
-    p->share = !p->s->nstragglers && !p->s->jitter_samples;
+    p->share = uniform(p->s);
     p->dense_dp = p->s->dp * par->cp;
     p->expert_dp = par->tp * par->cp * p->s->dp / par->ep;
     p->shard_n = p->dense_dp;
