@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "dsconfig.h"
 #include "json.h"
 #include "machine.h"
 #include "profile.h"
@@ -233,14 +234,13 @@ static int load_wrap(js_node sh, spec_sharding *s, ss_err *err)
     return SS_OK;
 }
 
-static int load_sharding(js_node root, spec_sharding *s, ss_err *err)
+static int load_sharding_obj(js_node n, spec_sharding *s, ss_err *err)
 {
-    js_node n, cap;
+    js_node cap;
     int strat, bwd;
     double mb = 25.0;
-    int rc = js_need(root, "sharding", &n, err);
-    if (rc || (rc = js_want_obj(n, err)) ||
-        (rc = js_keys_check(n, KEYS("strategy", "bucket_cap_mb", "gradient_as_bucket_view",
+    int rc = js_want_obj(n, err);
+    if (rc || (rc = js_keys_check(n, KEYS("strategy", "bucket_cap_mb", "gradient_as_bucket_view",
                                     "parameters_as_bucket_view", "backward_prefetch",
                                     "forward_prefetch", "limit_all_gathers",
                                     "use_orig_params", "no_sync", "wrap",
@@ -262,6 +262,113 @@ static int load_sharding(js_node root, spec_sharding *s, ss_err *err)
     /* PyTorch DDP: only the default cap (none given) starts with a 1 MiB
      * first bucket; an explicit bucket_cap_mb applies to every bucket. */
     s->first_bucket_bytes = js_get(n, "bucket_cap_mb", &cap) ? s->bucket_cap_bytes : SS_MIB;
+    return SS_OK;
+}
+
+/* "sharding": a runtime's knobs, or DeepSpeed's config (a file named by a
+ * string, or inline with strategy "deepspeed"): io/dsconfig.h. */
+static int load_sharding(js_node root, spec_scenario *s, ss_err *err)
+{
+    js_node n, st;
+    int rc = js_need(root, "sharding", &n, err);
+    if (rc) return rc;
+    bool file = js_is_str(n);
+    if (!file && !(js_get(n, "strategy", &st) && js_is_str(st) &&
+                   strcmp(st.j->valuestring, "deepspeed") == 0))
+        return load_sharding_obj(n, &s->shard, err);
+    js_doc doc = {0};
+    if (file) rc = js_load_ref(root, "sharding", &doc, &n, err);
+    if (!rc && file && js_get(n, "strategy", &st) &&
+        !(js_is_str(st) && strcmp(st.j->valuestring, "deepspeed") == 0))
+        rc = js_failf(st, err, "a sharding file is a DeepSpeed config; put other runtimes' "
+                               "sharding sections in the scenario");
+    s->shard = (spec_sharding){.strategy = SPEC_DEEPSPEED, .wrap = SPEC_WRAP_PER_BLOCK};
+    if (!rc) rc = dsc_load(n, root, s, err);
+    js_doc_fini(&doc);
+    return rc;
+}
+
+/* PCIe between the host and one GPU: the GPU's PCIe link in a graph
+ * topology, shared with the other GPUs behind its switch's uplink to the
+ * CPU; 25 GB/s (PCIe 4.0 x16 as cudaMemcpy reaches it) otherwise. */
+static double host_link_Bps(const spec_topology *t)
+{
+    double gpu = 0, up = 0;
+    uint32_t behind = 1;
+    for (uint32_t i = 0; t->graph && i < t->nlgroups; i++) {
+        const spec_lgroup *l = &t->lg[i];
+        if (l->kind != SPEC_L_PCIE) continue;
+        double bw = l->Bps * (l->efficiency > 0 ? l->efficiency : 1);
+        uint8_t other = l->from == 0 ? l->to : l->to == 0 ? l->from : UINT8_MAX;
+        if (other != UINT8_MAX && t->vg[other].kind == SPEC_V_PCIE_SWITCH) {
+            gpu = bw;
+            behind = t->vg[other].count ? t->gpus_per_node / t->vg[other].count : 1;
+        }
+        bool to_cpu = t->vg[l->from].kind == SPEC_V_CPU || t->vg[l->to].kind == SPEC_V_CPU;
+        bool from_sw = t->vg[l->from].kind == SPEC_V_PCIE_SWITCH ||
+                       t->vg[l->to].kind == SPEC_V_PCIE_SWITCH;
+        if (to_cpu && from_sw) up = bw;
+    }
+    if (gpu <= 0) return 25e9;
+    double shared = up > 0 && behind ? up / behind : gpu;
+    return shared < gpu ? shared : gpu;
+}
+
+/* "offload": where the optimizer side and the parameters live, and the
+ * rates of the host path. A DeepSpeed config's offload_* set the devices
+ * too; both may be given only if they agree. Other runtimes' offload is
+ * not modelled yet. */
+static int load_offload(js_node root, spec_scenario *s, ss_err *err)
+{
+    js_node n = {0}, k;
+    bool given = js_get(root, "offload", &n);
+    spec_offload *o = &s->off;
+    spec_offload_dev dso = o->optimizer, dsp = o->params;
+    int opt = dso, par = dsp;
+    double pcie = host_link_Bps(&s->topo) / 1e9, nvme = 3, cpu = 1, host = 0;
+    int rc = SS_OK;
+    if (given &&
+        ((rc = js_want_obj(n, err)) ||
+         (rc = js_keys_check(n, KEYS("optimizer", "params", "pin_memory", "pcie_GBps", "nvme_GBps",
+                                     "cpu_optimizer_Gelems_per_s", "host_memory_gib"), err)) ||
+         (rc = js_enum(n, "optimizer", false, dso, spec_offload_names, SPEC_NOFF, &opt, err)) ||
+         (rc = js_enum(n, "params", false, dsp, spec_offload_names, SPEC_NOFF, &par, err)) ||
+         (rc = js_bool(n, "pin_memory", false, o->pin_memory, &o->pin_memory, err)) ||
+         (rc = js_num(n, "pcie_GBps", false, pcie, 0.01, 1e4, &pcie, err)) ||
+         (rc = js_num(n, "nvme_GBps", false, nvme, 0.01, 1e4, &nvme, err)) ||
+         (rc = js_num(n, "cpu_optimizer_Gelems_per_s", false, cpu, 1e-4, 1e4, &cpu, err)) ||
+         (rc = js_num(n, "host_memory_gib", false, 0, 0, 1e9, &host, err))))
+        return rc;
+    if (s->shard.strategy == SPEC_DEEPSPEED &&
+        ((dso != SPEC_OFF_NONE && opt != (int)dso) || (dsp != SPEC_OFF_NONE && par != (int)dsp))) {
+        js_get(n, opt != (int)dso ? "optimizer" : "params", &k);
+        return js_failf(k, err, "the DeepSpeed config offloads to %s",
+                        spec_offload_names[opt != (int)dso ? dso : dsp]);
+    }
+    bool any = opt != SPEC_OFF_NONE || par != SPEC_OFF_NONE;
+    if (any && s->shard.strategy != SPEC_DEEPSPEED)
+        return js_failf(n, err, "offload is modelled for sharding.strategy deepspeed only");
+    if (par != SPEC_OFF_NONE && s->ds.stage != 3) {
+        js_get(n, "params", &k);
+        return js_failf(k, err, "parameter offload needs ZeRO stage 3");
+    }
+    o->optimizer = (spec_offload_dev)opt;
+    o->params = (spec_offload_dev)par;
+    o->pcie_Bps = pcie * 1e9;
+    o->nvme_Bps = nvme * 1e9;
+    o->cpu_optim_eps = cpu * 1e9;
+    o->host_bytes = (uint64_t)(host * 1024.0 * 1024.0 * 1024.0);
+    return SS_OK;
+}
+
+/* DeepSpeed steps with its fused Adam kernel unless the scenario says
+ * otherwise. */
+static int ds_optimizer_impl(js_node root, spec_scenario *s, ss_err *err)
+{
+    js_node o, k;
+    (void)err;
+    js_get(root, "optimizer", &o);
+    if (s->shard.strategy == SPEC_DEEPSPEED && !js_get(o, "impl", &k)) s->opt.impl = SPEC_IMPL_FUSED;
     return SS_OK;
 }
 
@@ -686,7 +793,8 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
     int rc = js_want_obj(root, err);
     if (rc || (rc = js_keys_check(root, KEYS("name", "description", "assumptions", "model",
                                              "topology", "parallel", "training", "precision",
-                                             "optimizer", "sharding", "runtime", "network", "calibration",
+                                             "optimizer", "sharding", "offload", "runtime", "network",
+                                             "calibration",
                                              "allocator", "init",
                                              "expect"),
                                  err)) ||
@@ -695,7 +803,8 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
         (rc = load_refs(root, s, err)) || (rc = load_layout(root, s, err)) ||
         (rc = load_precision(root, &s->prec, err)) ||
         (rc = load_optimizer(root, &s->opt, err)) ||
-        (rc = load_sharding(root, &s->shard, err)) || (rc = load_hybrid(root, s, err)) ||
+        (rc = load_sharding(root, s, err)) || (rc = load_hybrid(root, s, err)) ||
+        (rc = load_offload(root, s, err)) || (rc = ds_optimizer_impl(root, s, err)) ||
         (rc = layout_check(root, s, err)) || (rc = load_runtime(root, s, err)) ||
         (rc = load_network(root, s, err)) || (rc = load_calibration(root, s, err)) ||
         (rc = load_allocator(root, s, err)) || (rc = load_init(root, s, err)) ||

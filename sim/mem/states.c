@@ -123,6 +123,50 @@ static void st_pick(const st_input *in, const st_elems *e, uint64_t lp[3][2])
     }
 }
 
+static bool ds_kind(st_kind k) { return k == ST_DS_ZERO1 || k == ST_DS_ZERO2 || k == ST_DS_ZERO3; }
+
+/* DeepSpeed: which counts each state uses (lp as st_pick's); *part is
+ * the parameters' partition, which offload_param moves to the host (the
+ * persistent parameters of stage 3 stay whole on the device). */
+static void ds_pick(const st_input *in, const st_elems *e, uint64_t lp[3][2], uint64_t *part)
+{
+    bool s3 = in->kind == ST_DS_ZERO3;
+    uint64_t log = s3 ? e->unit_log : e->flat_log, phys = s3 ? e->unit_phys : e->flat_phys;
+    uint64_t plog = s3 ? log : e->full, pphys = s3 ? phys : e->full;
+    *part = pphys;
+    for (uint32_t i = 0; s3 && i < in->count; i++)
+        if (in->numels[i] < in->persist_below) {
+            plog += in->numels[i];
+            pphys += in->numels[i];
+        }
+    lp[0][0] = plog;
+    lp[0][1] = pphys;
+    bool whole = in->kind == ST_DS_ZERO1, none = in->off_optim && !whole;
+    lp[1][0] = none ? 0 : whole ? e->full : log;
+    lp[1][1] = none ? 0 : whole ? e->full : phys;
+    lp[2][0] = log;
+    lp[2][1] = phys;
+}
+
+static int ds_finish(const st_input *in, uint64_t lp[3][2], uint64_t part, st_bytes *b)
+{
+    /* The step reads an fp32 copy of the gradient partition unless the
+     * gradients are kept in fp32 (stage 3's grad_accum_dtype); under
+     * offload it is the host's fp32 buffer the gradients are copied to. */
+    uint32_t g = spec_dtype_size(in->prec.grad), m = spec_dtype_size(in->prec.master);
+    bool copy = m && (g != m || in->off_optim);
+    if (copy && st_amt(lp[2][0], lp[2][1], m, &b->grad32)) return SS_E_OVERFLOW;
+    if (in->off_params && ss_mul_u64(part, spec_dtype_size(in->prec.param), &b->param.host))
+        return SS_E_OVERFLOW;
+    if (in->off_optim) {
+        b->master.host = b->master.physical;
+        b->optim.host = b->optim.physical;
+        b->grad32.host = b->grad32.physical;
+    }
+    b->host = b->param.host + b->master.host + b->optim.host + b->grad32.host;
+    return SS_OK;
+}
+
 int st_compute(const st_input *in, st_bytes *out, ss_err *err)
 {
     if (in->n == 0 || in->rank >= in->n)
@@ -132,8 +176,9 @@ int st_compute(const st_input *in, st_bytes *out, ss_err *err)
     st_elems e;
     int rc = st_count(in, &e, err);
     if (rc) return rc;
-    uint64_t lp[3][2];
-    st_pick(in, &e, lp);
+    uint64_t lp[3][2], part = 0;
+    if (ds_kind(in->kind)) ds_pick(in, &e, lp, &part);
+    else st_pick(in, &e, lp);
     st_bytes b = {0};
     uint32_t osz = st_optim_elem_bytes(&in->opt, in->prec.optim);
     if (st_amt(lp[0][0], lp[0][1], spec_dtype_size(in->prec.param), &b.param) ||
@@ -141,8 +186,10 @@ int st_compute(const st_input *in, st_bytes *out, ss_err *err)
         st_amt(lp[2][0], lp[2][1], spec_dtype_size(in->prec.master), &b.master) ||
         st_amt(lp[2][0], lp[2][1], osz, &b.optim))
         return ss_fail(err, SS_E_OVERFLOW, NULL, "state bytes overflow 64 bits");
-    uint64_t t = 0;
-    if (ss_add_u64(b.param.physical, b.grad.physical, &t) ||
+    if (ds_kind(in->kind) && ds_finish(in, lp, part, &b))
+        return ss_fail(err, SS_E_OVERFLOW, NULL, "state bytes overflow 64 bits");
+    uint64_t t = b.grad32.physical;
+    if (ss_add_u64(t, b.param.physical, &t) || ss_add_u64(t, b.grad.physical, &t) ||
         ss_add_u64(t, b.master.physical, &t) || ss_add_u64(t, b.optim.physical, &t))
         return ss_fail(err, SS_E_OVERFLOW, NULL, "state bytes overflow 64 bits");
     b.total_physical = t;

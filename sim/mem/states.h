@@ -14,6 +14,12 @@
  * shard (physical). SHARD_GRAD_OP holds sharded parameters at the optimizer
  * boundary (PyTorch reshards after backward), unlike canonical ZeRO-2.
  *
+ * DeepSpeed's own accounting (stage_1_and_2.py, stage3.py): bit16
+ * parameters, bit16 gradients (stage 1 whole, 2 and 3 partitioned), fp32
+ * master and optimizer states partitioned, and the fp32 gradient partition
+ * the step reads; the gradients go straight to the host's fp32 buffer
+ * under optimizer offload (stages 2 and 3), so none stay on the device.
+ *
  * Pure arithmetic, overflow-checked: no allocation, no knowledge of time.
  * Source of the formulas: seeds/002 (state table and FlatParameter padding),
  * DeepSpeed runtime/zero/config.py stage definitions quoted there.
@@ -32,7 +38,10 @@
     X(ZERO1_ZRO, "zero1_zero_redundancy")                                      \
     X(FSDP_FULL_SHARD, "full_shard")                                           \
     X(FSDP_SHARD_GRAD_OP, "shard_grad_op")                                     \
-    X(FSDP_NO_SHARD, "no_shard")
+    X(FSDP_NO_SHARD, "no_shard")                                               \
+    X(DS_ZERO1, "deepspeed_zero1")                                             \
+    X(DS_ZERO2, "deepspeed_zero2")                                             \
+    X(DS_ZERO3, "deepspeed_zero3")
 
 #define ST_ENUM_(id, name) ST_##id,
 typedef enum { ST_KINDS(ST_ENUM_) ST_NKINDS } st_kind;
@@ -49,15 +58,27 @@ typedef struct st_input {
     spec_precision prec;
     spec_optimizer_cfg opt;
     bool use_orig_params; /* FSDP only */
+    /* DeepSpeed kinds. Stages 1-2 count one flat buffer of every parameter,
+     * stage 3 one partition per parameter (numels are parameters), those
+     * under persist_below (stage3_param_persistence_threshold) also whole.
+     * Offload moves the optimizer side (master, optimizer states, fp32
+     * gradients) and/or the parameter partitions to the host. */
+    uint64_t persist_below;
+    bool off_optim, off_params;
 } st_input;
 
+/* host: the part of physical held in host memory (offload). */
 typedef struct st_amount {
-    ss_bytes logical, physical;
+    ss_bytes logical, physical, host;
 } st_amount;
 
+/* total_physical sums the four states and grad32 wherever they live; host
+ * is the part of it in host memory (offload). grad32 is DeepSpeed's fp32
+ * gradient partition, the copy the optimizer step reads when the gradients
+ * are kept in another dtype (zero for the other kinds). */
 typedef struct st_bytes {
-    st_amount param, grad, master, optim;
-    ss_bytes total_physical;
+    st_amount param, grad, master, optim, grad32;
+    ss_bytes total_physical, host;
 } st_bytes;
 
 /* Compute the states of in->rank. Errors: n == 0, rank >= n, overflow. */

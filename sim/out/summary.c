@@ -171,6 +171,8 @@ static cJSON *json_rank(const sum_report *r, uint32_t k)
     add_u64(o, "master_bytes", sr->st.master.physical);
     add_u64(o, "optim_bytes", sr->st.optim.physical);
     add_u64(o, "optim_logical_bytes", sr->st.optim.logical);
+    add_u64(o, "grad_fp32_bytes", sr->st.grad32.physical);
+    add_u64(o, "host_bytes", sr->st.host);
     add_u64(o, "steady_bytes", sr->mem.end);
     add_u64(o, "peak_allocated_bytes", sr->mem.peak);
     add_u64(o, "peak_reserved_bytes", sr->mem.peak_reserved);
@@ -198,6 +200,27 @@ static ss_bytes max_of(const sum_report *r, max_what w)
         if (v > m) m = v;
     }
     return m;
+}
+
+/* Host memory per node: the offloaded states of the node's ranks (ranks
+ * fill nodes in order). */
+static ss_bytes max_host_per_node(const sum_report *r)
+{
+    uint32_t g = r->s->topo.gpus_per_node ? r->s->topo.gpus_per_node : 1;
+    ss_bytes m = 0, node = 0;
+    for (uint32_t k = 0; k < r->nranks; k++) {
+        node += r->ranks[k].st.host;
+        if ((k + 1) % g == 0 || k + 1 == r->nranks) {
+            if (node > m) m = node;
+            node = 0;
+        }
+    }
+    return m;
+}
+
+static bool host_fits(const sum_report *r)
+{
+    return !r->s->off.host_bytes || max_host_per_node(r) <= r->s->off.host_bytes;
 }
 
 static bool all_fit(const sum_report *r)
@@ -276,6 +299,29 @@ static void json_time(cJSON *root, const sum_report *r)
     cJSON_AddNumberToObject(t, "host_s", secs(r->host_ns));
 }
 
+/* DeepSpeed: the zero_optimization values that ran (after "auto" and the
+ * defaults), so a summary says which config it is. */
+static void json_deepspeed(cJSON *root, const sum_report *r)
+{
+    if (r->s->shard.strategy != SPEC_DEEPSPEED) return;
+    const spec_deepspeed *d = &r->s->ds;
+    cJSON *o = cJSON_AddObjectToObject(root, "deepspeed");
+    add_u64(o, "stage", d->stage);
+    cJSON_AddBoolToObject(o, "overlap_comm", d->overlap_comm);
+    cJSON_AddBoolToObject(o, "contiguous_gradients", d->contiguous_gradients);
+    add_u64(o, "reduce_bucket_size", d->reduce_bucket);
+    add_u64(o, "allgather_bucket_size", d->allgather_bucket);
+    add_u64(o, "stage3_prefetch_bucket_size", d->prefetch_bucket);
+    add_u64(o, "stage3_max_live_parameters", d->max_live);
+    add_u64(o, "stage3_max_reuse_distance", d->max_reuse);
+    add_u64(o, "stage3_param_persistence_threshold", d->persistence_threshold);
+    add_u64(o, "zero_hpz_partition_size", d->hpz);
+    cJSON_AddBoolToObject(o, "zero_quantized_weights", d->quantized_weights);
+    cJSON_AddBoolToObject(o, "zero_quantized_gradients", d->quantized_gradients);
+    cJSON_AddStringToObject(o, "offload_optimizer", spec_offload_names[r->s->off.optimizer]);
+    cJSON_AddStringToObject(o, "offload_param", spec_offload_names[r->s->off.params]);
+}
+
 char *sum_json(const sum_report *r)
 {
     cJSON *root = cJSON_CreateObject();
@@ -298,6 +344,7 @@ char *sum_json(const sum_report *r)
         cJSON_AddNumberToObject(sd, "max_s", d.max);
     }
     json_layout(root, r);
+    json_deepspeed(root, r);
     json_time(root, r);
     json_throughput(root, r);
     cJSON *mem = cJSON_AddObjectToObject(root, "memory");
@@ -310,6 +357,9 @@ char *sum_json(const sum_report *r)
     add_u64(mem, "max_peak_reserved_bytes", max_of(r, MAX_RESERVED));
     cJSON_AddStringToObject(mem, "init_mode", spec_init_names[r->s->init_mode]);
     add_u64(mem, "max_init_peak_bytes", max_of(r, MAX_INIT));
+    add_u64(mem, "max_host_bytes_per_node", max_host_per_node(r));
+    add_u64(mem, "host_capacity_bytes", r->s->off.host_bytes);
+    cJSON_AddBoolToObject(mem, "host_fits", host_fits(r));
     cJSON *pr = cJSON_AddArrayToObject(mem, "per_rank");
     for (uint32_t k = 0; k < r->nranks; k++) cJSON_AddItemToArray(pr, json_rank(r, k));
     cJSON_AddStringToObject(mem, "timeline_columns", "time_s, allocated_bytes, reserved_bytes");
@@ -364,12 +414,18 @@ static void text_memory(const sum_report *r, FILE *f)
     if (!all_fit(r))
         fprintf(f, "  out of memory: the peak reserved exceeds %.2f MiB on some rank\n",
                 mib(r->s->capacity_bytes));
+    if (max_host_per_node(r))
+        fprintf(f, "  host memory: %.2f MiB per node of offloaded states (%s)%s\n",
+                mib(max_host_per_node(r)), r->s->off.pin_memory ? "pinned" : "pageable",
+                host_fits(r) ? "" : ", MORE THAN THE NODE HAS");
 }
 
 void sum_text(const sum_report *r, FILE *f)
 {
-    fprintf(f, "%s  [%s, %u ranks]\n", r->s->name, spec_strategy_names[r->s->shard.strategy],
-            r->nranks);
+    char stage[16] = "";
+    if (r->s->shard.strategy == SPEC_DEEPSPEED) snprintf(stage, sizeof stage, " zero%u", r->s->ds.stage);
+    fprintf(f, "%s  [%s%s, %u ranks]\n", r->s->name, spec_strategy_names[r->s->shard.strategy],
+            stage, r->nranks);
     fprintf(f, "  step time        %10.3f ms\n", secs(r->step_ns) * 1e3);
     if (r->nsamples) {
         dist d = distribution(r);

@@ -244,12 +244,15 @@ static bool can_fold(const spec_scenario *s) { return s->par.fold && uniform(s);
 
 /* Without a layout, DDP and FSDP ranks are identical by construction, but
  * for ZeroRedundancyOptimizer's per-rank parameter owners and FSDP's
- * use_orig_params, whose optimizer steps each rank's own parameter views. */
+ * use_orig_params, whose optimizer steps each rank's own parameter views.
+ * DeepSpeed is simulated on every rank (its hpZ groups have no folded form). */
 static uint32_t sim_ranks(const plan *p)
 {
     const spec_scenario *s = p->s;
     bool views = s->shard.use_orig_params && s->shard.strategy != SPEC_NO_SHARD && p->shard_n > 1;
-    if (!can_fold(s) || s->shard.strategy == SPEC_ZERO1 || views) return p->n;
+    if (!can_fold(s) || s->shard.strategy == SPEC_ZERO1 || views ||
+        s->shard.strategy == SPEC_DEEPSPEED)
+        return p->n;
     return 1;
 }
 

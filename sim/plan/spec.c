@@ -13,6 +13,7 @@ const char *const spec_impl_names[] = {SPEC_OPT_IMPL(SPEC_NAME2_)};
 const char *const spec_block_names[] = {SPEC_BLOCK_TYPES(SPEC_NAME2_)};
 const char *const spec_dtype_names[] = {SPEC_DTYPES(SPEC_NAME3_)};
 const char *const spec_init_names[] = {SPEC_INIT_MODES(SPEC_NAME2_)};
+const char *const spec_offload_names[] = {SPEC_OFFLOAD_DEVS(SPEC_NAME2_)};
 const char *const spec_act_names[] = {SPEC_ACTIVATIONS(SPEC_NAME2_)};
 const char *const spec_recompute_names[] = {SPEC_RECOMPUTE(SPEC_NAME2_)};
 const char *const spec_vkind_names[] = {SPEC_VKINDS(SPEC_NAME2_)};

@@ -26,7 +26,8 @@
     X(FULL_SHARD, "full_shard")                                                \
     X(NO_SHARD, "no_shard")                                                    \
     X(HYBRID_SHARD, "hybrid_shard")                                            \
-    X(HYBRID_SHARD_ZERO2, "hybrid_shard_zero2")
+    X(HYBRID_SHARD_ZERO2, "hybrid_shard_zero2")                                \
+    X(DEEPSPEED, "deepspeed")
 
 /* FSDP1 backward_prefetch. */
 #define SPEC_BWD_PREFETCH(X)                                                   \
@@ -335,6 +336,48 @@ typedef struct spec_sharding {
     uint32_t shard_group_size;
 } spec_sharding;
 
+/* DeepSpeed ZeRO (sharding.strategy "deepspeed"): the keys of a DeepSpeed
+ * config's zero_optimization section, in DeepSpeed's units (elements, not
+ * bytes). io/dsconfig.c fills it from a DeepSpeed JSON config. */
+typedef struct spec_deepspeed {
+    uint32_t stage;                 /* 1, 2 or 3 */
+    bool overlap_comm;              /* reductions on their own stream */
+    bool contiguous_gradients;      /* reduced gradients copied into one buffer */
+    uint64_t reduce_bucket;         /* reduce_bucket_size */
+    uint64_t allgather_bucket;      /* allgather_bucket_size (stages 1-2) */
+    uint64_t prefetch_bucket;       /* stage3_prefetch_bucket_size */
+    uint64_t max_live;              /* stage3_max_live_parameters */
+    uint64_t max_reuse;             /* stage3_max_reuse_distance */
+    uint64_t persistence_threshold; /* stage3_param_persistence_threshold */
+    uint64_t sub_group;             /* sub_group_size */
+    uint32_t hpz;                   /* zero_hpz_partition_size (ZeRO++ hpZ); 1 = off */
+    bool quantized_weights;         /* zero_quantized_weights (ZeRO++ qwZ) */
+    bool quantized_gradients;       /* zero_quantized_gradients (ZeRO++ qgZ) */
+} spec_deepspeed;
+
+/* Where a state is offloaded (the "offload" section, or a DeepSpeed
+ * config's offload_optimizer / offload_param). */
+#define SPEC_OFFLOAD_DEVS(X)                                                   \
+    X(NONE, "none")                                                            \
+    X(CPU, "cpu")                                                              \
+    X(NVME, "nvme")
+#define SPEC_ENUM2_(id, name) SPEC_OFF_##id,
+typedef enum { SPEC_OFFLOAD_DEVS(SPEC_ENUM2_) SPEC_NOFF } spec_offload_dev;
+#undef SPEC_ENUM2_
+extern const char *const spec_offload_names[SPEC_NOFF];
+
+/* Offload as its own axis: the optimizer step (master weights, optimizer
+ * states, fp32 gradients) and/or the parameter shards live on the host;
+ * copies cross PCIe on the copy stream, the optimizer runs on the CPU. */
+typedef struct spec_offload {
+    spec_offload_dev optimizer, params;
+    bool pin_memory;
+    double pcie_Bps;      /* host <-> one GPU, each direction */
+    double nvme_Bps;      /* nvme: what one rank reads or writes per second */
+    double cpu_optim_eps; /* optimizer elements one rank's CPU steps per second */
+    uint64_t host_bytes;  /* host memory per node (0: not checked) */
+} spec_offload;
+
 /* One expectation on a summary key (scenario "expect" block). */
 typedef enum { SPEC_EXP_NUM, SPEC_EXP_BOOL, SPEC_EXP_STR } spec_exp_kind;
 
@@ -389,6 +432,8 @@ typedef struct spec_scenario {
     spec_precision prec;
     spec_optimizer_cfg opt;
     spec_sharding shard;
+    spec_deepspeed ds;       /* strategy deepspeed */
+    spec_offload off;
     uint64_t resident_bytes; /* allocated outside the model (workspaces) */
     int alloc_model;         /* mem_model of mem/replay.h: 0 caching, 1 ideal */
     bool expandable_segments;

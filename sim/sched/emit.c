@@ -182,17 +182,22 @@ void em_states(em *e, const em_tensors *params, const em_tensors *optim)
     uint32_t pe = spec_dtype_size(s->prec.param), me = spec_dtype_size(s->prec.master);
     uint32_t oe = spec_dtype_size(s->prec.optim);
     uint32_t nmom = st_optim_elem_bytes(&s->opt, s->prec.optim) / (oe ? oe : 1);
+    /* Offloaded states live on the host: the optimizer's side as a whole,
+     * the parameters' partitions (params lists only the device's). */
+    bool host_optim = e->st.optim.host || e->st.master.host;
     for (uint32_t i = 0; i < params->n; i++)
         em_tensor(e, PROG_MEM_PARAM, params->numel[i] * pe, true, "param.%u", i);
-    for (uint32_t i = 0; i < optim->n; i++) {
+    for (uint32_t i = 0; !host_optim && i < optim->n; i++) {
         if (me) em_tensor(e, PROG_MEM_OPTIM, optim->numel[i] * me, true, "master.%u", i);
         for (uint32_t k = 0; k < nmom; k++)
             em_tensor(e, PROG_MEM_OPTIM, optim->numel[i] * oe, true, "optim.%u.%s", i,
                       k ? "exp_avg_sq" : s->opt.type == SPEC_OPT_SGD ? "momentum" : "exp_avg");
     }
-    check_total(e, "parameter", sum_of(params), pe, e->st.param.physical);
-    check_total(e, "optimizer-state", sum_of(optim) * nmom, oe, e->st.optim.physical);
-    check_total(e, "master-weight", sum_of(optim), me, e->st.master.physical);
+    check_total(e, "parameter", sum_of(params), pe, e->st.param.physical - e->st.param.host);
+    check_total(e, "optimizer-state", host_optim ? 0 : sum_of(optim) * nmom, oe,
+                e->st.optim.physical - e->st.optim.host);
+    check_total(e, "master-weight", host_optim ? 0 : sum_of(optim), me,
+                e->st.master.physical - e->st.master.host);
     if (s->resident_bytes)
         em_tensor(e, PROG_MEM_RUNTIME, s->resident_bytes, true, "runtime.resident");
 }

@@ -4,12 +4,12 @@
 
 extern const sched_ops sched_ddp, sched_zero1, sched_fsdp1_full_shard,
     sched_fsdp1_shard_grad_op, sched_fsdp1_no_shard, sched_fsdp1_hybrid_shard,
-    sched_fsdp1_hybrid_shard_zero2;
+    sched_fsdp1_hybrid_shard_zero2, sched_deepspeed;
 
 static const sched_ops *const registry[] = {
     &sched_ddp, &sched_zero1, &sched_fsdp1_shard_grad_op,
     &sched_fsdp1_full_shard, &sched_fsdp1_no_shard, &sched_fsdp1_hybrid_shard,
-    &sched_fsdp1_hybrid_shard_zero2,
+    &sched_fsdp1_hybrid_shard_zero2, &sched_deepspeed,
 };
 
 const sched_ops *sched_find(spec_strategy s)
@@ -28,6 +28,7 @@ st_kind sched_state_kind(spec_strategy s)
     case SPEC_HYBRID_SHARD_ZERO2: return ST_FSDP_SHARD_GRAD_OP;
     case SPEC_FULL_SHARD:
     case SPEC_HYBRID_SHARD: return ST_FSDP_FULL_SHARD;
+    case SPEC_DEEPSPEED: return ST_DS_ZERO2; /* the stage is the scenario's: ds_states */
     default: return ST_FSDP_NO_SHARD;
     }
 }
@@ -35,6 +36,7 @@ st_kind sched_state_kind(spec_strategy s)
 int sched_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err)
 {
     if (pl->layout) return mp_states(pl, rank, out, err);
+    if (pl->s->shard.strategy == SPEC_DEEPSPEED) return ds_states(pl, rank, out, err);
     st_kind kind = sched_state_kind(pl->s->shard.strategy);
     bool fsdp = kind == ST_FSDP_FULL_SHARD || kind == ST_FSDP_SHARD_GRAD_OP ||
                 kind == ST_FSDP_NO_SHARD;
@@ -45,9 +47,10 @@ int sched_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err)
         numels[i] = fsdp ? pl->units[i].numel : pl->params[i].numel;
     /* HSDP ranks hold their shard group's shards: the state model sees the group. */
     bool grouped = fsdp && pl->shard_n != pl->n;
-    st_input in = {kind, grouped ? pl->shard_n : pl->n, grouped ? rank % pl->shard_n : rank,
-                   numels, count, pl->s->prec, pl->s->opt,
-                   pl->s->shard.use_orig_params};
+    st_input in = {.kind = kind, .n = grouped ? pl->shard_n : pl->n,
+                   .rank = grouped ? rank % pl->shard_n : rank, .numels = numels,
+                   .count = count, .prec = pl->s->prec, .opt = pl->s->opt,
+                   .use_orig_params = pl->s->shard.use_orig_params};
     int rc = st_compute(&in, out, err);
     free(numels);
     return rc;
@@ -134,6 +137,20 @@ static int add_folded_groups(const plan *pl, prog *p, uint32_t *ranks, ss_err *e
     return rc;
 }
 
+/* DeepSpeed ZeRO++ hpZ: groups of hpz consecutive ranks (ids 1 .. n / hpz),
+ * the secondary partitions' all-gather groups. */
+static int add_hpz_groups(const plan *pl, prog *p, uint32_t *ranks, ss_err *err)
+{
+    uint32_t k = pl->s->ds.hpz, gid;
+    if (pl->s->shard.strategy != SPEC_DEEPSPEED || k <= 1) return SS_OK;
+    int rc = SS_OK;
+    for (uint32_t g = 0; g < pl->n / k && !rc; g++) {
+        for (uint32_t i = 0; i < k; i++) ranks[i] = g * k + i;
+        rc = prog_group_add(p, ranks, k, &gid, err);
+    }
+    return rc;
+}
+
 uint32_t sched_gid_shard(const plan *pl, uint32_t rank)
 {
     if (pl->shard_n == pl->n) return 0;
@@ -171,6 +188,7 @@ int sched_build(const plan *pl, prog **out, ss_err *err)
         for (uint32_t r = 0; r < pl->n; r++) ranks[r] = r;
         rc = prog_group_add(p, ranks, pl->n, &gid, err);
         if (!rc) rc = add_hybrid_groups(pl, p, ranks, err);
+        if (!rc) rc = add_hpz_groups(pl, p, ranks, err);
     }
     free(ranks);
     for (uint32_t r = 0; r < pl->nsim && !rc; r++) rc = ops->emit_rank(pl, p, r, err);

@@ -59,4 +59,8 @@ int sched_build(const plan *pl, prog **out, ss_err *err);
 int mp_build(const plan *pl, prog *p, ss_err *err);
 int mp_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err);
 
+/* DeepSpeed ZeRO (deepspeed.c): a rank's states under the scenario's stage
+ * and offload (DeepSpeed's accounting, mem/states.h). */
+int ds_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err);
+
 #endif

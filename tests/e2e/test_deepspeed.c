@@ -1,0 +1,188 @@
+/* DeepSpeed ZeRO against DeepSpeed's own memory estimators and hand
+ * derivations of its collectives.
+ *
+ * The estimators are DeepSpeed's published formulas,
+ * deepspeed/runtime/zero/stage_1_and_2.py estimate_zero2_model_states_mem_needs
+ * and deepspeed/runtime/zero/stage3.py estimate_zero3_model_states_mem_needs
+ * (also in DeepSpeed's docs, "Memory Requirements"), with P parameters,
+ * G GPUs on one node, L the largest layer's parameters and
+ * additional_buffer_factor 1 (the factor is their safety margin):
+ *   ZeRO-2, cpu_offload:    gpu 2P,            cpu P max(4G, 16)
+ *   ZeRO-2, no offload:     gpu 4P + 16P / G
+ *   ZeRO-3, offload both:   gpu 4L,            cpu 18P (zero_init)
+ *   ZeRO-3, offload optim:  gpu 4L + 2P / G,   cpu 16P (zero_init)
+ *   ZeRO-3, no offload:     gpu 4L + 18P / G
+ * 4L is the working set of one gathered layer (bit16 parameters and their
+ * gradient); the rest are model states. The formula for "ZeRO-2" lives in
+ * stage_1_and_2.py and serves stages 1 and 2: it counts whole bit16
+ * gradients, which is stage 1's layout; stage 2 partitions them, so its
+ * states are 2P + 18P / G, 2P (1 - 1/G) under the formula.
+ *
+ * Models: L x (H x H) linear layers without bias, three sizes, every count
+ * divisible by G (no padding), bf16 with fp32 master and AdamW states;
+ * stage 3 keeps its gradient partition in fp32 (data_types.grad_accum_dtype),
+ * the setting under which DeepSpeed's partition is the fp32 gradient the
+ * step reads. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../sim/io/scenario.h"
+#include "../../sim/run/run.h"
+
+typedef struct size_case {
+    uint64_t h, layers;
+} size_case;
+
+static const size_case sizes[3] = {{1024, 8}, {2048, 16}, {4096, 32}}; /* 8.4M, 67M, 537M */
+
+/* A model-state-only scenario: one token per rank, so activations are a
+ * few KiB against gigabytes of states. */
+static void load(const size_case *c, uint32_t dp, const char *zero, const char *extra,
+                 spec_scenario *s, run_result *r)
+{
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"name\": \"ds\", \"model\": {\"name\": \"m\", \"blocks\": [{\"name\": \"layers\", "
+             "\"type\": \"linear\", \"in\": %llu, \"out\": %llu, \"repeat\": %llu}]},"
+             "\"topology\": \"%s/topologies/h100x8-hgx.json\", \"parallel\": {\"dp\": %u},"
+             "\"training\": {\"micro_batch\": 1}, \"optimizer\": {\"type\": \"adamw\"},"
+             "\"allocator\": {\"model\": \"ideal\"}%s,"
+             "\"sharding\": {\"strategy\": \"deepspeed\", \"bf16\": {\"enabled\": true},"
+             "%s\"zero_optimization\": {%s}}}",
+             (unsigned long long)c->h, (unsigned long long)c->h, (unsigned long long)c->layers,
+             SS_SOURCE_DIR, dp, extra,
+             strstr(zero, "\"stage\": 3") ? "\"data_types\": {\"grad_accum_dtype\": \"fp32\"}, " : "",
+             zero);
+    ss_err err;
+    ss_err_clear(&err);
+    if (scn_load_text("ds.json", text, strlen(text), NULL, 0, s, &err))
+        fail_msg("%s: %s", err.where, err.msg);
+    if (run_step(s, NULL, r, &err)) fail_msg("%s: %s", err.where, err.msg);
+}
+
+static uint64_t device_states(const st_bytes *b) { return b->total_physical - b->host; }
+
+/* Stage 1 holds what the stage 1-2 formula counts, exactly. */
+static void test_zero1_matches_formula(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 3; i++) {
+        spec_scenario s;
+        run_result r;
+        load(&sizes[i], 8, "\"stage\": 1", "", &s, &r);
+        uint64_t P = sizes[i].h * sizes[i].h * sizes[i].layers, G = 8;
+        assert_int_equal(device_states(&r.sum.ranks[0].st), 4 * P + 16 * P / G);
+        assert_int_equal(r.sum.ranks[0].st.host, 0);
+        run_fini(&r);
+        spec_scenario_fini(&s);
+    }
+}
+
+/* Stage 2: the formula's bound, less the gradient partitioning; with
+ * offload, 2P on the device (the formula's) and 16P on the node's host
+ * (the formula's cpu term at G = 4, where max(4G, 16) = 16). */
+static void test_zero2(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 3; i++) {
+        uint64_t P = sizes[i].h * sizes[i].h * sizes[i].layers;
+        spec_scenario s;
+        run_result r;
+        load(&sizes[i], 8, "\"stage\": 2", "", &s, &r);
+        uint64_t formula = 4 * P + 16 * P / 8;
+        assert_int_equal(device_states(&r.sum.ranks[0].st), formula - (2 * P - 2 * P / 8));
+        run_fini(&r);
+        spec_scenario_fini(&s);
+        load(&sizes[i], 4, "\"stage\": 2, \"offload_optimizer\": {\"device\": \"cpu\"}", "", &s, &r);
+        assert_int_equal(device_states(&r.sum.ranks[0].st), 2 * P);
+        uint64_t node = 0;
+        for (uint32_t k = 0; k < 4; k++) node += r.sum.ranks[k].st.host;
+        assert_int_equal(node, P * 16);
+        run_fini(&r);
+        spec_scenario_fini(&s);
+    }
+}
+
+/* Stage 3 without prefetch or reuse, reduce buckets of one layer and no
+ * ipg buffer (contiguous_gradients off): the states are the formula less
+ * 4L exactly. The measured peak (ideal allocator) holds the states and at
+ * least the formula's working set, one gathered layer and its gradient;
+ * the formula assumes one layer at a time, while shardsim lets the host
+ * issue up to two releases ahead of the device (deepspeed.c), so up to
+ * three layers' working sets, each with its flattened bucket (2L), may be
+ * live. */
+static void check_zero3(const char *offload, uint64_t dev_per_elem_x_g, uint64_t host_per_elem)
+{
+    char zero[512];
+    snprintf(zero, sizeof zero,
+             "\"stage\": 3, \"stage3_prefetch_bucket_size\": 0, \"stage3_max_reuse_distance\": 0,"
+             "\"stage3_param_persistence_threshold\": 0, \"contiguous_gradients\": false,"
+             "\"overlap_comm\": false, \"reduce_bucket_size\": 1 %s",
+             offload);
+    for (int i = 0; i < 3; i++) {
+        const size_case *c = &sizes[i];
+        uint64_t P = c->h * c->h * c->layers, L = c->h * c->h, G = 8;
+        char z[600];
+        snprintf(z, sizeof z, "%s", zero);
+        /* the bucket of one layer */
+        char *one = strstr(z, "\"reduce_bucket_size\": 1");
+        char tail[256];
+        snprintf(tail, sizeof tail, "%s", one + strlen("\"reduce_bucket_size\": 1"));
+        snprintf(one, sizeof z - (size_t)(one - z), "\"reduce_bucket_size\": %llu%s",
+                 (unsigned long long)L, tail);
+        spec_scenario s;
+        run_result r;
+        load(c, 8, z, "", &s, &r);
+        const sum_rank *k = &r.sum.ranks[0];
+        uint64_t formula = 4 * L + dev_per_elem_x_g * P / G;
+        assert_int_equal(device_states(&k->st), formula - 4 * L);
+        assert_int_equal(k->st.host, host_per_elem * P / G);
+        /* Measured: within the activations of one token (a few KiB) and the
+         * 512-byte rounding of the ideal allocator, plus the fp32 copy of
+         * one bucket's partition slice under offload. */
+        uint64_t states = formula - 4 * L, tokens = 64 * 1024;
+        assert_true(k->mem.peak >= formula);
+        assert_true(k->mem.peak <= states + 3 * (4 * L + 2 * L) + tokens);
+        run_fini(&r);
+        spec_scenario_fini(&s);
+    }
+}
+
+static void test_zero3_no_offload(void **state)
+{
+    (void)state;
+    check_zero3("", 18, 0);
+}
+
+static void test_zero3_offload_optimizer(void **state)
+{
+    (void)state;
+    check_zero3(", \"offload_optimizer\": {\"device\": \"cpu\", \"pin_memory\": true}", 2, 16);
+}
+
+static void test_zero3_offload_all(void **state)
+{
+    (void)state;
+    check_zero3(", \"offload_optimizer\": {\"device\": \"cpu\"}, \"offload_param\": {\"device\": "
+                "\"cpu\"}",
+                0, 18);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_zero1_matches_formula),
+        cmocka_unit_test(test_zero2),
+        cmocka_unit_test(test_zero3_no_offload),
+        cmocka_unit_test(test_zero3_offload_optimizer),
+        cmocka_unit_test(test_zero3_offload_all),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
