@@ -20,8 +20,8 @@
  * fetch of the next blocks is issued ahead while their parameters fit in
  * stage3_prefetch_bucket_size and the live ones in
  * stage3_max_live_parameters. After its forward a block's parameters are
- * released unless they are used again within stage3_max_reuse_distance
- * elements (the last blocks, whose backward comes first). Gradients are
+ * released unless they are used again within (less than)
+ * stage3_max_reuse_distance elements (the last blocks, whose backward comes first). Gradients are
  * reduce-scattered per bucket into persistent gradient partitions; the step
  * updates the partitions, with no all-gather (the next forward fetches).
  *
@@ -292,7 +292,8 @@ static void ds_forward(ds *d)
             dep = d->fetch[i];
         }
         em_fwd_block(d->e, i, dep);
-        if (d->s3 && ds_reuse_distance(d, i) > d->c->max_reuse) ds_release(d, i, PROG_PH_FORWARD);
+        /* Kept only if reused within the threshold (DeepSpeed's docs): 0 keeps nothing. */
+        if (d->s3 && ds_reuse_distance(d, i) >= d->c->max_reuse) ds_release(d, i, PROG_PH_FORWARD);
     }
 }
 
@@ -397,7 +398,7 @@ static void ds_update_params(ds *d, uint32_t step, uint64_t part)
     else dep = ds_kernel(d, PROG_COMPUTE, PROG_PH_OPTIMIZER, part * (4 + pl->param_elem), step,
                          "ds.master_to_bit16");
     if (d->s3) return;
-    uint64_t total = part * d->N, chunk = d->c->allgather_bucket * d->N;
+    uint64_t total = part * d->N, chunk = d->c->allgather_bucket; /* elements per call */
     for (uint64_t at = 0, k = 0; at < total; at += chunk, k++) {
         uint64_t n = total - at < chunk ? total - at : chunk;
         em_begin(d->e, PROG_OP_COLL, PROG_UNSHARD, PROG_PH_OPTIMIZER, "ds.all_gather.params.%llu",
