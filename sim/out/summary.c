@@ -415,7 +415,8 @@ static void text_memory(const sum_report *r, FILE *f)
         fprintf(f, "  out of memory: the peak reserved exceeds %.2f MiB on some rank\n",
                 mib(r->s->capacity_bytes));
     if (max_host_per_node(r))
-        fprintf(f, "  host memory: %.2f MiB per node of offloaded states (%s)%s\n",
+        fprintf(f, "  host memory: %.2f MiB per node of offloaded states (%s; the state columns "
+                   "above count them too)%s\n",
                 mib(max_host_per_node(r)), r->s->off.pin_memory ? "pinned" : "pageable",
                 host_fits(r) ? "" : ", MORE THAN THE NODE HAS");
 }
