@@ -314,6 +314,34 @@ static double host_link_Bps(const spec_topology *t)
     return shared < gpu ? shared : gpu;
 }
 
+/* FSDP1's CPUOffload(offload_params=True) moves the shards, their
+ * gradients and so the optimizer to the CPU together: offload.params
+ * "cpu", with offload.optimizer "cpu" or absent. */
+static int fsdp_offload(js_node n, spec_scenario *s, int opt, int par, ss_err *err)
+{
+    js_node k;
+    spec_strategy st = s->shard.strategy;
+    bool fsdp = st == SPEC_FULL_SHARD || st == SPEC_SHARD_GRAD_OP || st == SPEC_HYBRID_SHARD ||
+                st == SPEC_HYBRID_SHARD_ZERO2;
+    if (!fsdp || spec_model_parallel(&s->par))
+        return js_failf(n, err, "offload is modelled for sharding.strategy deepspeed and the "
+                                "sharded FSDP1 strategies (full_shard, shard_grad_op, "
+                                "hybrid_shard, hybrid_shard_zero2) without a layout");
+    if (par != SPEC_OFF_CPU) {
+        bool has = js_get(n, "params", &k);
+        return js_failf(has ? k : n, err, "FSDP's CPUOffload moves the parameters, their "
+                                          "gradients and the optimizer together: set "
+                                          "offload.params to \"cpu\" (FSDP has no NVMe offload)");
+    }
+    if (opt == SPEC_OFF_NVME) {
+        js_get(n, "optimizer", &k);
+        return js_failf(k, err, "FSDP's optimizer steps the host shards: \"cpu\" or absent");
+    }
+    if (s->dp < 2 || (s->shard.shard_group_size && s->shard.shard_group_size < 2))
+        return js_failf(n, err, "CPUOffload needs a shard group of at least 2 ranks");
+    return SS_OK;
+}
+
 /* "offload": where the optimizer side and the parameters live, and the
  * rates of the host path. A DeepSpeed config's offload_* set the devices
  * too; both may be given only if they agree. Other runtimes' offload is
@@ -346,12 +374,13 @@ static int load_offload(js_node root, spec_scenario *s, ss_err *err)
                         spec_offload_names[opt != (int)dso ? dso : dsp]);
     }
     bool any = opt != SPEC_OFF_NONE || par != SPEC_OFF_NONE;
-    if (any && s->shard.strategy != SPEC_DEEPSPEED)
-        return js_failf(n, err, "offload is modelled for sharding.strategy deepspeed only");
-    if (par != SPEC_OFF_NONE && s->ds.stage != 3) {
+    if (any && s->shard.strategy != SPEC_DEEPSPEED && (rc = fsdp_offload(n, s, opt, par, err)))
+        return rc;
+    if (s->shard.strategy == SPEC_DEEPSPEED && par != SPEC_OFF_NONE && s->ds.stage != 3) {
         js_get(n, "params", &k);
         return js_failf(k, err, "parameter offload needs ZeRO stage 3");
     }
+    if (s->shard.strategy != SPEC_DEEPSPEED && par == SPEC_OFF_CPU) opt = SPEC_OFF_CPU;
     o->optimizer = (spec_offload_dev)opt;
     o->params = (spec_offload_dev)par;
     o->pcie_Bps = pcie * 1e9;

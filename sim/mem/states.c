@@ -188,6 +188,13 @@ int st_compute(const st_input *in, st_bytes *out, ss_err *err)
         return ss_fail(err, SS_E_OVERFLOW, NULL, "state bytes overflow 64 bits");
     if (ds_kind(in->kind) && ds_finish(in, lp, part, &b))
         return ss_fail(err, SS_E_OVERFLOW, NULL, "state bytes overflow 64 bits");
+    if (!ds_kind(in->kind) && in->off_params) { /* FSDP's CPUOffload: every state */
+        b.param.host = b.param.physical;
+        b.grad.host = b.grad.physical;
+        b.master.host = b.master.physical;
+        b.optim.host = b.optim.physical;
+        b.host = b.param.host + b.grad.host + b.master.host + b.optim.host;
+    }
     uint64_t t = b.grad32.physical;
     if (ss_add_u64(t, b.param.physical, &t) || ss_add_u64(t, b.grad.physical, &t) ||
         ss_add_u64(t, b.master.physical, &t) || ss_add_u64(t, b.optim.physical, &t))

@@ -62,7 +62,8 @@ typedef struct st_input {
      * stage 3 one partition per parameter (numels are parameters), those
      * under persist_below (stage3_param_persistence_threshold) also whole.
      * Offload moves the optimizer side (master, optimizer states, fp32
-     * gradients) and/or the parameter partitions to the host. */
+     * gradients) and/or the parameter partitions to the host. For the
+     * other kinds off_params is FSDP's CPUOffload: every state on the host. */
     uint64_t persist_below;
     bool off_optim, off_params;
 } st_input;

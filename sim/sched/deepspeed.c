@@ -69,29 +69,6 @@ typedef struct ds {
     uint32_t g_hpz;          /* hpZ: the rank's secondary group */
 } ds;
 
-static double pcie_Bps(const ds *d)
-{
-    const spec_offload *o = &d->pl->s->off;
-    return o->pin_memory ? o->pcie_Bps : o->pcie_Bps / 2;
-}
-
-static ss_ns xfer_ns(const ds *d, ss_bytes bytes, bool nvme)
-{
-    double bw = pcie_Bps(d);
-    if (nvme && d->pl->s->off.nvme_Bps < bw) bw = d->pl->s->off.nvme_Bps;
-    return ss_ns_from_s((double)bytes / bw);
-}
-
-/* A host <-> device copy on the copy stream. */
-static uint32_t ds_copy(ds *d, prog_phase ph, ss_bytes bytes, bool nvme, uint32_t dep,
-                        const char *name)
-{
-    em_begin(d->e, PROG_OP_COMPUTE, PROG_COPY, ph, "%s", name);
-    em_cost(d->e, em_launch_ns(d->e), xfer_ns(d, bytes, nvme), 0);
-    em_dep(d->e, dep);
-    return em_end(d->e);
-}
-
 /* A memory-bound kernel on `st` touching `bytes`. */
 static uint32_t ds_kernel(ds *d, prog_stream st, prog_phase ph, ss_bytes bytes, uint32_t dep,
                           const char *name)
@@ -161,8 +138,9 @@ static void ds_reduce_bucket(ds *d)
     if (q) op = ds_kernel(d, st, PROG_PH_BACKWARD, n / d->N * pl->reduce_elem, op, "ds.dequantize_grads");
     ss_bytes slice = n / d->N * pl->grad_elem;
     if (d->off_opt) {
-        d->d2h_last = ds_copy(d, PROG_PH_BACKWARD, n / d->N * 4, d->pl->s->off.optimizer == SPEC_OFF_NVME,
-                              op, "ds.grads_to_host");
+        bool nvme = d->pl->s->off.optimizer == SPEC_OFF_NVME;
+        d->d2h_last = em_host_copy(d->e, PROG_PH_BACKWARD, n / d->N * 4, nvme, op, EM_NONE,
+                                   EM_NONE, "ds.grads_to_host");
         ds_note_reduce(d, d->d2h_last);
     } else if (d->t_gpart != EM_NONE) {
         op = ds_kernel(d, st, PROG_PH_BACKWARD, 2 * slice, op, "ds.copy_grads_in_partition");
@@ -225,8 +203,9 @@ static void ds_fetch(ds *d, uint32_t b, prog_phase ph)
     bool q = d->c->quantized_weights, sub = ph == PROG_PH_BACKWARD && d->c->hpz > 1;
     uint32_t dep = EM_NONE;
     if (d->off_par)
-        dep = ds_copy(d, ph, pad / d->N * pl->param_elem, pl->s->off.params == SPEC_OFF_NVME,
-                      EM_NONE, "ds.params_to_device");
+        dep = em_host_copy(d->e, ph, pad / d->N * pl->param_elem,
+                           pl->s->off.params == SPEC_OFF_NVME, EM_NONE, EM_NONE,
+                           EM_NONE, "ds.params_to_device");
     if (q) dep = ds_kernel(d, PROG_UNSHARD, ph, pad / d->N * pl->param_elem, dep, "ds.quantize_weights");
     d->t_full[b] = em_tensor(e, PROG_MEM_PARAM_UNSHARDED, pad * pl->compute_elem, false,
                              "ds.gathered.%s.%s", pl->blocks[b].name, prog_phase_name(ph));
@@ -349,16 +328,6 @@ static uint64_t ds_partition(const ds *d)
     return n;
 }
 
-/* The optimizer on the CPU: the host waits for the gradients to arrive and
- * runs DeepSpeedCPUAdam over the partition. */
-static uint32_t ds_cpu_step(ds *d, uint64_t part)
-{
-    em_begin(d->e, PROG_OP_HOST, PROG_HOST, PROG_PH_OPTIMIZER, "ds.cpu_adam");
-    em_cost(d->e, ss_ns_from_s((double)part / d->pl->s->off.cpu_optim_eps), 0, 0);
-    for (uint32_t i = 0; i < d->nreduces; i++) em_dep(d->e, d->reduces[i]);
-    return em_end(d->e);
-}
-
 static uint32_t ds_gpu_step(ds *d, const em_tensors *optim, uint64_t part)
 {
     em *e = d->e;
@@ -393,8 +362,9 @@ static void ds_update_params(ds *d, uint32_t step, uint64_t part)
     const plan *pl = d->pl;
     uint32_t dep;
     if (d->off_opt && d->off_par) return; /* the host partitions are the parameters */
-    if (d->off_opt) dep = ds_copy(d, PROG_PH_OPTIMIZER, part * pl->param_elem,
-                                  pl->s->off.optimizer == SPEC_OFF_NVME, step, "ds.params_to_device");
+    if (d->off_opt) dep = em_host_copy(d->e, PROG_PH_OPTIMIZER, part * pl->param_elem,
+                                       pl->s->off.optimizer == SPEC_OFF_NVME, step, EM_NONE,
+                                       EM_NONE, "ds.params_to_device");
     else dep = ds_kernel(d, PROG_COMPUTE, PROG_PH_OPTIMIZER, part * (4 + pl->param_elem), step,
                          "ds.master_to_bit16");
     if (d->s3) return;
@@ -516,7 +486,8 @@ static int ds_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)
         ds_forward(&d);
         ds_backward(&d, m);
     }
-    uint32_t step = d.off_opt ? ds_cpu_step(&d, part) : ds_gpu_step(&d, &optim, part);
+    uint32_t step = d.off_opt ? em_cpu_optim(&e, part, d.reduces, d.nreduces)
+                             : ds_gpu_step(&d, &optim, part);
     ds_update_params(&d, step, part);
     ds_zero_grad(&d);
     rc = em_done(&e);
@@ -551,6 +522,23 @@ int ds_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err)
         }
     free(numels);
     return rc;
+}
+
+int ds_init_peak(const plan *pl, uint32_t rank, ss_bytes *out, ss_err *err)
+{
+    st_bytes st;
+    int rc = ds_states(pl, rank, &st, err);
+    if (rc) return rc;
+    ss_bytes whole = pl->total_numel * pl->param_elem, dev = st.param.physical - st.param.host;
+    if (pl->s->ds.stage < 3) {
+        *out = 2 * whole;
+        return SS_OK;
+    }
+    ss_bytes biggest = 0;
+    for (uint32_t i = 0; i < pl->nparams; i++)
+        if (pl->params[i].numel * pl->param_elem > biggest) biggest = pl->params[i].numel * pl->param_elem;
+    *out = pl->s->init_mode == SPEC_INIT_PER_UNIT ? dev + biggest : whole + dev;
+    return SS_OK;
 }
 
 const sched_ops sched_deepspeed = {"deepspeed", SPEC_DEEPSPEED, ds_emit_rank};

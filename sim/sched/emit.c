@@ -185,7 +185,8 @@ void em_states(em *e, const em_tensors *params, const em_tensors *optim)
     /* Offloaded states live on the host: the optimizer's side as a whole,
      * the parameters' partitions (params lists only the device's). */
     bool host_optim = e->st.optim.host || e->st.master.host;
-    for (uint32_t i = 0; i < params->n; i++)
+    bool host_param = e->st.param.host && e->st.param.host == e->st.param.physical;
+    for (uint32_t i = 0; !host_param && i < params->n; i++)
         em_tensor(e, PROG_MEM_PARAM, params->numel[i] * pe, true, "param.%u", i);
     for (uint32_t i = 0; !host_optim && i < optim->n; i++) {
         if (me) em_tensor(e, PROG_MEM_OPTIM, optim->numel[i] * me, true, "master.%u", i);
@@ -193,7 +194,8 @@ void em_states(em *e, const em_tensors *params, const em_tensors *optim)
             em_tensor(e, PROG_MEM_OPTIM, optim->numel[i] * oe, true, "optim.%u.%s", i,
                       k ? "exp_avg_sq" : s->opt.type == SPEC_OPT_SGD ? "momentum" : "exp_avg");
     }
-    check_total(e, "parameter", sum_of(params), pe, e->st.param.physical - e->st.param.host);
+    check_total(e, "parameter", host_param ? 0 : sum_of(params), pe,
+                e->st.param.physical - e->st.param.host);
     check_total(e, "optimizer-state", host_optim ? 0 : sum_of(optim) * nmom, oe,
                 e->st.optim.physical - e->st.optim.host);
     check_total(e, "master-weight", host_optim ? 0 : sum_of(optim), me,
@@ -382,5 +384,27 @@ uint32_t em_optim(em *e, const em_tensors *optim)
     for (uint32_t i = 0; i < ntemp; i++) em_mem(e, tid[i], PROG_ALLOC_AT_ISSUE);
     for (uint32_t i = 0; i < ntemp; i++) em_mem(e, tid[i], PROG_FREE_AT_ISSUE);
     free(tid);
+    return em_end(e);
+}
+
+uint32_t em_host_copy(em *e, prog_phase ph, ss_bytes bytes, bool nvme, uint32_t dep,
+                      uint32_t dst, uint32_t src, const char *name)
+{
+    const spec_offload *o = &e->pl->s->off;
+    double bw = o->pin_memory ? o->pcie_Bps : o->pcie_Bps / 2;
+    if (nvme && o->nvme_Bps < bw) bw = o->nvme_Bps;
+    em_begin(e, PROG_OP_COMPUTE, PROG_COPY, ph, "%s", name);
+    em_cost(e, em_launch_ns(e), ss_ns_from_s((double)bytes / bw), 0);
+    em_dep(e, dep);
+    em_mem(e, dst, PROG_ALLOC_AT_ISSUE);
+    em_mem(e, src, PROG_FREE_AT_END);
+    return em_end(e);
+}
+
+uint32_t em_cpu_optim(em *e, uint64_t numel, const uint32_t *deps, uint32_t ndeps)
+{
+    em_begin(e, PROG_OP_HOST, PROG_HOST, PROG_PH_OPTIMIZER, "optimizer.step.cpu");
+    em_cost(e, ss_ns_from_s((double)numel / e->pl->s->off.cpu_optim_eps), 0, 0);
+    for (uint32_t i = 0; i < ndeps; i++) em_dep(e, deps[i]);
     return em_end(e);
 }

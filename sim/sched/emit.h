@@ -117,6 +117,17 @@ uint32_t em_optim(em *e, const em_tensors *optim);
 
 ss_ns em_launch_ns(const em *e);
 
+/* Offload (the scenario's "offload" section). A host <-> device copy of
+ * `bytes` on the copy stream at the PCIe rate (pageable buffers at half of
+ * it; nvme: no faster than the NVMe rate), after dep; it allocates the
+ * device tensor `dst` when it is issued and frees `src` when it ends
+ * (either EM_NONE). */
+uint32_t em_host_copy(em *e, prog_phase ph, ss_bytes bytes, bool nvme, uint32_t dep,
+                      uint32_t dst, uint32_t src, const char *name);
+/* The optimizer stepping `numel` elements on the CPU: a host op (it holds
+ * the training thread) after deps[0 .. ndeps). */
+uint32_t em_cpu_optim(em *e, uint64_t numel, const uint32_t *deps, uint32_t ndeps);
+
 /* Gradient accumulation: does micro-batch m (of training.grad_accum)
  * reduce its gradients? Always the last; every one without no_sync. */
 bool em_syncs(const em *e, uint32_t m);

@@ -26,7 +26,11 @@
  * docs warn of); without it every micro-batch reduces into the same shard.
  * With use_orig_params the optimizer's zero_grad only drops the original
  * parameters' views: the flat gradient shards stay allocated until the root
- * pre-forward of the next step resets them (seeds/002's steady memory). */
+ * pre-forward of the next step resets them (seeds/002's steady memory).
+ * CPUOffload(offload_params=True) (offload.params "cpu"): the shards and
+ * their gradients live on the host; each unshard first copies the shard to
+ * the device (copy stream), each reduced gradient shard is copied back and
+ * dropped on the device, and the optimizer steps on the CPU. */
 #include "emit.h"
 #include "sched.h"
 
@@ -42,6 +46,7 @@ typedef struct fs {
     uint32_t *ag;                              /* per unit: its pending all-gather */
     bool *unsharded, *gdone, *have_shard;
     bool sync; /* this micro-batch reduces its gradients */
+    bool off;  /* CPUOffload: shards on the host */
     uint32_t freeq[2], nfree; /* pending free events (rate limiter) */
     uint32_t *reduce;         /* per unit: its reduce op */
 } fs;
@@ -62,10 +67,11 @@ static void fs_tensors(fs *f)
         f->gdone[u] = f->have_shard[u] = false;
         if (!fs_live(f, u)) continue;
         prog_memcat gc = noshard ? PROG_MEM_GRAD : PROG_MEM_GRAD_SHARD;
-        if (linger)
+        if (linger && !f->off) /* CPUOffload: the host keeps the gradient shards */
             f->t_old[u] = em_tensor(f->e, gc, gnum * pl->grad_elem, true,
                                     "fsdp.u%u.grad_shard.prev", u);
-        f->t_new[u] = em_tensor(f->e, gc, gnum * pl->grad_elem, false, "fsdp.u%u.grad_shard", u);
+        if (!f->off)
+            f->t_new[u] = em_tensor(f->e, gc, gnum * pl->grad_elem, false, "fsdp.u%u.grad_shard", u);
     }
 }
 
@@ -89,10 +95,19 @@ static void fs_unshard(fs *f, uint32_t u, prog_phase ph)
      * compute stream before it is released. */
     f->t_full[u] = em_tensor(f->e, PROG_MEM_PARAM_UNSHARDED, pu->padded * f->pl->compute_elem,
                              false, "fsdp.u%u.unsharded.%s", u, prog_phase_name(ph));
+    /* CPUOffload: the host shard is copied in before it is gathered. */
+    uint32_t dev = f->off ? em_tensor(f->e, PROG_MEM_PARAM, pu->shard * f->pl->param_elem, false,
+                                      "fsdp.u%u.shard.device", u)
+                          : EM_NONE;
+    uint32_t h2d = f->off ? em_host_copy(f->e, ph, pu->shard * f->pl->param_elem,
+                                         false, EM_NONE, dev, EM_NONE, "fsdp.shard_to_device")
+                          : EM_NONE;
     em_begin(f->e, PROG_OP_COLL, PROG_UNSHARD, ph, "fsdp.all_gather.u%u", u);
     em_coll(f->e, PROG_COLL_ALL_GATHER, pu->padded * f->pl->compute_elem);
     em_group(f->e, f->g_shard);
+    em_dep(f->e, h2d);
     em_mem(f->e, f->t_full[u], PROG_ALLOC_AT_ISSUE);
+    em_mem(f->e, dev, PROG_FREE_AT_END);
     f->ag[u] = em_end(f->e);
     f->unsharded[u] = true;
 }
@@ -149,9 +164,13 @@ static void fs_reduce(fs *f, uint32_t u, uint32_t last_bwd)
     if (!noshard) em_group(f->e, f->g_shard);
     em_dep(f->e, last_bwd);
     if (!noshard) {
-        /* Later reductions add into the shard the first one made. */
+        /* Later reductions add into the shard the first one made; under
+         * CPUOffload each reduction makes a device shard for its copy out. */
+        if (f->off)
+            f->t_new[u] = em_tensor(f->e, PROG_MEM_GRAD_SHARD, pu->shard * f->pl->grad_elem, false,
+                                    "fsdp.u%u.grad_shard.device", u);
         if (!f->have_shard[u]) em_mem(f->e, f->t_new[u], PROG_ALLOC_AT_ISSUE);
-        f->have_shard[u] = true;
+        f->have_shard[u] = !f->off;
         f->gdone[u] = false;
         em_mem(f->e, cast, PROG_ALLOC_AT_ISSUE);
         em_mem(f->e, cast, PROG_FREE_AT_ISSUE);
@@ -159,6 +178,10 @@ static void fs_reduce(fs *f, uint32_t u, uint32_t last_bwd)
     }
     f->reduce[u] = em_end(f->e);
     if (f->hybrid && !noshard) fs_replicate(f, u);
+    if (!f->off) return;
+    f->reduce[u] = em_host_copy(f->e, PROG_PH_BACKWARD, pu->shard * f->pl->grad_elem, false,
+                                f->reduce[u], EM_NONE, f->t_new[u], "fsdp.grad_shard_to_host");
+    f->t_new[u] = EM_NONE;
 }
 
 static uint32_t fs_prev_unit(const fs *f, uint32_t u)
@@ -332,7 +355,7 @@ static int fs_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)
 {
     em e;
     fs f = {.e = &e, .pl = pl, .strat = fs_behaviour(pl), .hybrid = pl->shard_n != pl->n,
-            .g_shard = sched_gid_shard(pl, rank)};
+            .g_shard = sched_gid_shard(pl, rank), .off = pl->s->off.params != SPEC_OFF_NONE};
     if (f.hybrid) f.g_rep = sched_gid_replicate(pl, rank);
     int rc = em_init(&e, pl, p, rank, err);
     if (rc) return rc;
@@ -348,7 +371,13 @@ static int fs_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)
         fs_forward(&f, m);
         fs_backward(&f, m);
     }
-    em_optim(&e, &optim);
+    if (f.off) {
+        uint64_t n = 0;
+        for (uint32_t i = 0; i < optim.n; i++) n += optim.numel[i];
+        em_cpu_optim(&e, n, f.reduce, pl->nunits);
+    } else {
+        em_optim(&e, &optim);
+    }
     fs_zero_grad(&f);
     rc = em_done(&e);
 out_t:

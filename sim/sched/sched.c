@@ -50,7 +50,8 @@ int sched_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err)
     st_input in = {.kind = kind, .n = grouped ? pl->shard_n : pl->n,
                    .rank = grouped ? rank % pl->shard_n : rank, .numels = numels,
                    .count = count, .prec = pl->s->prec, .opt = pl->s->opt,
-                   .use_orig_params = pl->s->shard.use_orig_params};
+                   .use_orig_params = pl->s->shard.use_orig_params,
+                   .off_params = pl->s->off.params != SPEC_OFF_NONE};
     int rc = st_compute(&in, out, err);
     free(numels);
     return rc;
@@ -95,6 +96,7 @@ int sched_init_peak(const plan *pl, uint32_t rank, ss_bytes *out, ss_err *err)
         *out = st.param.physical;
         return rc;
     }
+    if (s == SPEC_DEEPSPEED) return ds_init_peak(pl, rank, out, err);
     *out = s == SPEC_DDP || s == SPEC_ZERO1 ? ddp_init_peak(pl)
                                             : fsdp_init_peak(pl, pl->s->init_mode == SPEC_INIT_FULL);
     return SS_OK;

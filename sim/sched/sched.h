@@ -62,5 +62,11 @@ int mp_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err);
 /* DeepSpeed ZeRO (deepspeed.c): a rank's states under the scenario's stage
  * and offload (DeepSpeed's accounting, mem/states.h). */
 int ds_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err);
+/* Its set-up peak: stages 1-2 build the model whole and flatten it into one
+ * bit16 buffer (both exist while the parameters are moved in); stage 3
+ * under init.mode per_unit is zero.Init, each parameter partitioned as it is
+ * made (the partitions so far and one parameter whole), else the model is
+ * built whole and then partitioned. */
+int ds_init_peak(const plan *pl, uint32_t rank, ss_bytes *out, ss_err *err);
 
 #endif
