@@ -6,7 +6,10 @@
  * N * ceil(numel / N)), for PyTorch's ZeroRedundancyOptimizer (whole
  * parameters assigned to owner ranks, largest first, to the least loaded
  * rank), and for FSDP1 FULL_SHARD / SHARD_GRAD_OP / NO_SHARD (one
- * FlatParameter per wrap unit, each padded to N * ceil(numel / N)).
+ * FlatParameter per wrap unit, each padded to N * ceil(numel / N)), and
+ * FSDP2 (every parameter sharded on dim 0 on its own: a rank stores
+ * ceil(rows / N) rows of each, the last ranks fewer real ones or none; its
+ * optimizer steps the DTensor local shards, i.e. the real rows).
  *
  * "Logical" counts the model's own elements a rank holds; "physical" adds
  * the padding it stores. Under FSDP, the optimizer of use_orig_params=True
@@ -32,7 +35,8 @@
     X(ZERO1_ZRO, "zero1_zero_redundancy")                                      \
     X(FSDP_FULL_SHARD, "full_shard")                                           \
     X(FSDP_SHARD_GRAD_OP, "shard_grad_op")                                     \
-    X(FSDP_NO_SHARD, "no_shard")
+    X(FSDP_NO_SHARD, "no_shard")                                               \
+    X(FSDP2, "fsdp2")
 
 #define ST_ENUM_(id, name) ST_##id,
 typedef enum { ST_KINDS(ST_ENUM_) ST_NKINDS } st_kind;
@@ -49,6 +53,9 @@ typedef struct st_input {
     spec_precision prec;
     spec_optimizer_cfg opt;
     bool use_orig_params; /* FSDP only */
+    /* FSDP2: rows[i], the dim-0 size of parameter i (numels[i] / rows[i]
+     * elements per row); NULL for the other kinds. */
+    const uint64_t *rows;
 } st_input;
 
 typedef struct st_amount {

@@ -213,7 +213,7 @@ int mp_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err)
     stage_numel(pl, p, &dense, &expert);
     uint32_t q = t + x->tp * (c + x->cp * d);
     st_input in = {dp_kind(pl->s->shard.strategy), pl->dense_dp, c + x->cp * d, &dense, 1,
-                   pl->s->prec, pl->s->opt, false};
+                   pl->s->prec, pl->s->opt, false, NULL};
     *out = (st_bytes){0};
     int rc = st_compute(&in, out, err);
     if (rc || !expert) return rc;

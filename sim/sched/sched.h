@@ -4,7 +4,7 @@
  * One module per runtime (ddp.c: DDP's reducer and gradient buckets;
  * zero.c: PyTorch's ZeroRedundancyOptimizer over DDP; fsdp1.c: FSDP1
  * FULL_SHARD / SHARD_GRAD_OP / NO_SHARD / HYBRID_SHARD / _HYBRID_SHARD_ZERO2
- * with its prefetch knobs and rate limiter). Each is a sched_ops entry in a static table searched by the
+ * with its prefetch knobs and rate limiter; fsdp2.c: FSDP2's fully_shard). Each is a sched_ops entry in a static table searched by the
  * scenario's sharding.strategy. Schedulers know heaps and streams only
  * through prog.h; they know nothing of the engine's queue or of JSON.
  *
@@ -49,6 +49,10 @@ int sched_init_peak(const plan *pl, uint32_t rank, ss_bytes *out, ss_err *err);
  * holding the same shard in the other shard groups). */
 uint32_t sched_gid_shard(const plan *pl, uint32_t rank);
 uint32_t sched_gid_replicate(const plan *pl, uint32_t rank);
+/* FSDP2 with reshard_after_forward = k (1 < k < shard group): the group of
+ * k consecutive ranks the rank's backward all-gathers run over (ids after
+ * the HSDP groups); otherwise its shard group. */
+uint32_t sched_gid_post_forward(const plan *pl, uint32_t rank);
 
 /* Build the whole program for a plan with the scheduler of its strategy.
  * Caller frees *out with prog_free. */

@@ -22,7 +22,7 @@ static const uint64_t eight[8] = {W, W, W, W, W, W, W, W};
 static st_bytes run(st_kind k, uint32_t n, uint32_t rank, const uint64_t *numels,
                     uint32_t count, bool orig)
 {
-    st_input in = {k, n, rank, numels, count, fp32, adamw, orig};
+    st_input in = {k, n, rank, numels, count, fp32, adamw, orig, NULL};
     st_bytes b;
     assert_int_equal(st_compute(&in, &b, NULL), SS_OK);
     return b;
@@ -123,7 +123,7 @@ static void test_mixed_precision(void **state)
     spec_precision mp = {SPEC_DT_BF16, SPEC_DT_BF16, SPEC_DT_BF16, SPEC_DT_BF16,
                          SPEC_DT_FP32, SPEC_DT_FP32};
     uint64_t n[1] = {1000};
-    st_input in = {ST_ZERO0, 4, 0, n, 1, mp, adamw, false};
+    st_input in = {ST_ZERO0, 4, 0, n, 1, mp, adamw, false, NULL};
     st_bytes b;
     assert_int_equal(st_compute(&in, &b, NULL), SS_OK);
     assert_int_equal(b.total_physical, 16000);
@@ -146,7 +146,7 @@ static void test_five_trillion(void **state)
     spec_precision mp = {SPEC_DT_BF16, SPEC_DT_BF16, SPEC_DT_BF16, SPEC_DT_BF16,
                          SPEC_DT_FP32, SPEC_DT_FP32};
     uint64_t n[1] = {5000000000000ull};
-    st_input in = {ST_ZERO0, 16384, 0, n, 1, mp, adamw, false};
+    st_input in = {ST_ZERO0, 16384, 0, n, 1, mp, adamw, false, NULL};
     st_bytes b;
     assert_int_equal(st_compute(&in, &b, NULL), SS_OK);
     assert_int_equal(b.total_physical, 80000000000000ull);
@@ -164,7 +164,7 @@ static void test_overflow(void **state)
 {
     (void)state;
     uint64_t huge[1] = {1ull << 62};
-    st_input in = {ST_ZERO0, 1, 0, huge, 1, fp32, adamw, false};
+    st_input in = {ST_ZERO0, 1, 0, huge, 1, fp32, adamw, false, NULL};
     st_bytes b;
     ss_err err;
     ss_err_clear(&err);
