@@ -301,12 +301,14 @@ static void f2_backward(f2 *f, uint32_t m)
     }
     f2_post_backward(f, 0, last);
     /* The root's final callback: compute waits for every reduction, and the
-     * last reduce-scatter input is dropped. */
+     * last reduce-scatter input is dropped, as is forward's last all-gather
+     * output if no backward unshard released it (every unit kept). */
     em_marker_begin(f->e, PROG_COMPUTE, PROG_PH_BACKWARD, "fsdp2.finalize_backward");
     for (uint32_t u = 0; u < pl->nunits; u++) em_dep(f->e, f->reduce[u]);
     em_mem(f->e, f->rs_state, PROG_FREE_AT_ISSUE);
+    em_mem(f->e, f->ag_state, PROG_FREE_AT_ISSUE);
     em_end(f->e);
-    f->rs_state = f->rs_prev = EM_NONE;
+    f->rs_state = f->rs_prev = f->ag_state = f->ag_state_ev = EM_NONE;
 }
 
 static void f2_zero_grad(f2 *f)
