@@ -15,10 +15,12 @@
  *                    waits, not a CPU rate limiter, bound the run-ahead.
  *   wait_for_unshard copy-out on the compute stream into freshly allocated
  *                    unsharded parameters (padded size). In forward the
- *                    all-gather output is kept until the next unit's
+ *                    all-gather output is kept until the next forward
  *                    wait_for_unshard (all_gather_state), which makes the
- *                    all-gather streams wait on its copy-out and frees it;
- *                    in backward it is freed after its own copy-out.
+ *                    all-gather streams wait on its copy-out and frees it:
+ *                    the last one of a forward lives through backward into
+ *                    the next step. In backward it is freed after its own
+ *                    copy-out. One rank defers nothing.
  *   post_forward     reshard_after_forward: the shard group (true) frees
  *                    the unsharded parameters; 1 (false) keeps them until
  *                    post_backward; k keeps a clone of 1/k of them and the
@@ -116,20 +118,21 @@ static void f2_wait(f2 *f, uint32_t u, prog_phase ph)
     em_cost(f->e, em_launch_ns(f->e), plan_mem_ns(pl, 2 * full), 0);
     em_dep(f->e, f->ag[u]);
     em_mem(f->e, f->t_full[u], PROG_ALLOC_AT_ISSUE);
-    em_mem(f->e, f->ag_state, PROG_FREE_AT_ISSUE);
-    /* FSDP2 frees at host time: the all-gather streams wait on this
-     * copy-out before they touch the memory again (f->ag_wait). */
+    /* FSDP2 frees at host time: the all-gather streams wait on a copy-out
+     * before they touch the memory again (f->ag_wait). */
     em_mem(f->e, f->t_post[u], PROG_FREE_AT_ISSUE);
-    uint32_t prev_ev = f->ag_state_ev;
-    f->ag_state = f->ag_state_ev = EM_NONE;
-    if (ph == PROG_PH_FORWARD) {
-        f->ready[u] = em_end(f->e);
+    bool defer = ph == PROG_PH_FORWARD && pl->shard_n > 1;
+    if (ph == PROG_PH_FORWARD) { /* the previous forward unshard's output goes now */
+        em_mem(f->e, f->ag_state, PROG_FREE_AT_ISSUE);
+        if (f->ag_state_ev != EM_NONE) f->ag_wait = f->ag_state_ev;
+        f->ag_state = f->ag_state_ev = EM_NONE;
+    }
+    if (!defer) em_mem(f->e, f->t_ago[u], PROG_FREE_AT_ISSUE);
+    f->ready[u] = em_end(f->e);
+    if (defer) {
         f->ag_state = f->t_ago[u];
         f->ag_state_ev = f->ready[u];
-        f->ag_wait = prev_ev != EM_NONE ? prev_ev : f->ag_wait;
     } else {
-        em_mem(f->e, f->t_ago[u], PROG_FREE_AT_ISSUE);
-        f->ready[u] = em_end(f->e);
         f->ag_wait = f->ready[u];
     }
     f->t_ago[u] = f->t_post[u] = EM_NONE;
@@ -301,14 +304,13 @@ static void f2_backward(f2 *f, uint32_t m)
     }
     f2_post_backward(f, 0, last);
     /* The root's final callback: compute waits for every reduction, and the
-     * last reduce-scatter input is dropped, as is forward's last all-gather
-     * output if no backward unshard released it (every unit kept). */
+     * last reduce-scatter input is dropped. Forward's last all-gather output
+     * stays in all_gather_state until the next forward's first copy-out. */
     em_marker_begin(f->e, PROG_COMPUTE, PROG_PH_BACKWARD, "fsdp2.finalize_backward");
     for (uint32_t u = 0; u < pl->nunits; u++) em_dep(f->e, f->reduce[u]);
     em_mem(f->e, f->rs_state, PROG_FREE_AT_ISSUE);
-    em_mem(f->e, f->ag_state, PROG_FREE_AT_ISSUE);
     em_end(f->e);
-    f->rs_state = f->rs_prev = f->ag_state = f->ag_state_ev = EM_NONE;
+    f->rs_state = f->rs_prev = EM_NONE;
 }
 
 static void f2_zero_grad(f2 *f)
@@ -367,13 +369,22 @@ static int f2_local_tensors(const f2 *f, em_tensors *params, em_tensors *optim)
     return rc;
 }
 
+/* The sharded gradients, and the all-gather output the previous step's
+ * last forward unshard left in all_gather_state (the last unit in forward
+ * order with parameters; none on one rank, where FSDP2 does not defer). */
 static void f2_tensors(f2 *f)
 {
     const plan *pl = f->pl;
-    for (uint32_t u = 0; u < pl->nunits; u++)
-        if (f2_live(f, u))
-            f->t_gshard[u] = em_tensor(f->e, PROG_MEM_GRAD_SHARD, pl->units[u].shard * pl->grad_elem,
-                                       false, "fsdp2.u%u.grad_shard", u);
+    uint32_t last = pl->nunits;
+    for (uint32_t u = 0; u < pl->nunits; u++) {
+        if (!f2_live(f, u)) continue;
+        f->t_gshard[u] = em_tensor(f->e, PROG_MEM_GRAD_SHARD, pl->units[u].shard * pl->grad_elem,
+                                   false, "fsdp2.u%u.grad_shard", u);
+        last = u;
+    }
+    if (last < pl->nunits && pl->shard_n > 1)
+        f->ag_state = em_tensor(f->e, PROG_MEM_COMM_BUFFER, pl->units[last].padded * pl->compute_elem,
+                                true, "fsdp2.u%u.all_gather_output.previous_step", last);
 }
 
 static int f2_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)
