@@ -314,6 +314,9 @@ static int load_prefetch(js_node sh, const char *key, spec_sharding *s, int pass
 {
     js_node n;
     if (!js_get(sh, key, &n)) return SS_OK;
+    if (!js_is_obj(n) && !js_is_num(n))
+        return js_failf(n, err, "expected an integer (prefetch the next k units) or an object "
+                        "from unit names to lists of unit names");
     if (!js_is_obj(n)) {
         uint64_t k;
         int rc = js_u64(sh, key, false, 0, 0, 1u << 20, &k, err);
@@ -366,6 +369,9 @@ static int load_reshard(js_node sh, spec_scenario *s, ss_err *err)
         s->shard.reshard_after_forward = b ? S : 1;
         return rc;
     }
+    if (!js_is_num(n))
+        return js_failf(n, err, "expected true, false or a number of ranks dividing the shard "
+                        "group of %u", S);
     uint64_t k;
     int rc = js_u64(sh, "reshard_after_forward", false, 0, 1, S, &k, err);
     if (rc) return rc;
