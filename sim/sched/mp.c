@@ -212,8 +212,9 @@ int mp_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err)
     uint64_t dense, expert;
     stage_numel(pl, p, &dense, &expert);
     uint32_t q = t + x->tp * (c + x->cp * d);
-    st_input in = {dp_kind(pl->s->shard.strategy), pl->dense_dp, c + x->cp * d, &dense, 1,
-                   pl->s->prec, pl->s->opt, false, NULL};
+    st_input in = {.kind = dp_kind(pl->s->shard.strategy), .n = pl->dense_dp,
+                   .rank = c + x->cp * d, .numels = &dense, .count = 1, .prec = pl->s->prec,
+                   .opt = pl->s->opt};
     *out = (st_bytes){0};
     int rc = st_compute(&in, out, err);
     if (rc || !expert) return rc;

@@ -53,9 +53,10 @@ int sched_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err)
     }
     /* HSDP ranks hold their shard group's shards: the state model sees the group. */
     bool grouped = (fsdp || fsdp2) && pl->shard_n != pl->n;
-    st_input in = {kind, grouped ? pl->shard_n : pl->n, grouped ? rank % pl->shard_n : rank,
-                   numels, count, pl->s->prec, pl->s->opt,
-                   pl->s->shard.use_orig_params, rows};
+    st_input in = {.kind = kind, .n = grouped ? pl->shard_n : pl->n,
+                   .rank = grouped ? rank % pl->shard_n : rank, .numels = numels,
+                   .count = count, .prec = pl->s->prec, .opt = pl->s->opt,
+                   .use_orig_params = pl->s->shard.use_orig_params, .rows = rows};
     int rc = st_compute(&in, out, err);
     free(numels);
     free(rows);

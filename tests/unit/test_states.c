@@ -22,7 +22,8 @@ static const uint64_t eight[8] = {W, W, W, W, W, W, W, W};
 static st_bytes run(st_kind k, uint32_t n, uint32_t rank, const uint64_t *numels,
                     uint32_t count, bool orig)
 {
-    st_input in = {k, n, rank, numels, count, fp32, adamw, orig, NULL};
+    st_input in = {.kind = k, .n = n, .rank = rank, .numels = numels, .count = count,
+                   .prec = fp32, .opt = adamw, .use_orig_params = orig};
     st_bytes b;
     assert_int_equal(st_compute(&in, &b, NULL), SS_OK);
     return b;
@@ -123,7 +124,7 @@ static void test_mixed_precision(void **state)
     spec_precision mp = {SPEC_DT_BF16, SPEC_DT_BF16, SPEC_DT_BF16, SPEC_DT_BF16,
                          SPEC_DT_FP32, SPEC_DT_FP32};
     uint64_t n[1] = {1000};
-    st_input in = {ST_ZERO0, 4, 0, n, 1, mp, adamw, false, NULL};
+    st_input in = {.kind = ST_ZERO0, .n = 4, .rank = 0, .numels = n, .count = 1, .prec = mp, .opt = adamw};
     st_bytes b;
     assert_int_equal(st_compute(&in, &b, NULL), SS_OK);
     assert_int_equal(b.total_physical, 16000);
@@ -146,7 +147,7 @@ static void test_five_trillion(void **state)
     spec_precision mp = {SPEC_DT_BF16, SPEC_DT_BF16, SPEC_DT_BF16, SPEC_DT_BF16,
                          SPEC_DT_FP32, SPEC_DT_FP32};
     uint64_t n[1] = {5000000000000ull};
-    st_input in = {ST_ZERO0, 16384, 0, n, 1, mp, adamw, false, NULL};
+    st_input in = {.kind = ST_ZERO0, .n = 16384, .rank = 0, .numels = n, .count = 1, .prec = mp, .opt = adamw};
     st_bytes b;
     assert_int_equal(st_compute(&in, &b, NULL), SS_OK);
     assert_int_equal(b.total_physical, 80000000000000ull);
@@ -164,7 +165,7 @@ static void test_overflow(void **state)
 {
     (void)state;
     uint64_t huge[1] = {1ull << 62};
-    st_input in = {ST_ZERO0, 1, 0, huge, 1, fp32, adamw, false, NULL};
+    st_input in = {.kind = ST_ZERO0, .n = 1, .rank = 0, .numels = huge, .count = 1, .prec = fp32, .opt = adamw};
     st_bytes b;
     ss_err err;
     ss_err_clear(&err);
@@ -183,7 +184,8 @@ static void test_fsdp2_dim0(void **state)
     (void)state;
     static const uint64_t numels[2] = {30, 10}, rows[2] = {10, 10};
     for (uint32_t r = 0; r < 4; r++) {
-        st_input in = {ST_FSDP2, 4, r, numels, 2, fp32, adamw, false, rows};
+        st_input in = {.kind = ST_FSDP2, .n = 4, .rank = r, .numels = numels, .count = 2,
+                       .prec = fp32, .opt = adamw, .rows = rows};
         st_bytes b;
         assert_int_equal(st_compute(&in, &b, NULL), SS_OK);
         uint64_t real = r < 3 ? 12 : 4;
