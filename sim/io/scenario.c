@@ -354,9 +354,10 @@ static int load_prefetch(js_node sh, const char *key, spec_sharding *s, int pass
     return SS_OK;
 }
 
-/* sharding.reshard_after_forward: true (the shard group), false (1) or an
- * integer k dividing the shard group: the ranks the parameters stay
- * sharded over between forward and backward. */
+/* sharding.reshard_after_forward: true (the shard group), false or 1 (0:
+ * kept unsharded) or an integer k dividing the shard group: the ranks the
+ * parameters stay sharded over between forward and backward. On a shard
+ * group of one rank true still reshards (and re-gathers in backward). */
 static int load_reshard(js_node sh, spec_scenario *s, ss_err *err)
 {
     js_node n;
@@ -366,7 +367,7 @@ static int load_reshard(js_node sh, spec_scenario *s, ss_err *err)
     if (js_is_bool(n)) {
         bool b;
         int rc = js_bool(sh, "reshard_after_forward", false, true, &b, err);
-        s->shard.reshard_after_forward = b ? S : 1;
+        s->shard.reshard_after_forward = b ? S : 0;
         return rc;
     }
     if (!js_is_num(n))
@@ -379,7 +380,7 @@ static int load_reshard(js_node sh, spec_scenario *s, ss_err *err)
         return js_failf(n, err, "reshard_after_forward = %llu does not divide the shard group "
                         "of %u ranks (give true, false or a divisor of it)",
                         (unsigned long long)k, S);
-    s->shard.reshard_after_forward = (uint32_t)k;
+    s->shard.reshard_after_forward = k == 1 ? 0 : (uint32_t)k;
     return SS_OK;
 }
 

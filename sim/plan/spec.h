@@ -336,7 +336,7 @@ typedef struct spec_sharding {
     uint32_t shard_group_size;
     /* FSDP2 (fully_shard). reshard_after_forward: the ranks the parameters
      * stay sharded over between forward and backward: shard_group_size
-     * (true), 1 (false) or the integer given. Explicit prefetch
+     * (true), the integer given, or 0: kept unsharded (false, or 1). Explicit prefetch
      * (modules_to_forward_prefetch / modules_to_backward_prefetch): an
      * integer k (every unit prefetches the next k of that pass; 0 none) or
      * pairs (unit, target) in file order, resolved to units by the plan. */

@@ -57,7 +57,7 @@ enum { F2_SHARDED, F2_GATHERING, F2_UNSHARDED };
 typedef struct f2 {
     em *e;
     const plan *pl;
-    uint32_t k;                /* reshard_after_forward: ranks sharded over after forward */
+    uint32_t k;                /* reshard_after_forward: ranks sharded over after forward, 0 none */
     bool hybrid;
     uint32_t g_shard, g_rep, g_post;
     uint32_t *t_full, *t_ago, *t_post, *t_grad, *t_gshard; /* per unit */
@@ -152,7 +152,7 @@ static void f2_reshard(f2 *f, uint32_t u, prog_phase ph)
 static void f2_post_forward(f2 *f, uint32_t u)
 {
     const plan *pl = f->pl;
-    if (pl->units[u].is_root || f->k == 1 || !f2_live(f, u)) return;
+    if (pl->units[u].is_root || f->k == 0 || !f2_live(f, u)) return;
     if (f->k < pl->shard_n) { /* keep this rank's 1/k of the gathered parameters */
         ss_bytes part = pl->units[u].padded * pl->compute_elem / f->k;
         f->t_post[u] = em_tensor(f->e, PROG_MEM_PARAM_UNSHARDED, part, false,
@@ -393,7 +393,7 @@ static int f2_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)
     f2 f = {.e = &e, .pl = pl, .k = pl->s->shard.reshard_after_forward,
             .hybrid = pl->shard_n != pl->n, .g_shard = sched_gid_shard(pl, rank),
             .g_post = sched_gid_post_forward(pl, rank)};
-    if (!f.k || f.k > pl->shard_n) f.k = pl->shard_n;
+    if (f.k > pl->shard_n) f.k = pl->shard_n; /* 0: kept unsharded after forward */
     if (f.hybrid) f.g_rep = sched_gid_replicate(pl, rank);
     int rc = em_init(&e, pl, p, rank, err);
     if (rc) return rc;
