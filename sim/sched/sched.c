@@ -73,7 +73,7 @@ static ss_bytes ddp_init_peak(const plan *pl)
 
 /* Walk the units in wrap order: before unit u, the shards of the units
  * already wrapped and (full mode) the originals of the others exist; unit u
- * adds its padded flat copy and its shard. */
+ * adds its padded flat copy (FSDP1; FSDP2 has none) and its shard. */
 static ss_bytes fsdp_init_peak(const plan *pl, bool full)
 {
     ss_bytes e = pl->param_elem, done = 0, peak = 0;
@@ -86,7 +86,10 @@ static ss_bytes fsdp_init_peak(const plan *pl, bool full)
         if (!u->numel) continue;
         ss_bytes whole = full ? 0 : u->numel * e;
         ss_bytes shard = noshard ? u->numel * e : u->shard * e;
-        ss_bytes now = rest + done + whole + u->padded * e + (noshard ? 0 : shard);
+        /* fully_shard copies each parameter's own padded rows out of it: no
+         * padded copy of the whole unit, as FSDP1's flatten makes. */
+        ss_bytes flat = pl->s->shard.strategy == SPEC_FSDP2 ? 0 : u->padded * e;
+        ss_bytes now = rest + done + whole + flat + (noshard ? 0 : shard);
         if (now > peak) peak = now;
         if (full) rest -= u->numel * e;
         done += shard;
