@@ -39,7 +39,8 @@ int sched_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err);
  *   DDP / ZeRO-1: the whole model, plus the larger of DDP's 250 MiB
  *   coalesced broadcast of module states and its gradient buckets;
  *   FSDP, init.mode full: the whole model, then each unit flattened (a
- *   padded copy) and cut to its shard, the originals freed as it goes;
+ *   padded copy; FSDP2 makes none) and cut to its shard, the originals
+ *   freed as it goes;
  *   FSDP, init.mode per_unit: each unit materialized only when it is
  *   wrapped, so at most one unit whole beside the shards done so far. */
 int sched_init_peak(const plan *pl, uint32_t rank, ss_bytes *out, ss_err *err);
