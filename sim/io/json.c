@@ -205,6 +205,8 @@ int js_failf(js_node n, ss_err *err, const char *fmt, ...)
 
 bool js_is_obj(js_node n) { return cJSON_IsObject(n.j); }
 bool js_is_str(js_node n) { return cJSON_IsString(n.j); }
+bool js_is_bool(js_node n) { return cJSON_IsBool(n.j); }
+bool js_is_num(js_node n) { return cJSON_IsNumber(n.j); }
 
 int js_want_obj(js_node n, ss_err *err)
 {

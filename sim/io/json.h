@@ -67,6 +67,8 @@ js_node js_root(const js_doc *d);
 /* Types. */
 bool js_is_obj(js_node n);
 bool js_is_str(js_node n);
+bool js_is_bool(js_node n);
+bool js_is_num(js_node n);
 /* Fail unless n is an object / array. */
 int js_want_obj(js_node n, ss_err *err);
 

@@ -244,7 +244,9 @@ static int load_sharding_obj(js_node n, spec_sharding *s, ss_err *err)
                                     "parameters_as_bucket_view", "backward_prefetch",
                                     "forward_prefetch", "limit_all_gathers",
                                     "use_orig_params", "no_sync", "wrap",
-                                    "shard_group_size"), err)) ||
+                                    "shard_group_size", "reshard_after_forward",
+                                    "modules_to_forward_prefetch",
+                                    "modules_to_backward_prefetch"), err)) ||
         (rc = js_enum(n, "strategy", true, 0, spec_strategy_names, SPEC_NSTRATEGIES, &strat, err)) ||
         (rc = js_num(n, "bucket_cap_mb", false, 25.0, 1e-6, 1e7, &mb, err)) ||
         (rc = js_bool(n, "gradient_as_bucket_view", false, false, &s->gradient_as_bucket_view, err)) ||
@@ -401,22 +403,25 @@ static int ds_optimizer_impl(js_node root, spec_scenario *s, ss_err *err)
     return SS_OK;
 }
 
-/* HYBRID_SHARD: FSDP's default shard group is a node's ranks. */
+/* HYBRID_SHARD: FSDP's default shard group is a node's ranks. FSDP2: the
+ * shard dimension of a 2D (replicate, shard) mesh, all dp ranks by default
+ * (plain FSDP, no replicate group). */
 static int load_hybrid(js_node root, spec_scenario *s, ss_err *err)
 {
     js_node n, k;
     js_get(root, "sharding", &n);
+    bool fsdp2 = s->shard.strategy == SPEC_FSDP2;
     bool hybrid = s->shard.strategy == SPEC_HYBRID_SHARD ||
-                  s->shard.strategy == SPEC_HYBRID_SHARD_ZERO2;
+                  s->shard.strategy == SPEC_HYBRID_SHARD_ZERO2 || fsdp2;
     bool given = js_get(n, "shard_group_size", &k);
     s->shard.shard_group_size = 0;
     if (!hybrid) {
         if (given)
-            return js_failf(k, err, "shard_group_size goes with strategy hybrid_shard or "
-                                    "hybrid_shard_zero2");
+            return js_failf(k, err, "shard_group_size goes with strategy hybrid_shard, "
+                                    "hybrid_shard_zero2 or fsdp2");
         return SS_OK;
     }
-    uint32_t def = s->topo.gpus_per_node < s->dp ? s->topo.gpus_per_node : s->dp;
+    uint32_t def = fsdp2 || s->topo.gpus_per_node >= s->dp ? s->dp : s->topo.gpus_per_node;
     uint64_t size;
     int rc = js_u64(n, "shard_group_size", false, def, 1, s->dp, &size, err);
     if (rc) return rc;
@@ -425,6 +430,117 @@ static int load_hybrid(js_node root, spec_scenario *s, ss_err *err)
                         (unsigned long long)size, s->dp);
     s->shard.shard_group_size = (uint32_t)size;
     return SS_OK;
+}
+
+/* FSDP1's knobs and what FSDP2 offers instead (an error names both). */
+static const char *const fsdp1_only[][2] = {
+    {"use_orig_params", "FSDP2 always steps the original parameters (DTensor shards)"},
+    {"limit_all_gathers", "FSDP2 has no rate limiter; its stream waits bound the all-gathers in flight"},
+    {"backward_prefetch", "use modules_to_backward_prefetch"},
+    {"forward_prefetch", "use modules_to_forward_prefetch"},
+};
+static const char *const fsdp2_only[] = {"reshard_after_forward", "modules_to_forward_prefetch",
+                                         "modules_to_backward_prefetch"};
+
+/* modules_to_{forward,backward}_prefetch: an integer k, or an object from
+ * a unit's name to the names it prefetches. The names are resolved by the
+ * plan, which knows the units; an empty list is kept (target "") so that
+ * its key is checked too. */
+static int load_prefetch(js_node sh, const char *key, spec_sharding *s, int pass, ss_err *err)
+{
+    js_node n;
+    if (!js_get(sh, key, &n)) return SS_OK;
+    if (!js_is_obj(n) && !js_is_num(n))
+        return js_failf(n, err, "expected an integer (prefetch the next k units) or an object "
+                        "from unit names to lists of unit names");
+    if (!js_is_obj(n)) {
+        uint64_t k;
+        int rc = js_u64(sh, key, false, 0, 0, 1u << 20, &k, err);
+        s->prefetch_k[pass] = (uint32_t)k;
+        return rc;
+    }
+    size_t total = 0, nm = js_nmembers(n);
+    for (size_t i = 0; i < nm; i++) {
+        const char *unit = "";
+        js_node list;
+        js_member(n, i, &unit);
+        size_t len;
+        int rc = js_arr(n, unit, true, &list, &len, err);
+        if (rc) return rc;
+        total += len ? len : 1;
+    }
+    s->prefetch[pass] = calloc(total ? total : 1, sizeof *s->prefetch[pass]);
+    if (!s->prefetch[pass]) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    for (size_t i = 0; i < nm; i++) {
+        const char *unit = "", *target = "";
+        js_node list;
+        js_member(n, i, &unit);
+        size_t len;
+        int rc = js_arr(n, unit, true, &list, &len, err);
+        if (rc) return rc;
+        for (size_t j = 0; j < (len ? len : 1); j++) {
+            rc = len ? js_str_val(js_at(list, j), &target, err) : SS_OK;
+            if (rc) return rc;
+            spec_prefetch *e = &s->prefetch[pass][s->nprefetch[pass]++];
+            snprintf(e->unit, sizeof e->unit, "%s", unit);
+            snprintf(e->target, sizeof e->target, "%s", target);
+            e->index = (uint32_t)j;
+        }
+    }
+    return SS_OK;
+}
+
+/* sharding.reshard_after_forward: true (the shard group), false or 1 (0:
+ * kept unsharded) or an integer k dividing the shard group: the ranks the
+ * parameters stay sharded over between forward and backward. On a shard
+ * group of one rank true still reshards (and re-gathers in backward). */
+static int load_reshard(js_node sh, spec_scenario *s, ss_err *err)
+{
+    js_node n;
+    uint32_t S = s->shard.shard_group_size;
+    s->shard.reshard_after_forward = S;
+    if (!js_get(sh, "reshard_after_forward", &n)) return SS_OK;
+    if (js_is_bool(n)) {
+        bool b;
+        int rc = js_bool(sh, "reshard_after_forward", false, true, &b, err);
+        s->shard.reshard_after_forward = b ? S : 0;
+        return rc;
+    }
+    if (!js_is_num(n))
+        return js_failf(n, err, "expected true, false or a number of ranks dividing the shard "
+                        "group of %u", S);
+    uint64_t k;
+    int rc = js_u64(sh, "reshard_after_forward", false, 0, 1, S, &k, err);
+    if (rc) return rc;
+    if (S % k)
+        return js_failf(n, err, "reshard_after_forward = %llu does not divide the shard group "
+                        "of %u ranks (give true, false or a divisor of it)",
+                        (unsigned long long)k, S);
+    s->shard.reshard_after_forward = k == 1 ? 0 : (uint32_t)k;
+    return SS_OK;
+}
+
+/* FSDP2 keys go with strategy fsdp2 only, FSDP1's knobs never with it. */
+static int load_fsdp2(js_node root, spec_scenario *s, ss_err *err)
+{
+    js_node sh, k;
+    js_get(root, "sharding", &sh);
+    bool fsdp2 = s->shard.strategy == SPEC_FSDP2;
+    for (size_t i = 0; i < SS_ARRAY_LEN(fsdp2_only); i++)
+        if (!fsdp2 && js_get(sh, fsdp2_only[i], &k))
+            return js_failf(k, err, "%s goes with strategy fsdp2 (FSDP2's fully_shard), not %s",
+                            fsdp2_only[i], spec_strategy_names[s->shard.strategy]);
+    if (!fsdp2) return SS_OK;
+    for (size_t i = 0; i < SS_ARRAY_LEN(fsdp1_only); i++)
+        if (js_get(sh, fsdp1_only[i][0], &k))
+            return js_failf(k, err, "%s is an FSDP1 option, not accepted with strategy fsdp2: %s",
+                            fsdp1_only[i][0], fsdp1_only[i][1]);
+    s->shard.limit_all_gathers = false;
+    s->shard.backward_prefetch = SPEC_BWD_NONE;
+    int rc = load_reshard(sh, s, err);
+    if (!rc) rc = load_prefetch(sh, "modules_to_forward_prefetch", &s->shard, 0, err);
+    if (!rc) rc = load_prefetch(sh, "modules_to_backward_prefetch", &s->shard, 1, err);
+    return rc;
 }
 
 /* runtime.stragglers: [{"rank": r, "factor": f}], at most 16, distinct ranks
@@ -833,7 +949,8 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
         (rc = load_precision(root, &s->prec, err)) ||
         (rc = load_optimizer(root, &s->opt, err)) ||
         (rc = load_sharding(root, s, err)) || (rc = load_hybrid(root, s, err)) ||
-        (rc = load_offload(root, s, err)) || (rc = ds_optimizer_impl(root, s, err)) ||
+        (rc = load_fsdp2(root, s, err)) || (rc = load_offload(root, s, err)) ||
+        (rc = ds_optimizer_impl(root, s, err)) ||
         (rc = layout_check(root, s, err)) || (rc = load_runtime(root, s, err)) ||
         (rc = load_network(root, s, err)) || (rc = load_calibration(root, s, err)) ||
         (rc = load_allocator(root, s, err)) || (rc = load_init(root, s, err)) ||

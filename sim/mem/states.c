@@ -72,6 +72,14 @@ static int st_count(const st_input *in, st_elems *e, ss_err *err)
     *e = (st_elems){0};
     for (uint32_t i = 0; i < in->count; i++) {
         uint64_t x = in->numels[i];
+        if (in->kind == ST_FSDP2) { /* dim-0 shards of each parameter */
+            uint64_t rows = in->rows[i] ? in->rows[i] : 1, cols = x / rows;
+            if (ss_add_u64(total, x, &total) ||
+                ss_add_u64(e->unit_phys, ss_div_ceil(rows, in->n) * cols, &e->unit_phys))
+                return ss_fail(err, SS_E_OVERFLOW, NULL, "parameter count overflows 64 bits");
+            e->unit_log += st_shard_logical(rows, in->n, in->rank) * cols;
+            continue;
+        }
         if (ss_add_u64(total, x, &total) ||
             ss_add_u64(e->unit_phys, ss_div_ceil(x, in->n), &e->unit_phys))
             return ss_fail(err, SS_E_OVERFLOW, NULL,
@@ -106,7 +114,8 @@ static void st_pick(const st_input *in, const st_elems *e, uint64_t lp[3][2])
     uint64_t flat[2] = {e->flat_log, e->flat_phys};
     uint64_t unit[2] = {e->unit_log, e->unit_phys};
     uint64_t owned[2] = {e->owned, e->owned};
-    uint64_t uopt[2] = {e->unit_log, in->use_orig_params ? e->unit_log : e->unit_phys};
+    uint64_t uopt[2] = {e->unit_log, in->use_orig_params || in->kind == ST_FSDP2 ? e->unit_log
+                                                                                 : e->unit_phys};
     const uint64_t *pick[3];
     switch (in->kind) {
     case ST_ZERO0: pick[0] = full; pick[1] = full; pick[2] = full; break;
@@ -115,6 +124,7 @@ static void st_pick(const st_input *in, const st_elems *e, uint64_t lp[3][2])
     case ST_ZERO3: pick[0] = flat; pick[1] = flat; pick[2] = flat; break;
     case ST_ZERO1_ZRO: pick[0] = full; pick[1] = full; pick[2] = owned; break;
     case ST_FSDP_NO_SHARD: pick[0] = full; pick[1] = full; pick[2] = full; break;
+    case ST_FSDP2: pick[0] = unit; pick[1] = unit; pick[2] = uopt; break;
     default: pick[0] = unit; pick[1] = unit; pick[2] = uopt; break;
     }
     for (int s = 0; s < 3; s++) {

@@ -6,7 +6,10 @@
  * N * ceil(numel / N)), for PyTorch's ZeroRedundancyOptimizer (whole
  * parameters assigned to owner ranks, largest first, to the least loaded
  * rank), and for FSDP1 FULL_SHARD / SHARD_GRAD_OP / NO_SHARD (one
- * FlatParameter per wrap unit, each padded to N * ceil(numel / N)).
+ * FlatParameter per wrap unit, each padded to N * ceil(numel / N)), and
+ * FSDP2 (every parameter sharded on dim 0 on its own: a rank stores
+ * ceil(rows / N) rows of each, the last ranks fewer real ones or none; its
+ * optimizer steps the DTensor local shards, i.e. the real rows).
  *
  * "Logical" counts the model's own elements a rank holds; "physical" adds
  * the padding it stores. Under FSDP, the optimizer of use_orig_params=True
@@ -41,7 +44,8 @@
     X(FSDP_NO_SHARD, "no_shard")                                               \
     X(DS_ZERO1, "deepspeed_zero1")                                             \
     X(DS_ZERO2, "deepspeed_zero2")                                             \
-    X(DS_ZERO3, "deepspeed_zero3")
+    X(DS_ZERO3, "deepspeed_zero3")                                             \
+    X(FSDP2, "fsdp2")
 
 #define ST_ENUM_(id, name) ST_##id,
 typedef enum { ST_KINDS(ST_ENUM_) ST_NKINDS } st_kind;
@@ -66,6 +70,9 @@ typedef struct st_input {
      * other kinds off_params is FSDP's CPUOffload: every state on the host. */
     uint64_t persist_below;
     bool off_optim, off_params;
+    /* FSDP2: rows[i], the dim-0 size of parameter i (numels[i] / rows[i]
+     * elements per row); NULL for the other kinds. */
+    const uint64_t *rows;
 } st_input;
 
 /* host: the part of physical held in host memory (offload). */

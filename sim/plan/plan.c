@@ -96,8 +96,9 @@ static int add_params(plan *p, ss_err *err)
         if (ss_mul_u64(sb->in, sb->out, &w))
             return ss_fail(err, SS_E_OVERFLOW, p->s->file,
                            "block %s: parameter count overflows", sb->name);
-        p->params[p->nparams++] = (plan_param){i, w};
-        if (sb->bias) p->params[p->nparams++] = (plan_param){i, sb->out};
+        /* nn.Linear stores its weight [out, in] and its bias [out]. */
+        p->params[p->nparams++] = (plan_param){i, w, sb->out};
+        if (sb->bias) p->params[p->nparams++] = (plan_param){i, sb->out, sb->out};
         b->nparam = p->nparams - b->param0;
         b->numel = w + (sb->bias ? sb->out : 0);
         if (ss_add_u64(p->total_numel, b->numel, &p->total_numel) ||
@@ -145,6 +146,18 @@ static bool block_wrapped(const plan *p, const plan_block *b)
     case SPEC_WRAP_SIZE: return b->numel >= sh->wrap_min_params;
     default: return wrapped_by_name(sh, b->name) || wrapped_by_name(sh, b->group);
     }
+}
+
+/* FSDP2: every parameter padded on dim 0 to n * ceil(rows / n) rows. */
+static void unit_dim0(plan *p)
+{
+    for (uint32_t u = 0; u < p->nunits; u++) p->units[u].shard = 0;
+    for (uint32_t i = 0; i < p->nparams; i++) {
+        const plan_param *q = &p->params[i];
+        plan_unit *u = &p->units[p->blocks[q->block].unit];
+        u->shard += ss_div_ceil(q->rows, p->shard_n) * (q->numel / q->rows);
+    }
+    for (uint32_t u = 0; u < p->nunits; u++) p->units[u].padded = p->units[u].shard * p->shard_n;
 }
 
 static void unit_close(plan *p, plan_unit *u)
@@ -201,6 +214,87 @@ static int add_units(plan *p, ss_err *err)
     root->shard = ss_div_ceil(root->numel, p->shard_n);
     root->padded = root->shard * p->shard_n;
     if (root->block0 == UINT32_MAX) root->block0 = 0;
+    if (sh->strategy == SPEC_FSDP2) unit_dim0(p);
+    return SS_OK;
+}
+
+const char *plan_unit_name(const plan *p, uint32_t u)
+{
+    return p->units[u].is_root ? "root" : p->blocks[p->units[u].block0].group;
+}
+
+static bool unit_named(const plan *p, const char *name, uint32_t *u)
+{
+    for (*u = 0; *u < p->nunits; (*u)++)
+        if (!strcmp(plan_unit_name(p, *u), name)) return true;
+    return false;
+}
+
+/* The next units of a pass after u: forward is unit order (root first),
+ * backward its reverse with the root last. */
+static uint32_t pass_next(const plan *p, int pass, uint32_t u)
+{
+    if (pass == 0) return u + 1 < p->nunits ? u + 1 : UINT32_MAX;
+    if (u == 0) return UINT32_MAX;
+    return u - 1;
+}
+
+static uint32_t pass_count(const plan *p, int pass, uint32_t u, uint32_t k)
+{
+    uint32_t n = 0;
+    for (uint32_t v = pass_next(p, pass, u); v != UINT32_MAX && n < k; v = pass_next(p, pass, v))
+        if (p->units[v].numel) n++;
+    return n;
+}
+
+/* FSDP2's set_modules_to_{forward,backward}_prefetch, resolved to units:
+ * an integer k gives every unit the next k units of the pass that have
+ * parameters; a list names them, and a name that is no unit is an input
+ * error with its JSON path. */
+static int add_prefetch_pass(plan *p, int pass, ss_err *err)
+{
+    static const char *const key[2] = {"modules_to_forward_prefetch",
+                                       "modules_to_backward_prefetch"};
+    const spec_sharding *sh = &p->s->shard;
+    uint32_t k = sh->prefetch_k[pass], n = sh->nprefetch[pass], nu = p->nunits;
+    size_t cap = (size_t)n + (size_t)nu * (k < nu ? k : nu);
+    p->pf0[pass] = calloc(nu + 1, sizeof *p->pf0[pass]);
+    p->pf[pass] = calloc(cap ? cap : 1, sizeof *p->pf[pass]);
+    p->explicit_pf[pass] = calloc(nu, sizeof *p->explicit_pf[pass]);
+    if (!p->pf0[pass] || !p->pf[pass] || !p->explicit_pf[pass])
+        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    for (uint32_t i = 0; i < n; i++) {
+        const spec_prefetch *e = &sh->prefetch[pass][i];
+        uint32_t u, t;
+        if (!unit_named(p, e->unit, &u))
+            return ss_fail(err, SS_E_INPUT, p->s->file, "$.sharding.%s[\"%s\"]: \"%s\" is no "
+                           "fully_shard unit of model %s under this wrap policy (units are "
+                           "\"root\" and the wrap groups, e.g. \"%s\")", key[pass], e->unit,
+                           e->unit, p->s->model.name, plan_unit_name(p, nu - 1));
+        if (e->target[0] && !unit_named(p, e->target, &t))
+            return ss_fail(err, SS_E_INPUT, p->s->file, "$.sharding.%s[\"%s\"][%u]: \"%s\" is "
+                           "no fully_shard unit of model %s under this wrap policy (units are "
+                           "\"root\" and the wrap groups, e.g. \"%s\")", key[pass], e->unit,
+                           e->index, e->target, p->s->model.name, plan_unit_name(p, nu - 1));
+    }
+    uint32_t at = 0;
+    for (uint32_t u = 0; u < nu; u++) {
+        p->pf0[pass][u] = at;
+        if (k) {
+            p->explicit_pf[pass][u] = true;
+            uint32_t want = pass_count(p, pass, u, k), got = 0;
+            for (uint32_t v = pass_next(p, pass, u); got < want; v = pass_next(p, pass, v))
+                if (p->units[v].numel) p->pf[pass][at++] = v, got++;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            const spec_prefetch *e = &sh->prefetch[pass][i];
+            uint32_t eu, t;
+            if (!unit_named(p, e->unit, &eu) || eu != u) continue;
+            p->explicit_pf[pass][u] = true;
+            if (e->target[0] && unit_named(p, e->target, &t)) p->pf[pass][at++] = t;
+        }
+    }
+    p->pf0[pass][nu] = at;
     return SS_OK;
 }
 
@@ -250,7 +344,10 @@ static uint32_t sim_ranks(const plan *p)
 {
     const spec_scenario *s = p->s;
     bool views = s->shard.use_orig_params && s->shard.strategy != SPEC_NO_SHARD && p->shard_n > 1;
-    if (!can_fold(s) || s->shard.strategy == SPEC_ZERO1 || views ||
+    /* FSDP2's ranks hold different real rows of each parameter (the last
+     * ones fewer, or none): their optimizers differ, so every rank runs. */
+    bool fsdp2 = s->shard.strategy == SPEC_FSDP2;
+    if (!can_fold(s) || s->shard.strategy == SPEC_ZERO1 || views || fsdp2 ||
         s->shard.strategy == SPEC_DEEPSPEED)
         return p->n;
     return 1;
@@ -279,7 +376,9 @@ int plan_new(plan **out, const spec_scenario *s, ss_err *err)
     p->chunks = 1;
     if (!rc && spec_model_parallel(&s->par)) rc = plan_layout(p, err);
     p->nsim = p->layout ? p->n : sim_ranks(p);
-    if (rc || (rc = add_units(p, err)) || (rc = add_buckets(p, err))) {
+    if (rc || (rc = add_units(p, err)) || (rc = add_buckets(p, err)) ||
+        (s->shard.strategy == SPEC_FSDP2 &&
+         ((rc = add_prefetch_pass(p, 0, err)) || (rc = add_prefetch_pass(p, 1, err))))) {
         plan_free(p);
         return rc;
     }
@@ -320,5 +419,10 @@ void plan_free(plan *p)
     free(p->blocks);
     free(p->units);
     free(p->buckets);
+    for (int k = 0; k < 2; k++) {
+        free(p->pf0[k]);
+        free(p->pf[k]);
+        free(p->explicit_pf[k]);
+    }
     free(p);
 }

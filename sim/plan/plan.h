@@ -16,9 +16,13 @@
 #include "../core/err.h"
 #include "spec.h"
 
+/* A parameter tensor: numel elements, rows of them along dim 0 (FSDP2
+ * shards dim 0: nn.Linear's weight [out, in] has out rows, a bias or a
+ * norm's weight [dim] dim rows, an embedding [vocab, hidden] vocab rows). */
 typedef struct plan_param {
     uint32_t block;
     uint64_t numel;
+    uint64_t rows;
 } plan_param;
 
 #define PLAN_NAME_MAX SPEC_NAME_MAX
@@ -48,7 +52,10 @@ typedef struct plan_block {
 } plan_block;
 
 /* A FlatParameter: blocks [block0, block0 + nblocks) in model order; the
- * root unit (is_root) holds the blocks no policy wrapped, if any. */
+ * root unit (is_root) holds the blocks no policy wrapped, if any. Under
+ * FSDP2 a unit is one fully_shard module and each of its parameters is
+ * padded on dim 0 on its own: shard = sum ceil(rows / n) * (numel / rows),
+ * padded = n * shard (what its all-gather moves). */
 typedef struct plan_unit {
     uint32_t block0, nblocks;
     uint64_t numel, padded, shard; /* padded = n * shard */
@@ -88,6 +95,12 @@ typedef struct plan {
     uint32_t chunks;          /* pp x virtual_stages */
     bool share;               /* ranks of a stage share one program (prog_rank_share): no variation */
     uint64_t model_numel;     /* the whole model's parameters (total_numel is one rank's) */
+    /* FSDP2 explicit prefetch, [0] forward, [1] backward: unit u prefetches
+     * units pf[k][pf0[k][u] .. pf0[k][u + 1]) in that order; explicit[k][u]
+     * says it was given a list (backward: which replaces the implicit
+     * one-unit-ahead prefetch). NULL for the other strategies. */
+    uint32_t *pf0[2], *pf[2];
+    bool *explicit_pf[2];
 } plan;
 
 /* Build the plan. Errors (SS_E_INPUT, naming the scenario file): a wrap
@@ -112,6 +125,11 @@ ss_ns plan_gemm_ns(const plan *p, uint64_t m, uint64_t k, uint64_t n);
 int plan_arch_blocks(plan *p, ss_err *err);
 /* Internal: rebuild the blocks as one rank's share of a layout (plan.c). */
 int plan_layout(plan *p, ss_err *err);
+
+/* The name FSDP2's prefetch lists use for unit u: "root" for the root
+ * (the model's own fully_shard), else its first block's wrap group
+ * ("layers.3", "embed", "output"). Points into the plan. */
+const char *plan_unit_name(const plan *p, uint32_t u);
 
 /* Device time of an elementwise kernel touching `bytes` of HBM. */
 ss_ns plan_mem_ns(const plan *p, ss_bytes bytes);

@@ -79,14 +79,16 @@ static void blk_done(ab *x, plan_block *b)
         x->p->params[i].block = (uint32_t)(b - x->p->blocks);
 }
 
-static void param(ab *x, plan_block *b, uint64_t numel)
+/* A parameter tensor of numel elements, rows of them on dim 0 (the layout
+ * torch stores: nn.Linear [out, in], embeddings [num, dim], norms [dim]). */
+static void param(ab *x, plan_block *b, uint64_t numel, uint64_t rows)
 {
     if (!b || !numel || x->rc) return;
     if (x->p->nparams == x->capp) {
         x->rc = ss_fail(x->err, SS_E_INTERNAL, NULL, "too many parameters");
         return;
     }
-    x->p->params[x->p->nparams++] = (plan_param){0, numel};
+    x->p->params[x->p->nparams++] = (plan_param){0, numel, rows};
     b->nparam++;
     b->numel += numel;
     x->p->total_numel += numel;
@@ -114,8 +116,8 @@ static void gemm(ab *x, plan_block *b, uint64_t m, uint64_t k, uint64_t n)
 /* A linear layer with its parameters: weight k x n (+ bias n). */
 static void linear(ab *x, plan_block *b, uint64_t k, uint64_t n, uint64_t m)
 {
-    param(x, b, k * n);
-    if (x->a->bias) param(x, b, n);
+    param(x, b, k * n, n);
+    if (x->a->bias) param(x, b, n, n);
     gemm(x, b, m, k, n);
 }
 
@@ -128,15 +130,15 @@ static void linear_col(ab *x, plan_block *b, uint64_t k, uint64_t n, uint64_t m)
 
 static void linear_row(ab *x, plan_block *b, uint64_t k, uint64_t n, uint64_t m)
 {
-    param(x, b, k / x->tp * n);
-    if (x->a->bias) param(x, b, n);
+    param(x, b, k / x->tp * n, n);
+    if (x->a->bias) param(x, b, n, n);
     gemm(x, b, m, k / x->tp, n);
 }
 
 static void norm(ab *x, plan_block *b, uint64_t dim)
 {
-    param(x, b, dim);
-    if (x->a->layernorm) param(x, b, dim);
+    param(x, b, dim, dim);
+    if (x->a->layernorm) param(x, b, dim, dim);
     ss_ns t = plan_mem_ns(x->p, 3 * x->t / x->sp * dim * x->c);
     if (b) b->fwd_ns += t, b->bwd_ns += 2 * t;
 }
@@ -172,8 +174,8 @@ static void embed(ab *x)
 {
     const spec_arch *a = x->a;
     plan_block *b = blk(x, "embed", "embed", 0);
-    param(x, b, a->vocab / x->tp * a->hidden); /* vocab-parallel */
-    if (a->max_positions) param(x, b, a->max_positions * a->hidden);
+    param(x, b, a->vocab / x->tp * a->hidden, a->vocab / x->tp); /* vocab-parallel */
+    if (a->max_positions) param(x, b, a->max_positions * a->hidden, a->max_positions);
     if (!b) return;
     b->in_bytes = x->t * 8; /* token ids */
     b->dgrad = false;
@@ -266,8 +268,11 @@ static void mlp_weights(ab *x, plan_block *b, uint64_t f, uint64_t m, bool param
     uint64_t h = a->hidden, mats = a->act == SPEC_ACT_SWIGLU ? 3 : 2;
     if (params)
         for (uint64_t i = 0; i < mats; i++) {
-            param(x, b, h * f);
-            if (a->bias) param(x, b, i + 1 == mats ? h : f);
+            /* up (and gate) [f, h], then down [h, f]: experts are separate
+             * nn.Linear modules here, each sharded on its own dim 0. */
+            uint64_t rows = i + 1 == mats ? h : f;
+            param(x, b, h * f, rows);
+            if (a->bias) param(x, b, rows, rows);
         }
     for (uint64_t i = 0; i + 1 < mats; i++) gemm(x, b, m, h, f);
     gemm(x, b, m, f, h);
@@ -299,7 +304,7 @@ static void moe(ab *x, unsigned l)
     uint64_t local = a->experts / x->ep;
     plan_block *b = blk(x, "layers.%u", "layers.%u.moe", l);
     norm(x, b, h);
-    param(x, b, h * a->experts); /* router */
+    param(x, b, h * a->experts, a->experts); /* router: nn.Linear(h, E) */
     gemm(x, b, ts, h, a->experts);
     uint64_t sent = (uint64_t)ceil((double)ts * a->top_k * a->capacity_factor);
     uint64_t routed = (uint64_t)ceil((double)sent * x->p->s->par.expert_imbalance);

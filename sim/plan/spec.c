@@ -39,6 +39,11 @@ void spec_scenario_fini(spec_scenario *s)
     if (!s) return;
     free(s->model.blocks);
     free(s->shard.wrap_modules);
+    for (int k = 0; k < 2; k++) {
+        free(s->shard.prefetch[k]);
+        s->shard.prefetch[k] = NULL;
+        s->shard.nprefetch[k] = 0;
+    }
     free(s->expects);
     s->expects = NULL;
     s->model.blocks = NULL;

@@ -27,6 +27,7 @@
     X(NO_SHARD, "no_shard")                                                    \
     X(HYBRID_SHARD, "hybrid_shard")                                            \
     X(HYBRID_SHARD_ZERO2, "hybrid_shard_zero2")                                \
+    X(FSDP2, "fsdp2")                                                          \
     X(DEEPSPEED, "deepspeed")
 
 /* FSDP1 backward_prefetch. */
@@ -334,6 +335,16 @@ typedef struct spec_sharding {
     /* HYBRID_SHARD / _HYBRID_SHARD_ZERO2: ranks per shard group (consecutive
      * ranks; replicated across groups); 0 for the other strategies. */
     uint32_t shard_group_size;
+    /* FSDP2 (fully_shard). reshard_after_forward: the ranks the parameters
+     * stay sharded over between forward and backward: shard_group_size
+     * (true), the integer given, or 0: kept unsharded (false, or 1). Explicit prefetch
+     * (modules_to_forward_prefetch / modules_to_backward_prefetch): an
+     * integer k (every unit prefetches the next k of that pass; 0 none) or
+     * pairs (unit, target) in file order, resolved to units by the plan. */
+    uint32_t reshard_after_forward;
+    uint32_t prefetch_k[2];               /* [0] forward, [1] backward */
+    struct spec_prefetch *prefetch[2];
+    uint32_t nprefetch[2];
 } spec_sharding;
 
 /* DeepSpeed ZeRO (sharding.strategy "deepspeed"): the keys of a DeepSpeed
@@ -377,6 +388,13 @@ typedef struct spec_offload {
     double cpu_optim_eps; /* optimizer elements one rank's CPU steps per second */
     uint64_t host_bytes;  /* host memory per node (0: not checked) */
 } spec_offload;
+
+/* One entry of an explicit FSDP2 prefetch list: unit `unit` prefetches
+ * `target`, the `index`-th name of its list (for error paths). */
+typedef struct spec_prefetch {
+    char unit[SPEC_NAME_MAX], target[SPEC_NAME_MAX];
+    uint32_t index;
+} spec_prefetch;
 
 /* One expectation on a summary key (scenario "expect" block). */
 typedef enum { SPEC_EXP_NUM, SPEC_EXP_BOOL, SPEC_EXP_STR } spec_exp_kind;

@@ -4,12 +4,12 @@
 
 extern const sched_ops sched_ddp, sched_zero1, sched_fsdp1_full_shard,
     sched_fsdp1_shard_grad_op, sched_fsdp1_no_shard, sched_fsdp1_hybrid_shard,
-    sched_fsdp1_hybrid_shard_zero2, sched_deepspeed;
+    sched_fsdp1_hybrid_shard_zero2, sched_fsdp2, sched_deepspeed;
 
 static const sched_ops *const registry[] = {
     &sched_ddp, &sched_zero1, &sched_fsdp1_shard_grad_op,
     &sched_fsdp1_full_shard, &sched_fsdp1_no_shard, &sched_fsdp1_hybrid_shard,
-    &sched_fsdp1_hybrid_shard_zero2, &sched_deepspeed,
+    &sched_fsdp1_hybrid_shard_zero2, &sched_fsdp2, &sched_deepspeed,
 };
 
 const sched_ops *sched_find(spec_strategy s)
@@ -29,6 +29,7 @@ st_kind sched_state_kind(spec_strategy s)
     case SPEC_FULL_SHARD:
     case SPEC_HYBRID_SHARD: return ST_FSDP_FULL_SHARD;
     case SPEC_DEEPSPEED: return ST_DS_ZERO2; /* the stage is the scenario's: ds_states */
+    case SPEC_FSDP2: return ST_FSDP2;
     default: return ST_FSDP_NO_SHARD;
     }
 }
@@ -40,20 +41,28 @@ int sched_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err)
     st_kind kind = sched_state_kind(pl->s->shard.strategy);
     bool fsdp = kind == ST_FSDP_FULL_SHARD || kind == ST_FSDP_SHARD_GRAD_OP ||
                 kind == ST_FSDP_NO_SHARD;
+    bool fsdp2 = kind == ST_FSDP2; /* per parameter, with its rows */
     uint32_t count = fsdp ? pl->nunits : pl->nparams;
     uint64_t *numels = malloc((count ? count : 1) * sizeof *numels);
-    if (!numels) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
-    for (uint32_t i = 0; i < count; i++)
+    uint64_t *rows = fsdp2 ? malloc((count ? count : 1) * sizeof *rows) : NULL;
+    if (!numels || (fsdp2 && !rows)) {
+        free(numels);
+        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    }
+    for (uint32_t i = 0; i < count; i++) {
         numels[i] = fsdp ? pl->units[i].numel : pl->params[i].numel;
+        if (rows) rows[i] = pl->params[i].rows;
+    }
     /* HSDP ranks hold their shard group's shards: the state model sees the group. */
-    bool grouped = fsdp && pl->shard_n != pl->n;
+    bool grouped = (fsdp || fsdp2) && pl->shard_n != pl->n;
     st_input in = {.kind = kind, .n = grouped ? pl->shard_n : pl->n,
                    .rank = grouped ? rank % pl->shard_n : rank, .numels = numels,
                    .count = count, .prec = pl->s->prec, .opt = pl->s->opt,
-                   .use_orig_params = pl->s->shard.use_orig_params,
+                   .use_orig_params = pl->s->shard.use_orig_params, .rows = rows,
                    .off_params = pl->s->off.params != SPEC_OFF_NONE};
     int rc = st_compute(&in, out, err);
     free(numels);
+    free(rows);
     return rc;
 }
 
@@ -67,19 +76,23 @@ static ss_bytes ddp_init_peak(const plan *pl)
 
 /* Walk the units in wrap order: before unit u, the shards of the units
  * already wrapped and (full mode) the originals of the others exist; unit u
- * adds its padded flat copy and its shard. */
+ * adds its padded flat copy (FSDP1; FSDP2 has none) and its shard. */
 static ss_bytes fsdp_init_peak(const plan *pl, bool full)
 {
     ss_bytes e = pl->param_elem, done = 0, peak = 0;
     ss_bytes rest = full ? pl->total_numel * e : 0;
-    bool noshard = pl->s->shard.strategy == SPEC_NO_SHARD || pl->shard_n == 1;
+    bool noshard = pl->s->shard.strategy == SPEC_NO_SHARD ||
+                   (pl->shard_n == 1 && pl->s->shard.strategy != SPEC_FSDP2);
     /* Auto-wrapping wraps the children in model order, the root last. */
     for (uint32_t i = 1; i <= pl->nunits; i++) {
         const plan_unit *u = &pl->units[i % pl->nunits];
         if (!u->numel) continue;
         ss_bytes whole = full ? 0 : u->numel * e;
         ss_bytes shard = noshard ? u->numel * e : u->shard * e;
-        ss_bytes now = rest + done + whole + u->padded * e + (noshard ? 0 : shard);
+        /* fully_shard copies each parameter's own padded rows out of it: no
+         * padded copy of the whole unit, as FSDP1's flatten makes. */
+        ss_bytes flat = pl->s->shard.strategy == SPEC_FSDP2 ? 0 : u->padded * e;
+        ss_bytes now = rest + done + whole + flat + (noshard ? 0 : shard);
         if (now > peak) peak = now;
         if (full) rest -= u->numel * e;
         done += shard;
@@ -164,6 +177,36 @@ uint32_t sched_gid_replicate(const plan *pl, uint32_t rank)
     return pl->nsim < pl->n ? 2 : 1 + pl->n / pl->shard_n + rank % pl->shard_n;
 }
 
+/* FSDP2 reshard_after_forward = k, 1 < k < shard group: the backward
+ * all-gather runs over k consecutive ranks. */
+static bool has_post_forward_groups(const plan *pl)
+{
+    uint32_t k = pl->s->shard.reshard_after_forward;
+    return pl->s->shard.strategy == SPEC_FSDP2 && !pl->layout && k > 1 && k < pl->shard_n;
+}
+
+uint32_t sched_gid_post_forward(const plan *pl, uint32_t rank)
+{
+    if (!has_post_forward_groups(pl)) return sched_gid_shard(pl, rank);
+    uint32_t hybrid = pl->shard_n == pl->n ? 0 : pl->n / pl->shard_n + pl->shard_n;
+    return 1 + hybrid + rank / pl->s->shard.reshard_after_forward;
+}
+
+/* After the HSDP groups: n / k groups of k consecutive ranks, ids as
+ * sched_gid_post_forward names them (every rank is simulated: FSDP2
+ * does not fold). */
+static int add_post_forward_groups(const plan *pl, prog *p, uint32_t *ranks, ss_err *err)
+{
+    if (!has_post_forward_groups(pl)) return SS_OK;
+    uint32_t k = pl->s->shard.reshard_after_forward, gid;
+    int rc = SS_OK;
+    for (uint32_t g = 0; g < pl->n / k && !rc; g++) {
+        for (uint32_t i = 0; i < k; i++) ranks[i] = g * k + i;
+        rc = prog_group_add(p, ranks, k, &gid, err);
+    }
+    return rc;
+}
+
 int sched_build(const plan *pl, prog **out, ss_err *err)
 {
     const sched_ops *ops = sched_find(pl->s->shard.strategy);
@@ -191,6 +234,7 @@ int sched_build(const plan *pl, prog **out, ss_err *err)
         rc = prog_group_add(p, ranks, pl->n, &gid, err);
         if (!rc) rc = add_hybrid_groups(pl, p, ranks, err);
         if (!rc) rc = add_hpz_groups(pl, p, ranks, err);
+        if (!rc) rc = add_post_forward_groups(pl, p, ranks, err);
     }
     free(ranks);
     for (uint32_t r = 0; r < pl->nsim && !rc; r++) rc = ops->emit_rank(pl, p, r, err);

@@ -4,7 +4,7 @@
  * One module per runtime (ddp.c: DDP's reducer and gradient buckets;
  * zero.c: PyTorch's ZeroRedundancyOptimizer over DDP; fsdp1.c: FSDP1
  * FULL_SHARD / SHARD_GRAD_OP / NO_SHARD / HYBRID_SHARD / _HYBRID_SHARD_ZERO2
- * with its prefetch knobs and rate limiter). Each is a sched_ops entry in a static table searched by the
+ * with its prefetch knobs and rate limiter; fsdp2.c: FSDP2's fully_shard). Each is a sched_ops entry in a static table searched by the
  * scenario's sharding.strategy. Schedulers know heaps and streams only
  * through prog.h; they know nothing of the engine's queue or of JSON.
  *
@@ -39,7 +39,8 @@ int sched_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err);
  *   DDP / ZeRO-1: the whole model, plus the larger of DDP's 250 MiB
  *   coalesced broadcast of module states and its gradient buckets;
  *   FSDP, init.mode full: the whole model, then each unit flattened (a
- *   padded copy) and cut to its shard, the originals freed as it goes;
+ *   padded copy; FSDP2 makes none) and cut to its shard, the originals
+ *   freed as it goes;
  *   FSDP, init.mode per_unit: each unit materialized only when it is
  *   wrapped, so at most one unit whole beside the shards done so far. */
 int sched_init_peak(const plan *pl, uint32_t rank, ss_bytes *out, ss_err *err);
@@ -49,6 +50,10 @@ int sched_init_peak(const plan *pl, uint32_t rank, ss_bytes *out, ss_err *err);
  * holding the same shard in the other shard groups). */
 uint32_t sched_gid_shard(const plan *pl, uint32_t rank);
 uint32_t sched_gid_replicate(const plan *pl, uint32_t rank);
+/* FSDP2 with reshard_after_forward = k (1 < k < shard group): the group of
+ * k consecutive ranks the rank's backward all-gathers run over (ids after
+ * the HSDP groups); otherwise its shard group. */
+uint32_t sched_gid_post_forward(const plan *pl, uint32_t rank);
 
 /* Build the whole program for a plan with the scheduler of its strategy.
  * Caller frees *out with prog_free. */

@@ -174,6 +174,29 @@ static void test_overflow(void **state)
     assert_int_equal(st_compute(&in, &b, NULL), SS_E_INPUT);
 }
 
+/* FSDP2: each parameter sharded on its own dim 0. A [10, 3] weight and a
+ * [10] bias on 4 ranks: ceil(10 / 4) = 3 rows each, so every rank stores
+ * 3 x 3 + 3 = 12 elements (48 B fp32); rank 3 holds 10 - 9 = 1 real row
+ * (3 + 1 = 4 elements), and its AdamW states (2 x 4 B per element) cover
+ * only those. FSDP1's flat unit of 40 would store 10 per rank. */
+static void test_fsdp2_dim0(void **state)
+{
+    (void)state;
+    static const uint64_t numels[2] = {30, 10}, rows[2] = {10, 10};
+    for (uint32_t r = 0; r < 4; r++) {
+        st_input in = {.kind = ST_FSDP2, .n = 4, .rank = r, .numels = numels, .count = 2,
+                       .prec = fp32, .opt = adamw, .rows = rows};
+        st_bytes b;
+        assert_int_equal(st_compute(&in, &b, NULL), SS_OK);
+        uint64_t real = r < 3 ? 12 : 4;
+        assert_int_equal(b.param.physical, 12 * 4);
+        assert_int_equal(b.grad.physical, 12 * 4);
+        assert_int_equal(b.param.logical, real * 4);
+        assert_int_equal(b.optim.physical, real * 8);
+        assert_int_equal(b.optim.logical, real * 8);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -181,6 +204,7 @@ int main(void)
         cmocka_unit_test(test_padding),          cmocka_unit_test(test_single_rank),
         cmocka_unit_test(test_zro_owners),       cmocka_unit_test(test_mixed_precision),
         cmocka_unit_test(test_overflow),         cmocka_unit_test(test_five_trillion),
+        cmocka_unit_test(test_fsdp2_dim0),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
