@@ -316,19 +316,19 @@ static double host_link_Bps(const spec_topology *t)
     return shared < gpu ? shared : gpu;
 }
 
-/* FSDP1's CPUOffload(offload_params=True) moves the shards, their
- * gradients and so the optimizer to the CPU together: offload.params
- * "cpu", with offload.optimizer "cpu" or absent. */
+/* FSDP1's CPUOffload(offload_params=True) and FSDP2's CPUOffloadPolicy
+ * move the shards, their gradients and so the optimizer to the CPU
+ * together: offload.params "cpu", with offload.optimizer "cpu" or absent. */
 static int fsdp_offload(js_node n, spec_scenario *s, int opt, int par, ss_err *err)
 {
     js_node k;
     spec_strategy st = s->shard.strategy;
     bool fsdp = st == SPEC_FULL_SHARD || st == SPEC_SHARD_GRAD_OP || st == SPEC_HYBRID_SHARD ||
-                st == SPEC_HYBRID_SHARD_ZERO2;
+                st == SPEC_HYBRID_SHARD_ZERO2 || st == SPEC_FSDP2;
     if (!fsdp || spec_model_parallel(&s->par))
-        return js_failf(n, err, "offload is modelled for sharding.strategy deepspeed and the "
-                                "sharded FSDP1 strategies (full_shard, shard_grad_op, "
-                                "hybrid_shard, hybrid_shard_zero2) without a layout");
+        return js_failf(n, err, "offload is modelled for sharding.strategy deepspeed, fsdp2 "
+                                "(CPUOffloadPolicy) and the sharded FSDP1 strategies (full_shard, "
+                                "shard_grad_op, hybrid_shard, hybrid_shard_zero2), without a layout");
     if (par != SPEC_OFF_CPU) {
         bool has = js_get(n, "params", &k);
         return js_failf(has ? k : n, err, "FSDP's CPUOffload moves the parameters, their "

@@ -46,6 +46,11 @@
  * the last micro-batch reduces once; without it every micro-batch reduces
  * into the sharded gradient. Tensors used by one stream only are freed at
  * host time (decision 25): FSDP2 frees without record_stream.
+ * CPUOffloadPolicy (offload.params "cpu"): the sharded parameters and
+ * gradients live on the host; copy-in first copies the shard to the device
+ * (copy stream, pinned or pageable per offload.pin_memory), each reduced
+ * gradient shard is copied to the host and dropped on the device, and the
+ * optimizer steps on the CPU.
  */
 #include "emit.h"
 #include "sched.h"
@@ -65,6 +70,7 @@ typedef struct f2 {
     uint8_t *state;
     bool *have_grad, *have_gshard;
     bool sync;
+    bool off;                       /* CPUOffloadPolicy */
     uint32_t ag_state, ag_state_ev; /* forward's kept all-gather output, its copy-out */
     uint32_t ag_wait;               /* copy-out the all-gather streams wait on */
     uint32_t rs_state, rs_prev;     /* previous reduce-scatter input, its reduce-scatter */
@@ -89,13 +95,23 @@ static void f2_unshard(f2 *f, uint32_t u, prog_phase ph)
     ss_bytes out = pu->padded * pl->compute_elem;
     ss_bytes in_read = post ? out / f->k : pu->shard * pl->param_elem;
     ss_bytes in_write = post ? out / f->k : pu->shard * pl->compute_elem;
+    /* CPUOffloadPolicy: the host shard comes to the device first. */
+    bool h2d = f->off && !post;
+    uint32_t t_dev = h2d ? em_tensor(f->e, PROG_MEM_PARAM, pu->shard * pl->param_elem, false,
+                                     "fsdp2.u%u.shard.device", u)
+                         : EM_NONE;
+    uint32_t copy = h2d ? em_host_copy(f->e, ph, pu->shard * pl->param_elem, false, f->ag_wait,
+                                       t_dev, EM_NONE, "fsdp2.shard_to_device")
+                        : EM_NONE;
     f->t_ago[u] = em_tensor(f->e, PROG_MEM_COMM_BUFFER, out, false, "fsdp2.u%u.all_gather_output.%s",
                             u, prog_phase_name(ph));
     em_begin(f->e, PROG_OP_COMPUTE, PROG_COPY, ph, "fsdp2.copy_in.u%u", u);
     em_cost(f->e, em_launch_ns(f->e), plan_mem_ns(pl, in_read + in_write), 0);
     em_dep(f->e, f->ag_wait);
     em_dep(f->e, post ? f->post_op[u] : EM_NONE);
+    em_dep(f->e, copy);
     em_mem(f->e, f->t_ago[u], PROG_ALLOC_AT_ISSUE);
+    em_mem(f->e, t_dev, PROG_FREE_AT_END);
     uint32_t cin = em_end(f->e);
     em_begin(f->e, PROG_OP_COLL, PROG_UNSHARD, ph, "fsdp2.all_gather.u%u", u);
     em_coll(f->e, PROG_COLL_ALL_GATHER, out);
@@ -213,6 +229,43 @@ static void f2_pre_backward(f2 *f, uint32_t u)
     else f2_unshard(f, f2_next_bwd(f, u), PROG_PH_BACKWARD);
 }
 
+/* HSDP: the reduced shard all-reduced over the replicate group. */
+static void f2_replicate(f2 *f, uint32_t u, ss_bytes shard)
+{
+    if (!f->hybrid) return; /* FSDP2's all-reduce stream; here the reduce stream, right after */
+    em_begin(f->e, PROG_OP_COLL, PROG_REDUCE, PROG_PH_BACKWARD, "fsdp2.all_reduce.replicas.u%u", u);
+    em_coll(f->e, PROG_COLL_ALL_REDUCE, shard);
+    em_group(f->e, f->g_rep);
+    em_dep(f->e, f->reduce[u]);
+    f->reduce[u] = em_end(f->e);
+}
+
+/* The reduce-scatter output cast to the gradient dtype, or added into the
+ * sharded gradient of an earlier micro-batch. */
+static void f2_cast(f2 *f, uint32_t u, uint32_t out, ss_bytes shard, ss_bytes gshard)
+{
+    const plan *pl = f->pl;
+    bool add = f->have_gshard[u];
+    em_begin(f->e, PROG_OP_COMPUTE, PROG_REDUCE, PROG_PH_BACKWARD, "fsdp2.grad_%s.u%u",
+             add ? "accumulate" : "cast", u);
+    em_cost(f->e, em_launch_ns(f->e), plan_mem_ns(pl, shard + gshard + (add ? gshard : 0)), 0);
+    em_dep(f->e, f->reduce[u]);
+    if (!add) em_mem(f->e, f->t_gshard[u], PROG_ALLOC_AT_ISSUE);
+    em_mem(f->e, out, PROG_FREE_AT_ISSUE);
+    f->reduce[u] = em_end(f->e);
+    f->have_gshard[u] = true;
+}
+
+/* CPUOffloadPolicy: the gradient shard goes to the host (which accumulates
+ * it) and is dropped on the device. */
+static void f2_to_host(f2 *f, uint32_t u, ss_bytes gshard)
+{
+    f->reduce[u] = em_host_copy(f->e, PROG_PH_BACKWARD, gshard, false, f->reduce[u], EM_NONE,
+                                f->t_gshard[u], "fsdp2.grad_shard_to_host");
+    f->t_gshard[u] = EM_NONE;
+    f->have_gshard[u] = false;
+}
+
 /* foreach_reduce (see the top of the file). */
 static void f2_reduce(f2 *f, uint32_t u, uint32_t last_bwd)
 {
@@ -233,6 +286,9 @@ static void f2_reduce(f2 *f, uint32_t u, uint32_t last_bwd)
     f->have_grad[u] = false;
     /* The output is the sharded gradient itself when nothing is to be cast
      * or accumulated into; otherwise a temporary. */
+    if (f->off) /* the device shard of this reduction, copied out below */
+        f->t_gshard[u] = em_tensor(f->e, PROG_MEM_GRAD_SHARD, gshard, false,
+                                   "fsdp2.u%u.grad_shard.device", u);
     bool direct = !f->have_gshard[u] && pl->grad_elem == pl->reduce_elem &&
                   pl->s->prec.grad == pl->s->prec.reduce;
     uint32_t out = direct ? f->t_gshard[u]
@@ -246,23 +302,9 @@ static void f2_reduce(f2 *f, uint32_t u, uint32_t last_bwd)
     f->reduce[u] = f->rs_prev = em_end(f->e);
     f->rs_state = t_in;
     if (direct) f->have_gshard[u] = true;
-    if (f->hybrid) { /* FSDP2's all-reduce stream; here the reduce stream, right after */
-        em_begin(f->e, PROG_OP_COLL, PROG_REDUCE, PROG_PH_BACKWARD, "fsdp2.all_reduce.replicas.u%u", u);
-        em_coll(f->e, PROG_COLL_ALL_REDUCE, shard);
-        em_group(f->e, f->g_rep);
-        em_dep(f->e, f->reduce[u]);
-        f->reduce[u] = em_end(f->e);
-    }
-    if (direct) return;
-    bool add = f->have_gshard[u];
-    em_begin(f->e, PROG_OP_COMPUTE, PROG_REDUCE, PROG_PH_BACKWARD, "fsdp2.grad_%s.u%u",
-             add ? "accumulate" : "cast", u);
-    em_cost(f->e, em_launch_ns(f->e), plan_mem_ns(pl, shard + gshard + (add ? gshard : 0)), 0);
-    em_dep(f->e, f->reduce[u]);
-    if (!add) em_mem(f->e, f->t_gshard[u], PROG_ALLOC_AT_ISSUE);
-    em_mem(f->e, out, PROG_FREE_AT_ISSUE);
-    f->reduce[u] = em_end(f->e);
-    f->have_gshard[u] = true;
+    f2_replicate(f, u, shard);
+    if (!direct) f2_cast(f, u, out, shard, gshard);
+    if (f->off) f2_to_host(f, u, gshard);
 }
 
 static void f2_post_backward(f2 *f, uint32_t u, uint32_t last_bwd)
@@ -378,9 +420,10 @@ static void f2_tensors(f2 *f)
     uint32_t last = pl->nunits;
     for (uint32_t u = 0; u < pl->nunits; u++) {
         if (!f2_live(f, u)) continue;
+        last = u;
+        if (f->off) continue; /* made per reduction */
         f->t_gshard[u] = em_tensor(f->e, PROG_MEM_GRAD_SHARD, pl->units[u].shard * pl->grad_elem,
                                    false, "fsdp2.u%u.grad_shard", u);
-        last = u;
     }
     if (last < pl->nunits && pl->shard_n > 1)
         f->ag_state = em_tensor(f->e, PROG_MEM_COMM_BUFFER, pl->units[last].padded * pl->compute_elem,
@@ -392,7 +435,7 @@ static int f2_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)
     em e;
     f2 f = {.e = &e, .pl = pl, .k = pl->s->shard.reshard_after_forward,
             .hybrid = pl->shard_n != pl->n, .g_shard = sched_gid_shard(pl, rank),
-            .g_post = sched_gid_post_forward(pl, rank)};
+            .g_post = sched_gid_post_forward(pl, rank), .off = pl->s->off.params != SPEC_OFF_NONE};
     if (f.k > pl->shard_n) f.k = pl->shard_n; /* 0: kept unsharded after forward */
     if (f.hybrid) f.g_rep = sched_gid_replicate(pl, rank);
     int rc = em_init(&e, pl, p, rank, err);
@@ -409,7 +452,13 @@ static int f2_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)
         f2_forward(&f);
         f2_backward(&f, m);
     }
-    em_optim(&e, &optim);
+    if (f.off) {
+        uint64_t n = 0;
+        for (uint32_t i = 0; i < optim.n; i++) n += optim.numel[i];
+        em_cpu_optim(&e, n, f.reduce, pl->nunits);
+    } else {
+        em_optim(&e, &optim);
+    }
     f2_zero_grad(&f);
     rc = em_done(&e);
 out:
