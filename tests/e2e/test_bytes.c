@@ -67,6 +67,11 @@ typedef struct runtime {
 static const runtime runtimes[] = {
     {"full_shard", "{\"strategy\": \"full_shard\"}", 1.5, 1.0},
     {"shard_grad_op", "{\"strategy\": \"shard_grad_op\"}", 1.0, 0.75},
+    /* FSDP2 (dim-0 shards: 1024 rows divide by 8, no padding); with
+     * reshard_after_forward false it is SHARD_GRAD_OP's pattern. */
+    {"fsdp2", "{\"strategy\": \"fsdp2\"}", 1.5, 1.0},
+    {"fsdp2 reshard_after_forward false",
+     "{\"strategy\": \"fsdp2\", \"reshard_after_forward\": false}", 1.0, 0.75},
     /* ZeRO-3 with no reuse: both all-gathers; ZeRO-2: a reduce-scatter and
      * the step's all-gather of the bit16 parameters. */
     {"deepspeed zero3", "{\"strategy\": \"deepspeed\", \"bf16\": {\"enabled\": \"auto\"}, \"zero_optimization\": {\"stage\": 3, "
