@@ -494,23 +494,23 @@ static int load_prefetch(js_node sh, const char *key, spec_sharding *s, int pass
  * kept unsharded) or an integer k dividing the shard group: the ranks the
  * parameters stay sharded over between forward and backward. On a shard
  * group of one rank true still reshards (and re-gathers in backward). */
-static int load_reshard(js_node sh, spec_scenario *s, ss_err *err)
+static int load_reshard_value(js_node sh, const char *key, spec_scenario *s, ss_err *err)
 {
     js_node n;
     uint32_t S = s->shard.shard_group_size;
     s->shard.reshard_after_forward = S;
-    if (!js_get(sh, "reshard_after_forward", &n)) return SS_OK;
+    if (!js_get(sh, key, &n)) return SS_OK;
     if (js_is_bool(n)) {
         bool b;
-        int rc = js_bool(sh, "reshard_after_forward", false, true, &b, err);
+        int rc = js_bool(sh, key, false, true, &b, err);
         s->shard.reshard_after_forward = b ? S : 0;
         return rc;
     }
     if (!js_is_num(n))
-        return js_failf(n, err, "expected true, false or a number of ranks dividing the shard "
-                        "group of %u", S);
+        return js_failf(n, err, "expected true, false, a number of ranks dividing the shard "
+                        "group of %u, or an object of them per unit", S);
     uint64_t k;
-    int rc = js_u64(sh, "reshard_after_forward", false, 0, 1, S, &k, err);
+    int rc = js_u64(sh, key, false, 0, 1, S, &k, err);
     if (rc) return rc;
     if (S % k)
         return js_failf(n, err, "reshard_after_forward = %llu does not divide the shard group "
@@ -518,6 +518,32 @@ static int load_reshard(js_node sh, spec_scenario *s, ss_err *err)
                         (unsigned long long)k, S);
     s->shard.reshard_after_forward = k == 1 ? 0 : (uint32_t)k;
     return SS_OK;
+}
+
+/* The object form, fully_shard called per module with its own value:
+ * {"default": <value>, "<unit>": true | false, ...}; the plan checks the
+ * unit names. */
+static int load_reshard(js_node sh, spec_scenario *s, ss_err *err)
+{
+    js_node n;
+    if (!js_get(sh, "reshard_after_forward", &n) || !js_is_obj(n))
+        return load_reshard_value(sh, "reshard_after_forward", s, err);
+    int rc = load_reshard_value(n, "default", s, err);
+    size_t m = js_nmembers(n);
+    s->shard.raf_units = calloc(m ? m : 1, sizeof *s->shard.raf_units);
+    if (!s->shard.raf_units) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    for (size_t i = 0; i < m && !rc; i++) {
+        const char *unit;
+        js_node v = js_member(n, i, &unit);
+        if (!strcmp(unit, "default")) continue;
+        if (!js_is_bool(v))
+            return js_failf(v, err, "a unit's own reshard_after_forward is true or false (an "
+                                    "integer is given once, as \"default\")");
+        struct spec_raf_unit *r = &s->shard.raf_units[s->shard.nraf_units++];
+        snprintf(r->unit, sizeof r->unit, "%s", unit);
+        rc = js_bool(n, unit, true, true, &r->reshard, err);
+    }
+    return rc;
 }
 
 /* FSDP2 keys go with strategy fsdp2 only, FSDP1's knobs never with it. */

@@ -247,6 +247,29 @@ static uint32_t pass_count(const plan *p, int pass, uint32_t u, uint32_t k)
     return n;
 }
 
+/* FSDP2's reshard_after_forward per unit: the scenario's value, or true
+ * (the shard group) / false (0) where the object form names the unit; an
+ * unknown name is an input error with its JSON path. */
+static int add_reshard(plan *p, ss_err *err)
+{
+    const spec_sharding *sh = &p->s->shard;
+    uint32_t S = p->shard_n, k = sh->reshard_after_forward > S ? S : sh->reshard_after_forward;
+    p->raf = malloc((p->nunits ? p->nunits : 1) * sizeof *p->raf);
+    if (!p->raf) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    for (uint32_t u = 0; u < p->nunits; u++) p->raf[u] = k;
+    for (uint32_t i = 0; i < sh->nraf_units; i++) {
+        uint32_t u;
+        const struct spec_raf_unit *r = &sh->raf_units[i];
+        if (!unit_named(p, r->unit, &u))
+            return ss_fail(err, SS_E_INPUT, p->s->file, "$.sharding.reshard_after_forward[\"%s\"]: "
+                           "\"%s\" is no fully_shard unit of model %s under this wrap policy "
+                           "(units are \"root\" and the wrap groups, e.g. \"%s\")", r->unit,
+                           r->unit, p->s->model.name, plan_unit_name(p, p->nunits - 1));
+        p->raf[u] = r->reshard ? S : 0;
+    }
+    return SS_OK;
+}
+
 /* FSDP2's set_modules_to_{forward,backward}_prefetch, resolved to units:
  * an integer k gives every unit the next k units of the pass that have
  * parameters; a list names them, and a name that is no unit is an input
@@ -378,7 +401,8 @@ int plan_new(plan **out, const spec_scenario *s, ss_err *err)
     p->nsim = p->layout ? p->n : sim_ranks(p);
     if (rc || (rc = add_units(p, err)) || (rc = add_buckets(p, err)) ||
         (s->shard.strategy == SPEC_FSDP2 &&
-         ((rc = add_prefetch_pass(p, 0, err)) || (rc = add_prefetch_pass(p, 1, err))))) {
+         ((rc = add_prefetch_pass(p, 0, err)) || (rc = add_prefetch_pass(p, 1, err)) ||
+          (rc = add_reshard(p, err))))) {
         plan_free(p);
         return rc;
     }
@@ -424,5 +448,6 @@ void plan_free(plan *p)
         free(p->pf[k]);
         free(p->explicit_pf[k]);
     }
+    free(p->raf);
     free(p);
 }

@@ -101,6 +101,10 @@ typedef struct plan {
      * one-unit-ahead prefetch). NULL for the other strategies. */
     uint32_t *pf0[2], *pf[2];
     bool *explicit_pf[2];
+    /* FSDP2: per unit, the ranks its parameters stay sharded over between
+     * forward and backward (shard_n: resharded; 0: kept unsharded; k: the
+     * 1/k copy), the scenario's value unless the unit has its own. */
+    uint32_t *raf;
 } plan;
 
 /* Build the plan. Errors (SS_E_INPUT, naming the scenario file): a wrap

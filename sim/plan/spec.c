@@ -39,6 +39,9 @@ void spec_scenario_fini(spec_scenario *s)
     if (!s) return;
     free(s->model.blocks);
     free(s->shard.wrap_modules);
+    free(s->shard.raf_units);
+    s->shard.raf_units = NULL;
+    s->shard.nraf_units = 0;
     for (int k = 0; k < 2; k++) {
         free(s->shard.prefetch[k]);
         s->shard.prefetch[k] = NULL;

@@ -342,6 +342,10 @@ typedef struct spec_sharding {
      * integer k (every unit prefetches the next k of that pass; 0 none) or
      * pairs (unit, target) in file order, resolved to units by the plan. */
     uint32_t reshard_after_forward;
+    /* Per-unit reshard_after_forward (the object form: fully_shard called
+     * with its own value on some modules): unit names and true / false. */
+    struct spec_raf_unit { char unit[SPEC_NAME_MAX]; bool reshard; } *raf_units;
+    uint32_t nraf_units;
     uint32_t prefetch_k[2];               /* [0] forward, [1] backward */
     struct spec_prefetch *prefetch[2];
     uint32_t nprefetch[2];

@@ -62,7 +62,6 @@ enum { F2_SHARDED, F2_GATHERING, F2_UNSHARDED };
 typedef struct f2 {
     em *e;
     const plan *pl;
-    uint32_t k;                /* reshard_after_forward: ranks sharded over after forward, 0 none */
     bool hybrid;
     uint32_t g_shard, g_rep, g_post;
     uint32_t *t_full, *t_ago, *t_post, *t_grad, *t_gshard; /* per unit */
@@ -93,8 +92,8 @@ static void f2_unshard(f2 *f, uint32_t u, prog_phase ph)
     const plan_unit *pu = &pl->units[u];
     bool post = f->t_post[u] != EM_NONE;
     ss_bytes out = pu->padded * pl->compute_elem;
-    ss_bytes in_read = post ? out / f->k : pu->shard * pl->param_elem;
-    ss_bytes in_write = post ? out / f->k : pu->shard * pl->compute_elem;
+    ss_bytes in_read = post ? out / pl->raf[u] : pu->shard * pl->param_elem;
+    ss_bytes in_write = post ? out / pl->raf[u] : pu->shard * pl->compute_elem;
     /* CPUOffloadPolicy: the host shard comes to the device first. */
     bool h2d = f->off && !post;
     uint32_t t_dev = h2d ? em_tensor(f->e, PROG_MEM_PARAM, pu->shard * pl->param_elem, false,
@@ -168,9 +167,10 @@ static void f2_reshard(f2 *f, uint32_t u, prog_phase ph)
 static void f2_post_forward(f2 *f, uint32_t u)
 {
     const plan *pl = f->pl;
-    if (pl->units[u].is_root || f->k == 0 || !f2_live(f, u)) return;
-    if (f->k < pl->shard_n) { /* keep this rank's 1/k of the gathered parameters */
-        ss_bytes part = pl->units[u].padded * pl->compute_elem / f->k;
+    uint32_t k = pl->raf[u];
+    if (pl->units[u].is_root || k == 0 || !f2_live(f, u)) return;
+    if (k < pl->shard_n) { /* keep this rank's 1/k of the gathered parameters */
+        ss_bytes part = pl->units[u].padded * pl->compute_elem / k;
         f->t_post[u] = em_tensor(f->e, PROG_MEM_PARAM_UNSHARDED, part, false,
                                  "fsdp2.u%u.post_forward_shard", u);
         em_begin(f->e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_FORWARD,
@@ -433,10 +433,9 @@ static void f2_tensors(f2 *f)
 static int f2_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)
 {
     em e;
-    f2 f = {.e = &e, .pl = pl, .k = pl->s->shard.reshard_after_forward,
+    f2 f = {.e = &e, .pl = pl,
             .hybrid = pl->shard_n != pl->n, .g_shard = sched_gid_shard(pl, rank),
             .g_post = sched_gid_post_forward(pl, rank), .off = pl->s->off.params != SPEC_OFF_NONE};
-    if (f.k > pl->shard_n) f.k = pl->shard_n; /* 0: kept unsharded after forward */
     if (f.hybrid) f.g_rep = sched_gid_replicate(pl, rank);
     int rc = em_init(&e, pl, p, rank, err);
     if (rc) return rc;

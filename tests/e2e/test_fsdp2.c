@@ -143,6 +143,35 @@ static void test_reshard_false(void **state)
     release(&r3, &s3);
 }
 
+/* The object form, fully_shard called per module with its own value (as
+ * torchtitan keeps its last block unsharded): {"default": true,
+ * "layers.31": false} drops that block's backward all-gather, whose bytes
+ * are one Llama 3 8B layer in bf16: q and o 4096 x 4096, k and v
+ * 4096 x 1024, the MLP 3 x 4096 x 14336, two norms of 4096 (218,112,000
+ * elements; every dim 0 divides by 8, no padding). With "default": false
+ * only the named unit is gathered again. */
+static void test_reshard_per_unit(void **state)
+{
+    (void)state;
+    const char *last[] = {"sharding.reshard_after_forward={\"default\": true, \"layers.31\": false}"};
+    const char *one[] = {"sharding.reshard_after_forward={\"default\": false, \"layers.0\": true}"};
+    spec_scenario s, s2, s3;
+    run_result r, r2, r3;
+    load_run(L8B, NULL, 0, &s, &r);
+    load_run(L8B, last, 1, &s2, &r2);
+    load_run(L8B, one, 1, &s3, &r3);
+    const sum_coll *ag = &r.sum.coll[PROG_COLL_ALL_GATHER], *ag2 = &r2.sum.coll[PROG_COLL_ALL_GATHER];
+    const uint64_t layer = 2ull * 4096 * 4096 + 2ull * 4096 * 1024 + 3ull * 4096 * 14336 + 2 * 4096;
+    assert_int_equal(ag2->phase_count[PROG_PH_FORWARD], ag->phase_count[PROG_PH_FORWARD]);
+    assert_int_equal(ag2->phase_count[PROG_PH_BACKWARD], ag->phase_count[PROG_PH_BACKWARD] - 1);
+    assert_int_equal(ag->phase_bytes[PROG_PH_BACKWARD] - ag2->phase_bytes[PROG_PH_BACKWARD],
+                     layer * 2);
+    assert_int_equal(r3.sum.coll[PROG_COLL_ALL_GATHER].phase_count[PROG_PH_BACKWARD], 1);
+    release(&r, &s);
+    release(&r2, &s2);
+    release(&r3, &s3);
+}
+
 /* reshard_after_forward=8 on 16 ranks over 2 nodes: forward all-gathers
  * over all 16 ranks, backward ones over ranks 0..7 (rank 0's node); between
  * forward and backward every unit keeps 1/8 of its unsharded bf16
@@ -356,6 +385,7 @@ int main(void)
         cmocka_unit_test(test_hsdp),          cmocka_unit_test(test_no_sync),
         cmocka_unit_test(test_prefetch_order), cmocka_unit_test(test_prefetch_unknown),
         cmocka_unit_test(test_deferred_all_gather),
+        cmocka_unit_test(test_reshard_per_unit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
