@@ -65,7 +65,6 @@ typedef struct ds {
     uint32_t *reduces;        /* every reduction of the step (the step waits) */
     uint32_t nreduces, capreduces;
     uint32_t t_gpart;        /* bit16 gradient partition (stages 2, 3) */
-    uint32_t d2h_last;       /* offload: the last gradient copy to the host */
     uint32_t g_hpz;          /* hpZ: the rank's secondary group */
 } ds;
 
@@ -135,13 +134,15 @@ static void ds_reduce_bucket(ds *d)
     em_mem(e, flat, PROG_FREE_AT_END);
     for (uint32_t i = 0; i < d->npend; i++) em_mem(e, d->pend[i], PROG_FREE_AT_END);
     uint32_t op = em_end(e);
-    if (q) op = ds_kernel(d, st, PROG_PH_BACKWARD, n / d->N * pl->reduce_elem, op, "ds.dequantize_grads");
+    if (q)
+        op = ds_kernel(d, st, PROG_PH_BACKWARD, n / d->N * pl->reduce_elem, op,
+                       "ds.dequantize_grads");
     ss_bytes slice = n / d->N * pl->grad_elem;
     if (d->off_opt) {
         bool nvme = d->pl->s->off.optimizer == SPEC_OFF_NVME;
-        d->d2h_last = em_host_copy(d->e, PROG_PH_BACKWARD, n / d->N * 4, nvme, op, EM_NONE,
-                                   EM_NONE, "ds.grads_to_host");
-        ds_note_reduce(d, d->d2h_last);
+        uint32_t d2h = em_host_copy(d->e, PROG_PH_BACKWARD, n / d->N * 4, nvme, op, EM_NONE,
+                                    EM_NONE, "ds.grads_to_host");
+        ds_note_reduce(d, d2h);
     } else if (d->t_gpart != EM_NONE) {
         op = ds_kernel(d, st, PROG_PH_BACKWARD, 2 * slice, op, "ds.copy_grads_in_partition");
     }
@@ -206,7 +207,9 @@ static void ds_fetch(ds *d, uint32_t b, prog_phase ph)
         dep = em_host_copy(d->e, ph, pad / d->N * pl->param_elem,
                            pl->s->off.params == SPEC_OFF_NVME, EM_NONE, EM_NONE,
                            EM_NONE, "ds.params_to_device");
-    if (q) dep = ds_kernel(d, PROG_UNSHARD, ph, pad / d->N * pl->param_elem, dep, "ds.quantize_weights");
+    if (q)
+        dep = ds_kernel(d, PROG_UNSHARD, ph, pad / d->N * pl->param_elem, dep,
+                        "ds.quantize_weights");
     d->t_full[b] = em_tensor(e, PROG_MEM_PARAM_UNSHARDED, pad * pl->compute_elem, false,
                              "ds.gathered.%s.%s", pl->blocks[b].name, prog_phase_name(ph));
     em_begin(e, PROG_OP_COLL, PROG_UNSHARD, ph, "ds.all_gather.%s", pl->blocks[b].name);
@@ -444,7 +447,7 @@ static int ds_blocks(ds *d)
 
 /* Persistent buffers: the ipg buffers (contiguous_gradients) and the
  * gradient partition (stages 2-3 without optimizer offload). */
-static void ds_buffers(ds *d, uint64_t part)
+static void ds_buffers(ds *d)
 {
     em *e = d->e;
     uint32_t nipg = d->c->contiguous_gradients ? (d->c->overlap_comm ? 2 : 1) : 0;
@@ -453,9 +456,9 @@ static void ds_buffers(ds *d, uint64_t part)
         d->ipg[i] = em_tensor(e, PROG_MEM_COMM_BUFFER, bucket_cap(d) * ds_grad_elem(d), true,
                               "ds.ipg_buffer.%u", i);
     d->t_gpart = e->st.grad.physical && d->c->stage >= 2
-                     ? em_tensor(e, PROG_MEM_GRAD_SHARD, e->st.grad.physical, true, "ds.grad_partition")
+                     ? em_tensor(e, PROG_MEM_GRAD_SHARD, e->st.grad.physical, true,
+                                 "ds.grad_partition")
                      : EM_NONE;
-    (void)part;
 }
 
 static void ds_fini(ds *d)
@@ -474,14 +477,14 @@ static int ds_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)
     const spec_scenario *s = pl->s;
     ds d = {.e = &e, .pl = pl, .c = &s->ds, .N = pl->n, .s3 = s->ds.stage == 3,
             .off_opt = s->off.optimizer != SPEC_OFF_NONE, .off_par = s->off.params != SPEC_OFF_NONE,
-            .d2h_last = EM_NONE, .g_hpz = 1 + rank / (s->ds.hpz ? s->ds.hpz : 1)};
+            .g_hpz = 1 + rank / (s->ds.hpz ? s->ds.hpz : 1)};
     int rc = em_init(&e, pl, p, rank, err);
     if (rc) return rc;
     em_tensors params = {0}, optim = {0};
     if ((rc = ds_blocks(&d)) || (rc = ds_local(&d, &params, &optim))) goto out;
     uint64_t part = ds_partition(&d);
     em_states(&e, &params, &optim);
-    ds_buffers(&d, part);
+    ds_buffers(&d);
     for (uint32_t m = 0; m < s->grad_accum; m++) {
         ds_forward(&d);
         ds_backward(&d, m);
@@ -536,7 +539,8 @@ int ds_init_peak(const plan *pl, uint32_t rank, ss_bytes *out, ss_err *err)
     }
     ss_bytes biggest = 0;
     for (uint32_t i = 0; i < pl->nparams; i++)
-        if (pl->params[i].numel * pl->param_elem > biggest) biggest = pl->params[i].numel * pl->param_elem;
+        if (pl->params[i].numel * pl->param_elem > biggest)
+            biggest = pl->params[i].numel * pl->param_elem;
     *out = pl->s->init_mode == SPEC_INIT_PER_UNIT ? dev + biggest : whole + dev;
     return SS_OK;
 }
