@@ -124,7 +124,6 @@ static void st_pick(const st_input *in, const st_elems *e, uint64_t lp[3][2])
     case ST_ZERO3: pick[0] = flat; pick[1] = flat; pick[2] = flat; break;
     case ST_ZERO1_ZRO: pick[0] = full; pick[1] = full; pick[2] = owned; break;
     case ST_FSDP_NO_SHARD: pick[0] = full; pick[1] = full; pick[2] = full; break;
-    case ST_FSDP2: pick[0] = unit; pick[1] = unit; pick[2] = uopt; break;
     default: pick[0] = unit; pick[1] = unit; pick[2] = uopt; break;
     }
     for (int s = 0; s < 3; s++) {
@@ -173,7 +172,6 @@ static int ds_finish(const st_input *in, uint64_t lp[3][2], uint64_t part, st_by
         b->optim.host = b->optim.physical;
         b->grad32.host = b->grad32.physical;
     }
-    b->host = b->param.host + b->master.host + b->optim.host + b->grad32.host;
     return SS_OK;
 }
 
@@ -203,8 +201,8 @@ int st_compute(const st_input *in, st_bytes *out, ss_err *err)
         b.grad.host = b.grad.physical;
         b.master.host = b.master.physical;
         b.optim.host = b.optim.physical;
-        b.host = b.param.host + b.grad.host + b.master.host + b.optim.host;
     }
+    b.host = b.param.host + b.grad.host + b.master.host + b.optim.host + b.grad32.host;
     uint64_t t = b.grad32.physical;
     if (ss_add_u64(t, b.param.physical, &t) || ss_add_u64(t, b.grad.physical, &t) ||
         ss_add_u64(t, b.master.physical, &t) || ss_add_u64(t, b.optim.physical, &t))

@@ -54,11 +54,11 @@ typedef struct ds {
     uint64_t *gnumel;   /* elements it gathers (its partitioned parameters) */
     uint64_t *gpadded;  /* their padded size: N x sum ceil(numel / N) */
     uint64_t live;      /* gathered elements live now */
-    uint32_t relq[2], nrel; /* the last two releases (the fetch limiter waits on the older) */
+    em_pair rel;        /* the last two releases (the fetch limiter waits on the older) */
     /* per parameter: its gradient tensor while it waits for its bucket */
     uint32_t *t_grad;
     /* gradient buckets */
-    uint32_t ipg[2], red[2]; /* the buffers and the reduction that last used each */
+    uint32_t red[2];         /* the reduction that last used each ipg buffer */
     uint32_t cur;            /* the buffer filling now */
     uint64_t fill;           /* elements in it */
     uint32_t pend[64], npend; /* gradients waiting in it (freed when it is reduced) */
@@ -177,29 +177,18 @@ static void ds_bucket_grad(ds *d, uint32_t param, bool keep)
 
 /* ---- stage 3 parameter fetch ---- */
 
-/* The host runs at most two releases ahead of the device: before a fetch it
+/* Fetch block b's parameters: (offload_param) copy the partitions in, then
+ * all-gather them over the world, or over the hpZ group in backward. The
+ * host runs at most two releases ahead of the device: before a fetch it
  * waits for the older of the last two released blocks to be done with (the
  * coordinator synchronizes on its in-flight events; without a bound the
  * host would gather the whole model ahead of the compute stream). */
-static void ds_fetch_limit(ds *d)
-{
-    if (d->nrel < 2) return;
-    em_begin(d->e, PROG_OP_HOST, PROG_HOST, PROG_PH_OTHER, "ds.fetch_limit");
-    em_cost(d->e, 0, 0, 0);
-    em_dep(d->e, d->relq[0]);
-    em_end(d->e);
-    d->relq[0] = d->relq[1];
-    d->nrel = 1;
-}
-
-/* Fetch block b's parameters: (offload_param) copy the partitions in, then
- * all-gather them over the world, or over the hpZ group in backward. */
 static void ds_fetch(ds *d, uint32_t b, prog_phase ph)
 {
     em *e = d->e;
     const plan *pl = d->pl;
     if (b >= pl->nblocks || !d->gnumel[b] || d->t_full[b] != EM_NONE) return;
-    ds_fetch_limit(d);
+    em_pair_wait(e, &d->rel, "ds.fetch_limit");
     uint64_t pad = d->gpadded[b];
     bool q = d->c->quantized_weights, sub = ph == PROG_PH_BACKWARD && d->c->hpz > 1;
     uint32_t dep = EM_NONE;
@@ -243,9 +232,7 @@ static void ds_release(ds *d, uint32_t b, prog_phase ph)
     if (d->t_full[b] == EM_NONE) return;
     em_marker_begin(d->e, PROG_COMPUTE, ph, "ds.release");
     em_mem(d->e, d->t_full[b], PROG_FREE_AT_END);
-    uint32_t ev = em_end(d->e);
-    if (d->nrel == 2) d->relq[0] = d->relq[1];
-    d->relq[d->nrel == 2 ? 1 : d->nrel++] = ev;
+    em_pair_push(&d->rel, em_end(d->e));
     d->t_full[b] = EM_NONE;
     d->fetch[b] = EM_NONE;
     d->live -= d->gnumel[b];
@@ -451,10 +438,10 @@ static void ds_buffers(ds *d)
 {
     em *e = d->e;
     uint32_t nipg = d->c->contiguous_gradients ? (d->c->overlap_comm ? 2 : 1) : 0;
-    d->ipg[0] = d->ipg[1] = d->red[0] = d->red[1] = EM_NONE;
+    d->red[0] = d->red[1] = EM_NONE;
     for (uint32_t i = 0; i < nipg; i++)
-        d->ipg[i] = em_tensor(e, PROG_MEM_COMM_BUFFER, bucket_cap(d) * ds_grad_elem(d), true,
-                              "ds.ipg_buffer.%u", i);
+        em_tensor(e, PROG_MEM_COMM_BUFFER, bucket_cap(d) * ds_grad_elem(d), true,
+                  "ds.ipg_buffer.%u", i);
     d->t_gpart = e->st.grad.physical && d->c->stage >= 2
                      ? em_tensor(e, PROG_MEM_GRAD_SHARD, e->st.grad.physical, true,
                                  "ds.grad_partition")
@@ -489,7 +476,7 @@ static int ds_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)
         ds_forward(&d);
         ds_backward(&d, m);
     }
-    uint32_t step = d.off_opt ? em_cpu_optim(&e, part, d.reduces, d.nreduces)
+    uint32_t step = d.off_opt ? em_cpu_optim(&e, &optim, d.reduces, d.nreduces)
                              : ds_gpu_step(&d, &optim, part);
     ds_update_params(&d, step, part);
     ds_zero_grad(&d);

@@ -387,6 +387,23 @@ uint32_t em_optim(em *e, const em_tensors *optim)
     return em_end(e);
 }
 
+void em_pair_push(em_pair *q, uint32_t ev)
+{
+    if (q->n == 2) q->ev[0] = q->ev[1];
+    q->ev[q->n == 2 ? 1 : q->n++] = ev;
+}
+
+void em_pair_wait(em *e, em_pair *q, const char *name)
+{
+    if (q->n < 2) return;
+    em_begin(e, PROG_OP_HOST, PROG_HOST, PROG_PH_OTHER, "%s", name);
+    em_cost(e, 0, 0, 0);
+    em_dep(e, q->ev[0]);
+    em_end(e);
+    q->ev[0] = q->ev[1];
+    q->n = 1;
+}
+
 uint32_t em_host_copy(em *e, prog_phase ph, ss_bytes bytes, bool nvme, uint32_t dep,
                       uint32_t dst, uint32_t src, const char *name)
 {
@@ -401,10 +418,16 @@ uint32_t em_host_copy(em *e, prog_phase ph, ss_bytes bytes, bool nvme, uint32_t 
     return em_end(e);
 }
 
-uint32_t em_cpu_optim(em *e, uint64_t numel, const uint32_t *deps, uint32_t ndeps)
+uint32_t em_cpu_optim(em *e, const em_tensors *optim, const uint32_t *deps, uint32_t ndeps)
 {
     em_begin(e, PROG_OP_HOST, PROG_HOST, PROG_PH_OPTIMIZER, "optimizer.step.cpu");
-    em_cost(e, ss_ns_from_s((double)numel / e->pl->s->off.cpu_optim_eps), 0, 0);
+    em_cost(e, ss_ns_from_s((double)sum_of(optim) / e->pl->s->off.cpu_optim_eps), 0, 0);
     for (uint32_t i = 0; i < ndeps; i++) em_dep(e, deps[i]);
     return em_end(e);
+}
+
+uint32_t em_step(em *e, const em_tensors *optim, const uint32_t *deps, uint32_t ndeps)
+{
+    if (e->pl->s->off.optimizer != SPEC_OFF_NONE) return em_cpu_optim(e, optim, deps, ndeps);
+    return em_optim(e, optim);
 }

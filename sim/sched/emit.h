@@ -117,6 +117,16 @@ uint32_t em_optim(em *e, const em_tensors *optim);
 
 ss_ns em_launch_ns(const em *e);
 
+/* The last two events of a kind (FSDP1's pending frees, DeepSpeed's
+ * releases), for a host that may run at most two of them ahead of the
+ * device. em_pair_wait: with two pending, a host op `name` that waits for
+ * the older, which then leaves the pair. */
+typedef struct em_pair {
+    uint32_t ev[2], n;
+} em_pair;
+void em_pair_push(em_pair *q, uint32_t ev);
+void em_pair_wait(em *e, em_pair *q, const char *name);
+
 /* Offload (the scenario's "offload" section). A host <-> device copy of
  * `bytes` on the copy stream at the PCIe rate (pageable buffers at half of
  * it; nvme: no faster than the NVMe rate), after dep; it allocates the
@@ -124,9 +134,12 @@ ss_ns em_launch_ns(const em *e);
  * (either EM_NONE). */
 uint32_t em_host_copy(em *e, prog_phase ph, ss_bytes bytes, bool nvme, uint32_t dep,
                       uint32_t dst, uint32_t src, const char *name);
-/* The optimizer stepping `numel` elements on the CPU: a host op (it holds
- * the training thread) after deps[0 .. ndeps). */
-uint32_t em_cpu_optim(em *e, uint64_t numel, const uint32_t *deps, uint32_t ndeps);
+/* The optimizer stepping the optimizer's tensors on the CPU: a host op (it
+ * holds the training thread) after deps[0 .. ndeps). */
+uint32_t em_cpu_optim(em *e, const em_tensors *optim, const uint32_t *deps, uint32_t ndeps);
+/* The step where the optimizer states are: on the CPU after deps under
+ * optimizer offload, else em_optim on the device. */
+uint32_t em_step(em *e, const em_tensors *optim, const uint32_t *deps, uint32_t ndeps);
 
 /* Gradient accumulation: does micro-batch m (of training.grad_accum)
  * reduce its gradients? Always the last; every one without no_sync. */

@@ -47,7 +47,7 @@ typedef struct fs {
     bool *unsharded, *gdone, *have_shard;
     bool sync; /* this micro-batch reduces its gradients */
     bool off;  /* CPUOffload: shards on the host */
-    uint32_t freeq[2], nfree; /* pending free events (rate limiter) */
+    em_pair freeq;            /* pending free events (rate limiter) */
     uint32_t *reduce;         /* per unit: its reduce op */
 } fs;
 
@@ -77,13 +77,7 @@ static void fs_tensors(fs *f)
 
 static void fs_rate_limit(fs *f)
 {
-    if (!f->pl->s->shard.limit_all_gathers || f->nfree < 2) return;
-    em_begin(f->e, PROG_OP_HOST, PROG_HOST, PROG_PH_OTHER, "fsdp.rate_limit");
-    em_cost(f->e, 0, 0, 0);
-    em_dep(f->e, f->freeq[0]);
-    em_end(f->e);
-    f->freeq[0] = f->freeq[1];
-    f->nfree = 1;
+    if (f->pl->s->shard.limit_all_gathers) em_pair_wait(f->e, &f->freeq, "fsdp.rate_limit");
 }
 
 static void fs_unshard(fs *f, uint32_t u, prog_phase ph)
@@ -118,12 +112,7 @@ static void fs_reshard(fs *f, uint32_t u, prog_phase ph)
     if (!fs_live(f, u) || !f->unsharded[u] || f->strat == SPEC_NO_SHARD) return;
     em_marker_begin(f->e, PROG_COMPUTE, ph, "fsdp.reshard");
     em_mem(f->e, f->t_full[u], PROG_FREE_AT_END);
-    uint32_t ev = em_end(f->e);
-    if (f->nfree < 2) f->freeq[f->nfree++] = ev;
-    else {
-        f->freeq[0] = f->freeq[1];
-        f->freeq[1] = ev;
-    }
+    em_pair_push(&f->freeq, em_end(f->e));
     f->unsharded[u] = false;
     f->ag[u] = EM_NONE;
 }
@@ -371,13 +360,7 @@ static int fs_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)
         fs_forward(&f, m);
         fs_backward(&f, m);
     }
-    if (f.off) {
-        uint64_t n = 0;
-        for (uint32_t i = 0; i < optim.n; i++) n += optim.numel[i];
-        em_cpu_optim(&e, n, f.reduce, pl->nunits);
-    } else {
-        em_optim(&e, &optim);
-    }
+    em_step(&e, &optim, f.reduce, pl->nunits);
     fs_zero_grad(&f);
     rc = em_done(&e);
 out_t:

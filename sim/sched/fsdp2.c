@@ -451,13 +451,7 @@ static int f2_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)
         f2_forward(&f);
         f2_backward(&f, m);
     }
-    if (f.off) {
-        uint64_t n = 0;
-        for (uint32_t i = 0; i < optim.n; i++) n += optim.numel[i];
-        em_cpu_optim(&e, n, f.reduce, pl->nunits);
-    } else {
-        em_optim(&e, &optim);
-    }
+    em_step(&e, &optim, f.reduce, pl->nunits);
     f2_zero_grad(&f);
     rc = em_done(&e);
 out:
