@@ -53,6 +53,7 @@ typedef struct ds {
     uint32_t *fetch;    /* the all-gather that filled t_full */
     uint64_t *gnumel;   /* elements it gathers (its partitioned parameters) */
     uint64_t *gpadded;  /* their padded size: N x sum ceil(numel / N) */
+    uint64_t gtotal;    /* sum of gnumel */
     uint64_t live;      /* gathered elements live now */
     em_pair rel;        /* the last two releases (the fetch limiter waits on the older) */
     /* per parameter: its gradient tensor while it waits for its bucket */
@@ -238,31 +239,26 @@ static void ds_release(ds *d, uint32_t b, prog_phase ph)
     d->live -= d->gnumel[b];
 }
 
-/* Elements fetched between block b's forward and its backward: the later
- * blocks, once forward and once backward. */
-static uint64_t ds_reuse_distance(const ds *d, uint32_t b)
-{
-    uint64_t n = 0;
-    for (uint32_t k = b + 1; k < d->pl->nblocks; k++) n += 2 * d->gnumel[k];
-    return n;
-}
-
 /* ---- one micro-batch ---- */
 
 static void ds_forward(ds *d)
 {
     const plan *pl = d->pl;
     em_input(d->e);
+    uint64_t later = d->gtotal; /* gathered by the blocks after this one */
     for (uint32_t i = 0; i < pl->nblocks; i++) {
         uint32_t dep = EM_NONE;
+        later -= d->gnumel[i];
         if (d->s3) {
             if (pl->s->hook_ns) em_host(d->e, PROG_PH_FORWARD, pl->s->hook_ns, "ds.pre_forward");
             ds_fetch_ahead(d, i, +1, PROG_PH_FORWARD);
             dep = d->fetch[i];
         }
         em_fwd_block(d->e, i, dep);
-        /* Kept only if reused within the threshold (DeepSpeed's docs): 0 keeps nothing. */
-        if (d->s3 && ds_reuse_distance(d, i) >= d->c->max_reuse) ds_release(d, i, PROG_PH_FORWARD);
+        /* Reuse distance: the elements fetched before its backward, the later
+         * blocks once forward and once backward. Kept only if reused within
+         * the threshold (DeepSpeed's docs): 0 keeps nothing. */
+        if (d->s3 && 2 * later >= d->c->max_reuse) ds_release(d, i, PROG_PH_FORWARD);
     }
 }
 
@@ -427,6 +423,7 @@ static int ds_blocks(ds *d)
             if (n < d->c->persistence_threshold) continue;
             d->gnumel[b] += n;
             d->gpadded[b] += ss_div_ceil(n, d->N) * d->N;
+            d->gtotal += n;
         }
     }
     return SS_OK;
