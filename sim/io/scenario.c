@@ -246,7 +246,10 @@ static int load_sharding_obj(js_node n, spec_sharding *s, ss_err *err)
                                     "use_orig_params", "no_sync", "wrap",
                                     "shard_group_size", "reshard_after_forward",
                                     "modules_to_forward_prefetch",
-                                    "modules_to_backward_prefetch"), err)) ||
+                                    "modules_to_backward_prefetch",
+                                    "use_distributed_optimizer", "overlap_grad_reduce",
+                                    "overlap_param_gather", "bucket_size",
+                                    "grad_reduce_in_fp32"), err)) ||
         (rc = js_enum(n, "strategy", true, 0, spec_strategy_names, SPEC_NSTRATEGIES, &strat, err)) ||
         (rc = js_num(n, "bucket_cap_mb", false, 25.0, 1e-6, 1e7, &mb, err)) ||
         (rc = js_bool(n, "gradient_as_bucket_view", false, false, &s->gradient_as_bucket_view, err)) ||
@@ -569,6 +572,83 @@ static int load_fsdp2(js_node root, spec_scenario *s, ss_err *err)
     return rc;
 }
 
+static const char *const mcore_only[] = {"use_distributed_optimizer", "overlap_grad_reduce",
+                                         "overlap_param_gather", "bucket_size",
+                                         "grad_reduce_in_fp32"};
+
+/* grad_reduce_in_fp32 sets the gradient and reduction dtypes; a precision
+ * section that names either must agree. */
+static int mcore_precision(js_node root, js_node sh, spec_scenario *s, ss_err *err)
+{
+    js_node pr, k;
+    spec_dtype want = s->shard.mcore.grad_reduce_in_fp32 ? SPEC_DT_FP32 : s->prec.param;
+    static const char *const keys[] = {"grad", "reduce"};
+    spec_dtype *have[] = {&s->prec.grad, &s->prec.reduce};
+    for (int i = 0; i < 2; i++) {
+        if (js_get(root, "precision", &pr) && js_get(pr, keys[i], &k) && *have[i] != want) {
+            js_node g;
+            bool named = js_get(sh, "grad_reduce_in_fp32", &g);
+            return js_failf(k, err, "Megatron keeps gradients and reduces them in %s (%s); "
+                            "found precision.%s \"%s\"", spec_dtype_names[want],
+                            named ? "sharding.grad_reduce_in_fp32"
+                                  : "grad_reduce_in_fp32, on by default with bf16 parameters",
+                            keys[i], spec_dtype_names[*have[i]]);
+        }
+        *have[i] = want;
+    }
+    /* Mixed precision keeps fp32 main parameters (Float16OptimizerWithFloat16Params
+     * and the distributed optimizer alike). */
+    if (s->prec.param == SPEC_DT_FP32) return SS_OK;
+    if (js_get(root, "precision", &pr) && js_get(pr, "master", &k) &&
+        s->prec.master != SPEC_DT_FP32)
+        return js_failf(k, err, "Megatron keeps fp32 main parameters beside %s ones: expected "
+                        "\"fp32\" (or no master key); found \"%s\"",
+                        spec_dtype_names[s->prec.param],
+                        s->prec.master == SPEC_DT_NONE ? "none" : spec_dtype_names[s->prec.master]);
+    s->prec.master = SPEC_DT_FP32;
+    return SS_OK;
+}
+
+/* Megatron-core's DistributedDataParallelConfig keys go with strategy
+ * megatron only. Defaults: Megatron-LM's (megatron/training/arguments.py):
+ * overlaps off, bf16 gradients accumulated and reduced in fp32; bucket_size
+ * max(40M, 1M x dp) parameters (distributed_data_parallel_config.py).
+ * use_distributed_optimizer is on: it is the runtime's reason to exist
+ * (false gives Megatron's DDP). */
+static int load_megatron(js_node root, spec_scenario *s, ss_err *err)
+{
+    js_node sh, k;
+    js_get(root, "sharding", &sh);
+    bool mc = s->shard.strategy == SPEC_MEGATRON;
+    for (size_t i = 0; i < SS_ARRAY_LEN(mcore_only); i++)
+        if (!mc && js_get(sh, mcore_only[i], &k))
+            return js_failf(k, err, "%s goes with strategy megatron (Megatron-core's "
+                            "DistributedDataParallel), not %s", mcore_only[i],
+                            spec_strategy_names[s->shard.strategy]);
+    if (!mc) return SS_OK;
+    struct spec_mcore *m = &s->shard.mcore;
+    uint64_t dp = (uint64_t)s->dp * s->par.cp, def = 1000000 * dp;
+    if (def < 40000000) def = 40000000;
+    int rc;
+    if ((rc = js_bool(sh, "use_distributed_optimizer", false, true, &m->distributed_optimizer,
+                      err)) ||
+        (rc = js_bool(sh, "overlap_grad_reduce", false, false, &m->overlap_grad_reduce, err)) ||
+        (rc = js_bool(sh, "overlap_param_gather", false, false, &m->overlap_param_gather, err)) ||
+        (rc = js_bool(sh, "grad_reduce_in_fp32", false, s->prec.param == SPEC_DT_BF16,
+                      &m->grad_reduce_in_fp32, err)) ||
+        (rc = js_u64(sh, "bucket_size", false, def, 1, UINT64_MAX / 16, &m->bucket_size, err)))
+        return rc;
+    if (m->overlap_param_gather && !m->distributed_optimizer) {
+        js_get(sh, "overlap_param_gather", &k);
+        return js_failf(k, err, "overlap_param_gather needs use_distributed_optimizer (Megatron "
+                                "gathers parameters only when the optimizer is distributed)");
+    }
+    if (!s->model.is_arch)
+        return js_failf(sh, err, "strategy megatron needs a model described by its "
+                                 "architecture (model \"%s\" is a list of blocks)", s->model.name);
+    return mcore_precision(root, sh, s, err);
+}
+
 /* runtime.stragglers: [{"rank": r, "factor": f}], at most 16, distinct ranks
  * inside dp. */
 static int load_stragglers(js_node n, spec_scenario *s, ss_err *err)
@@ -875,12 +955,13 @@ static int layout_check(js_node root, spec_scenario *s, ss_err *err)
         return par_fail(par, "sequence_parallel", err, "MoE layers with tp = %llu need "
                         "sequence_parallel (as Megatron-core requires)", tp);
     switch (s->shard.strategy) {
-    case SPEC_DDP: case SPEC_ZERO1: case SPEC_SHARD_GRAD_OP: case SPEC_FULL_SHARD: return SS_OK;
+    case SPEC_DDP: case SPEC_ZERO1: case SPEC_SHARD_GRAD_OP: case SPEC_FULL_SHARD:
+    case SPEC_MEGATRON: return SS_OK;
     default: {
         js_node n;
         js_get(root, "sharding", &n);
         return js_failf(n, err, "sharding.strategy %s is not modelled inside a model-parallel "
-                        "layout (use ddp, zero1, shard_grad_op or full_shard)",
+                        "layout (use ddp, zero1, shard_grad_op, full_shard or megatron)",
                         spec_strategy_names[s->shard.strategy]);
     }
     }
@@ -975,7 +1056,8 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
         (rc = load_precision(root, &s->prec, err)) ||
         (rc = load_optimizer(root, &s->opt, err)) ||
         (rc = load_sharding(root, s, err)) || (rc = load_hybrid(root, s, err)) ||
-        (rc = load_fsdp2(root, s, err)) || (rc = load_offload(root, s, err)) ||
+        (rc = load_fsdp2(root, s, err)) || (rc = load_megatron(root, s, err)) ||
+        (rc = load_offload(root, s, err)) ||
         (rc = ds_optimizer_impl(root, s, err)) ||
         (rc = layout_check(root, s, err)) || (rc = load_runtime(root, s, err)) ||
         (rc = load_network(root, s, err)) || (rc = load_calibration(root, s, err)) ||

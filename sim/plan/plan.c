@@ -397,7 +397,9 @@ int plan_new(plan **out, const spec_scenario *s, ss_err *err)
     p->world = p->dense_dp = p->expert_dp = p->n;
     p->replica = 1;
     p->chunks = 1;
-    if (!rc && spec_model_parallel(&s->par)) rc = plan_layout(p, err);
+    /* Megatron's runtime exists only as a layout body's (one with tp = cp = pp = 1). */
+    if (!rc && (spec_model_parallel(&s->par) || s->shard.strategy == SPEC_MEGATRON))
+        rc = plan_layout(p, err);
     p->nsim = p->layout ? p->n : sim_ranks(p);
     if (rc || (rc = add_units(p, err)) || (rc = add_buckets(p, err)) ||
         (s->shard.strategy == SPEC_FSDP2 &&

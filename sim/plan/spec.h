@@ -28,7 +28,8 @@
     X(HYBRID_SHARD, "hybrid_shard")                                            \
     X(HYBRID_SHARD_ZERO2, "hybrid_shard_zero2")                                \
     X(FSDP2, "fsdp2")                                                          \
-    X(DEEPSPEED, "deepspeed")
+    X(DEEPSPEED, "deepspeed")                                                  \
+    X(MEGATRON, "megatron")
 
 /* FSDP1 backward_prefetch. */
 #define SPEC_BWD_PREFETCH(X)                                                   \
@@ -349,6 +350,13 @@ typedef struct spec_sharding {
     uint32_t prefetch_k[2];               /* [0] forward, [1] backward */
     struct spec_prefetch *prefetch[2];
     uint32_t nprefetch[2];
+    /* Megatron-core's DistributedDataParallel and distributed optimizer
+     * (strategy megatron), with DistributedDataParallelConfig's names. */
+    struct spec_mcore {
+        bool distributed_optimizer; /* use_distributed_optimizer */
+        bool overlap_grad_reduce, overlap_param_gather, grad_reduce_in_fp32;
+        uint64_t bucket_size; /* parameters per bucket; 0: one bucket per model chunk */
+    } mcore;
 } spec_sharding;
 
 /* DeepSpeed ZeRO (sharding.strategy "deepspeed"): the keys of a DeepSpeed

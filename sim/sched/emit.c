@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static void em_nomem(em *e)
+void em_nomem(em *e)
 {
     if (!e->rc) e->rc = ss_fail(e->err, SS_E_NOMEM, NULL, "out of memory emitting ops");
 }

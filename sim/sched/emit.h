@@ -60,6 +60,7 @@ void em_free_after_block(em *e, uint32_t tensor, prog_memact act);
 int em_init(em *e, const plan *pl, prog *p, uint32_t rank, ss_err *err);
 void em_fini(em *e);
 int em_done(em *e); /* the first error, or SS_OK */
+void em_nomem(em *e); /* fail with out of memory (sticky) */
 
 /* Tensors. */
 uint32_t em_tensor(em *e, prog_memcat cat, ss_bytes bytes, bool live,

@@ -22,49 +22,16 @@
  * activations and gradients pass to the next / previous stage with one-way
  * sends on the unordered p2p stream, one group per direction and pair so
  * that the k-th send of a group meets the k-th receive.
- * Data parallel, per layer unit (a layer, the embedding, the output), over
- * the dense group (dp x cp) and the expert group (tp cp dp / ep):
- *   ddp: all-reduce of the gradients in the last micro-batch's backward;
- *   zero1 / shard_grad_op: reduce-scatter there, all-gather of the updated
- *   parameters after the optimizer (Megatron's distributed optimizer,
- *   without overlap with the next step);
- *   full_shard: the same reduce-scatter, and an all-gather before each
- *   unit's forward and backward of every micro-batch, at most one unit
- *   ahead of the compute stream.
- * Gradients accumulate unsharded over the micro-batches and are reduced
- * once (the pipelines' no_sync). States follow canonical ZeRO (states.h)
- * over each group's flat buffer. */
-#include "emit.h"
+ * Data parallel: the runtime's hooks (mp.h) around each unit, over the
+ * dense group (dp x cp) and the expert group (tp cp dp / ep): canonical
+ * ZeRO in mp_zero.c, Megatron-core's distributed optimizer in
+ * mp_megatron.c. */
+#include "mp.h"
 #include "sched.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum { G_TP, G_CP, G_DP, G_EP, G_EDP, G_FWD, G_BWD, G_NKINDS }; /* per-rank groups */
-#define NOGROUP UINT32_MAX
-
-typedef struct mp_unit {
-    uint32_t b0, b1;       /* blocks [b0, b1) */
-    uint64_t dense, expert; /* elements per rank */
-    uint32_t t_full, t_grad; /* unsharded params (full_shard), gradients */
-    uint32_t t_shard;        /* ZeRO-2/3: the reduced gradient shard */
-    uint32_t ag, first;      /* pending all-gather, its first compute op */
-} mp_unit;
-
-typedef struct mp {
-    em *e;
-    const plan *pl;
-    const spec_parallel *par;
-    uint32_t t, c, p, d;        /* coordinates of the rank */
-    uint32_t g[G_NKINDS];       /* NOGROUP where the dimension is 1 */
-    uint32_t gin_fwd, gin_bwd;  /* receive groups (the neighbours' send groups) */
-    mp_unit *u;
-    uint32_t nu;
-    uint32_t dep;               /* what the next compute op waits for */
-    uint32_t prev_first;        /* first compute op of the previous unit */
-    uint32_t optim_op;
-} mp;
 
 /* ---- ranks and groups ---- */
 
@@ -155,9 +122,9 @@ static int add_copies(const plan *pl, prog *pg, int kind, uint32_t r, uint32_t g
 static int make_groups(const plan *pl, prog *pg, int kind, uint32_t *gid, uint32_t *buf,
                        uint32_t *pres, ss_err *err)
 {
-    for (uint32_t r = 0; r < pl->n; r++) gid[r] = NOGROUP;
+    for (uint32_t r = 0; r < pl->n; r++) gid[r] = MP_NOGROUP;
     for (uint32_t r = 0; r < pl->n; r++) {
-        if (gid[r] != NOGROUP && kind != G_FWD && kind != G_BWD) continue;
+        if (gid[r] != MP_NOGROUP && kind != G_FWD && kind != G_BWD) continue;
         uint32_t n, np = 0, id;
         members(pl, kind, r, buf, &n);
         if (n < 2 || (kind == G_FWD || kind == G_BWD ? buf[0] == buf[1] : false)) continue;
@@ -175,16 +142,6 @@ static int make_groups(const plan *pl, prog *pg, int kind, uint32_t *gid, uint32
 }
 
 /* ---- data parallel ---- */
-
-static st_kind dp_kind(spec_strategy s)
-{
-    switch (s) {
-    case SPEC_DDP: return ST_ZERO0;
-    case SPEC_ZERO1: return ST_ZERO1;
-    case SPEC_SHARD_GRAD_OP: return ST_ZERO2;
-    default: return ST_ZERO3;
-    }
-}
 
 static void stage_numel(const plan *pl, uint32_t p, uint64_t *dense, uint64_t *expert)
 {
@@ -212,7 +169,7 @@ int mp_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err)
     uint64_t dense, expert;
     stage_numel(pl, p, &dense, &expert);
     uint32_t q = t + x->tp * (c + x->cp * d);
-    st_input in = {.kind = dp_kind(pl->s->shard.strategy), .n = pl->dense_dp,
+    st_input in = {.kind = mp_rt_find(pl->s->shard.strategy)->state_kind(pl), .n = pl->dense_dp,
                    .rank = c + x->cp * d, .numels = &dense, .count = 1, .prec = pl->s->prec,
                    .opt = pl->s->opt};
     *out = (st_bytes){0};
@@ -242,7 +199,7 @@ static uint32_t coll_buf(mp *m, prog_stream st, prog_phase ph, prog_coll c, uint
                          ss_bytes bytes, uint32_t dep, const char *what, const char *block,
                          const char *buffer)
 {
-    if (g == NOGROUP || !bytes) return dep;
+    if (g == MP_NOGROUP || !bytes) return dep;
     em_begin(m->e, PROG_OP_COLL, st, ph, "%s.%s", what, block);
     em_coll(m->e, c, bytes);
     em_group(m->e, g);
@@ -251,8 +208,8 @@ static uint32_t coll_buf(mp *m, prog_stream st, prog_phase ph, prog_coll c, uint
     return em_end(m->e);
 }
 
-static uint32_t coll(mp *m, prog_stream st, prog_phase ph, prog_coll c, uint32_t g,
-                     ss_bytes bytes, uint32_t dep, const char *what, const char *block)
+uint32_t mp_coll(mp *m, prog_stream st, prog_phase ph, prog_coll c, uint32_t g, ss_bytes bytes,
+                 uint32_t dep, const char *what, const char *block)
 {
     return coll_buf(m, st, ph, c, g, bytes, dep, what, block, NULL);
 }
@@ -278,7 +235,7 @@ static uint32_t tp_post(mp *m, const plan_block *b, prog_phase ph, uint32_t op)
     bool sp = m->par->sequence_parallel, fwd = ph == PROG_PH_FORWARD;
     if (!b->tp_bytes || !strcmp(b->name, "norm")) return op;
     if ((fwd && !strcmp(b->name, "head")) || (!fwd && !strcmp(b->name, "embed"))) return op;
-    return coll(m, PROG_TP, ph, sp ? PROG_COLL_REDUCE_SCATTER : PROG_COLL_ALL_REDUCE,
+    return mp_coll(m, PROG_TP, ph, sp ? PROG_COLL_REDUCE_SCATTER : PROG_COLL_ALL_REDUCE,
                 m->g[G_TP], b->tp_bytes, op, sp ? "tp.reduce_scatter" : "tp.all_reduce",
                 b->name);
 }
@@ -294,11 +251,11 @@ static void fwd_block(mp *m, uint32_t i)
                        b->cp_bytes, dep, "cp.all_gather_kv", b->name, "cp.kv");
     }
     if (b->ep_bytes)
-        dep = coll(m, PROG_TP, PROG_PH_FORWARD, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes,
+        dep = mp_coll(m, PROG_TP, PROG_PH_FORWARD, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes,
                    dep, "ep.dispatch", b->name);
     uint32_t op = em_fwd_block(m->e, i, dep);
     if (b->ep_bytes)
-        op = coll(m, PROG_TP, PROG_PH_FORWARD, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes, op,
+        op = mp_coll(m, PROG_TP, PROG_PH_FORWARD, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes, op,
                   "ep.combine", b->name);
     m->dep = tp_post(m, b, PROG_PH_FORWARD, op);
 }
@@ -309,7 +266,7 @@ static void bwd_block(mp *m, uint32_t i, const uint32_t *grads, uint32_t ngrads)
     uint32_t dep = m->dep;
     if (m->par->sequence_parallel && b->tp_bytes && strcmp(b->name, "norm")) {
         if (strcmp(b->name, "head")) /* the output gradient, gathered */
-            dep = coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_ALL_GATHER, m->g[G_TP],
+            dep = mp_coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_ALL_GATHER, m->g[G_TP],
                        b->tp_bytes, dep, "tp.all_gather.grad", b->name);
         dep = tp_pre(m, b, PROG_PH_BACKWARD); /* the input, for the weight gradient */
     }
@@ -318,112 +275,28 @@ static void bwd_block(mp *m, uint32_t i, const uint32_t *grads, uint32_t ngrads)
                        b->cp_bytes, dep, "cp.all_gather_kv", b->name, "cp.kv");
     }
     if (b->ep_bytes)
-        dep = coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes,
+        dep = mp_coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes,
                    dep, "ep.combine_grad", b->name);
     uint32_t op = em_bwd_block(m->e, i, dep, grads, ngrads);
     if (b->ep_bytes)
-        op = coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes,
+        op = mp_coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes,
                   op, "ep.dispatch_grad", b->name);
     if (is_attn(b) && b->cp_bytes)
-        op = coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_REDUCE_SCATTER, m->g[G_CP],
+        op = mp_coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_REDUCE_SCATTER, m->g[G_CP],
                   b->cp_bytes, op, "cp.reduce_scatter_dkv", b->name);
     m->dep = tp_post(m, b, PROG_PH_BACKWARD, op);
 }
 
-/* ---- data-parallel units ---- */
+/* ---- units ---- */
 
-static ss_bytes padded(uint64_t numel, uint32_t n, uint32_t elem)
+ss_bytes mp_padded(uint64_t numel, uint32_t n, uint32_t elem)
 {
     return ss_div_ceil(numel, n) * n * elem;
 }
 
-static void unshard(mp *m, mp_unit *u, prog_phase ph)
+const mp_rt *mp_rt_find(spec_strategy s)
 {
-    const plan *pl = m->pl;
-    if (pl->s->shard.strategy != SPEC_FULL_SHARD) return;
-    ss_bytes bytes = padded(u->dense, pl->dense_dp, pl->compute_elem) +
-                     padded(u->expert, pl->expert_dp, pl->compute_elem);
-    u->t_full = em_tensor(m->e, PROG_MEM_PARAM_UNSHARDED, bytes, false, "zero3.unsharded.%s",
-                          pl->blocks[u->b0].group);
-    uint32_t last = EM_NONE;
-    for (int k = 0; k < 2; k++) {
-        uint64_t n = k ? u->expert : u->dense;
-        uint32_t g = m->g[k ? G_EDP : G_DP], size = k ? pl->expert_dp : pl->dense_dp;
-        if (!n || g == NOGROUP) continue;
-        if (last == EM_NONE && m->prev_first != EM_NONE) {
-            /* The host waits for the previous unit's compute before it
-             * allocates the next buffer: at most two units unsharded (the
-             * rate limit FSDP's limit_all_gathers sets). */
-            em_begin(m->e, PROG_OP_HOST, PROG_HOST, ph, "zero3.rate_limit");
-            em_cost(m->e, 0, 0, 0);
-            em_dep(m->e, m->prev_first);
-            em_end(m->e);
-        }
-        em_begin(m->e, PROG_OP_COLL, PROG_UNSHARD, ph, "zero3.all_gather.%s%s",
-                 pl->blocks[u->b0].group, k ? ".experts" : "");
-        em_coll(m->e, PROG_COLL_ALL_GATHER, padded(n, size, pl->compute_elem));
-        em_group(m->e, g);
-        if (last == EM_NONE) em_mem(m->e, u->t_full, PROG_ALLOC_AT_ISSUE);
-        last = em_end(m->e);
-    }
-    u->ag = last;
-    if (last == EM_NONE) u->t_full = EM_NONE; /* one rank: nothing to gather */
-    if (last == EM_NONE) return;
-    em_marker_begin(m->e, PROG_COMPUTE, ph, "zero3.wait");
-    em_dep(m->e, last);
-    em_end(m->e);
-}
-
-/* The gathered parameters go after the unit's last block. */
-static void unit_release(mp *m, mp_unit *u, uint32_t i, bool fwd)
-{
-    uint32_t last = fwd ? u->b1 - 1 : u->b0;
-    if (i == last && u->t_full != EM_NONE) {
-        em_free_after_block(m->e, u->t_full, PROG_FREE_AT_END);
-        u->t_full = EM_NONE;
-    }
-}
-
-static void reduce(mp *m, mp_unit *u, uint32_t after)
-{
-    const plan *pl = m->pl;
-    bool ddp = pl->s->shard.strategy == SPEC_DDP;
-    bool shards = pl->s->shard.strategy == SPEC_SHARD_GRAD_OP ||
-                  pl->s->shard.strategy == SPEC_FULL_SHARD;
-    if (shards)
-        u->t_shard = em_tensor(m->e, PROG_MEM_GRAD_SHARD,
-                               (ss_div_ceil(u->dense, pl->dense_dp) +
-                                ss_div_ceil(u->expert, pl->expert_dp)) * pl->grad_elem,
-                               false, "grad_shard.%s", pl->blocks[u->b0].group);
-    uint32_t last = EM_NONE;
-    for (int k = 0; k < 2; k++) {
-        uint64_t n = k ? u->expert : u->dense;
-        uint32_t g = m->g[k ? G_EDP : G_DP], size = k ? pl->expert_dp : pl->dense_dp;
-        if (!n || g == NOGROUP) continue;
-        em_begin(m->e, PROG_OP_COLL, PROG_REDUCE, PROG_PH_BACKWARD, "dp.%s.%s%s",
-                 ddp ? "all_reduce" : "reduce_scatter", pl->blocks[u->b0].group,
-                 k ? ".experts" : "");
-        em_coll(m->e, ddp ? PROG_COLL_ALL_REDUCE : PROG_COLL_REDUCE_SCATTER,
-                ddp ? n * pl->reduce_elem : padded(n, size, pl->reduce_elem));
-        em_group(m->e, g);
-        em_dep(m->e, after);
-        if (last == EM_NONE) em_mem(m->e, u->t_shard, PROG_ALLOC_AT_ISSUE);
-        last = em_end(m->e);
-    }
-    if (last == EM_NONE && u->t_shard != EM_NONE) { /* one rank: the shard is the gradient */
-        em_marker_begin(m->e, PROG_REDUCE, PROG_PH_BACKWARD, "dp.grad_shard");
-        em_mem(m->e, u->t_shard, PROG_ALLOC_AT_ISSUE);
-        em_dep(m->e, after);
-        last = em_end(m->e);
-    }
-    /* ZeRO-2/3 keep the reduced shard only. */
-    if (shards) {
-        em_marker_begin(m->e, PROG_REDUCE, PROG_PH_BACKWARD, "dp.free_grad");
-        em_dep(m->e, last);
-        em_mem(m->e, u->t_grad, PROG_FREE_AT_END);
-        em_end(m->e);
-        u->t_grad = EM_NONE;
-    }
+    return s == SPEC_MEGATRON ? &mp_rt_megatron : &mp_rt_zero;
 }
 
 static int make_units(mp *m)
@@ -520,8 +393,8 @@ static void forward(mp *m, uint32_t mb, uint32_t k)
     }
     for (uint32_t i = b0; i < b1; i++) {
         mp_unit *u = unit_of(m, i);
-        if (i == u->b0) unshard(m, u, PROG_PH_FORWARD);
-        unit_release(m, u, i, true);
+        if (i == u->b0 && m->rt->pre_forward) m->rt->pre_forward(m, u, mb);
+        if (m->rt->before_block) m->rt->before_block(m, u, i, true);
         fwd_block(m, i);
         if (i == u->b0) m->prev_first = e->last;
     }
@@ -552,17 +425,17 @@ static void backward(mp *m, uint32_t mb, uint32_t k)
     }
     for (uint32_t i = b1; i-- > b0;) {
         mp_unit *u = unit_of(m, i);
-        if (i + 1 == u->b1) unshard(m, u, PROG_PH_BACKWARD);
-        unit_release(m, u, i, false);
+        if (i + 1 == u->b1 && m->rt->pre_backward) m->rt->pre_backward(m, u, mb);
+        if (m->rt->before_block) m->rt->before_block(m, u, i, false);
         uint32_t grad = EM_NONE;
-        if (u->t_grad == EM_NONE && mb == 0) {
+        if (u->t_grad == EM_NONE && mb == 0 && !m->rt->persistent_grads) {
             u->t_grad = em_tensor(e, PROG_MEM_GRAD, (u->dense + u->expert) * pl->grad_elem, false,
                                   "grad.%s", pl->blocks[u->b0].group);
             grad = u->t_grad;
         }
         bwd_block(m, i, &grad, grad == EM_NONE ? 0 : 1);
         if (i + 1 == u->b1) m->prev_first = e->last;
-        if (i == u->b0 && mb + 1 == pl->s->grad_accum) reduce(m, u, e->last);
+        if (i == u->b0 && m->rt->grads_ready) m->rt->grads_ready(m, u, mb, e->last);
     }
     if (k > 0)
         p2p(m, m->g[G_BWD], true, PROG_PH_BACKWARD, pl->blocks[b0].in_bytes, m->dep,
@@ -596,37 +469,33 @@ static void states_and_step(mp *m)
 {
     em *e = m->e;
     const plan *pl = m->pl;
-    bool z3 = pl->s->shard.strategy == SPEC_FULL_SHARD, ddp = pl->s->shard.strategy == SPEC_DDP;
-    uint64_t dense, expert;
-    stage_numel(pl, m->p, &dense, &expert);
+    stage_numel(pl, m->p, &m->part[0], &m->part[1]);
+    m->gsize[0] = pl->dense_dp, m->gsize[1] = pl->expert_dp;
     em_tensors params = {0}, optim = {0};
     if (em_tensors_init(&params, 2, e->err) || em_tensors_init(&optim, 2, e->err)) {
         e->rc = SS_E_NOMEM;
         goto out;
     }
-    uint64_t part[2] = {dense, expert}, n[2] = {pl->dense_dp, pl->expert_dp};
     for (int k = 0; k < 2; k++) {
-        if (!part[k]) continue;
-        uint64_t shard = ss_div_ceil(part[k], n[k]);
-        params.numel[params.n++] = z3 ? shard : part[k];
-        optim.numel[optim.n++] = ddp ? part[k] : shard;
+        if (!m->part[k]) continue;
+        m->rt->at_rest(pl, m->part[k], m->gsize[k], &params.numel[params.n],
+                       &optim.numel[optim.n]);
+        params.n++, optim.n++;
     }
     em_states(e, &params, &optim);
     if (make_units(m)) {
         e->rc = SS_E_NOMEM;
         goto out;
     }
+    if (m->rt->setup) m->rt->setup(m);
     run_pipeline(m);
+    if (m->rt->end_backward) m->rt->end_backward(m);
     em_marker_begin(e, PROG_COMPUTE, PROG_PH_BACKWARD, "dp.wait_reduce");
     for (uint32_t q = prog_nops(e->p, e->rank); q-- > 0;) /* every reduction of the step */
         if (prog_ops(e->p, e->rank)[q].stream == PROG_REDUCE) em_dep(e, q);
     em_end(e);
     uint32_t opt = em_optim(e, &optim);
-    if (pl->s->shard.strategy == SPEC_ZERO1 || pl->s->shard.strategy == SPEC_SHARD_GRAD_OP)
-        for (int k = 0; k < 2; k++)
-            coll(m, PROG_UNSHARD, PROG_PH_OPTIMIZER, PROG_COLL_ALL_GATHER,
-                 m->g[k ? G_EDP : G_DP], padded(part[k], (uint32_t)n[k], pl->param_elem), opt,
-                 "dp.all_gather_params", k ? "experts" : "dense");
+    if (m->rt->after_step) m->rt->after_step(m, opt);
     em_begin(e, PROG_OP_HOST, PROG_HOST, PROG_PH_OPTIMIZER, "zero_grad");
     em_cost(e, 0, 0, 0);
     for (uint32_t k = 0; k < m->nu; k++) {
@@ -641,21 +510,21 @@ out:
 }
 
 /* Rank r's receive groups: the previous stage's forward send group and
- * the next stage's backward one (NOGROUP without a pipeline). */
+ * the next stage's backward one (MP_NOGROUP without a pipeline). */
 static void receive_groups(const plan *pl, uint32_t r, uint32_t *const gids[G_NKINDS],
                            uint32_t *gin_fwd, uint32_t *gin_bwd)
 {
     uint32_t t, c, p, d, pp = pl->s->par.pp;
     coords(pl, r, &t, &c, &p, &d);
-    *gin_fwd = pp > 1 ? gids[G_FWD][world_rank(pl, t, c, (p + pp - 1) % pp, d)] : NOGROUP;
-    *gin_bwd = pp > 1 ? gids[G_BWD][world_rank(pl, t, c, (p + 1) % pp, d)] : NOGROUP;
+    *gin_fwd = pp > 1 ? gids[G_FWD][world_rank(pl, t, c, (p + pp - 1) % pp, d)] : MP_NOGROUP;
+    *gin_bwd = pp > 1 ? gids[G_BWD][world_rank(pl, t, c, (p + 1) % pp, d)] : MP_NOGROUP;
 }
 
 static int mp_emit_rank(const plan *pl, prog *p, uint32_t rank, uint32_t *const gids[G_NKINDS],
                         ss_err *err)
 {
     em e;
-    mp m = {.e = &e, .pl = pl, .par = &pl->s->par};
+    mp m = {.e = &e, .pl = pl, .par = &pl->s->par, .rt = mp_rt_find(pl->s->shard.strategy)};
     coords(pl, rank, &m.t, &m.c, &m.p, &m.d);
     for (int k = 0; k < G_NKINDS; k++) m.g[k] = gids[k][rank];
     receive_groups(pl, rank, gids, &m.gin_fwd, &m.gin_bwd);
@@ -663,6 +532,7 @@ static int mp_emit_rank(const plan *pl, prog *p, uint32_t rank, uint32_t *const 
     if (rc) return rc;
     states_and_step(&m);
     rc = em_done(&e);
+    if (m.rt->fini) m.rt->fini(&m);
     free(m.u);
     em_fini(&e);
     return rc;
@@ -678,8 +548,8 @@ static int mp_share_rank(const plan *pl, prog *p, uint32_t r, uint32_t rep,
     for (int k = 0; k < G_NKINDS; k++) from[k] = gids[k][rep], to[k] = gids[k][r];
     receive_groups(pl, rep, gids, &from[G_NKINDS], &from[G_NKINDS + 1]);
     receive_groups(pl, r, gids, &to[G_NKINDS], &to[G_NKINDS + 1]);
-    for (int k = 0; k < G_NKINDS + 2; k++) /* NOGROUP on both sides where a dimension is 1 */
-        if (from[k] != NOGROUP && from[k] != to[k]) from[n] = from[k], to[n++] = to[k];
+    for (int k = 0; k < G_NKINDS + 2; k++) /* MP_NOGROUP on both sides where a dimension is 1 */
+        if (from[k] != MP_NOGROUP && from[k] != to[k]) from[n] = from[k], to[n++] = to[k];
     return prog_rank_share(p, r, rep, from, to, n, err);
 }
 

@@ -210,13 +210,13 @@ static int add_post_forward_groups(const plan *pl, prog *p, uint32_t *ranks, ss_
 int sched_build(const plan *pl, prog **out, ss_err *err)
 {
     const sched_ops *ops = sched_find(pl->s->shard.strategy);
-    if (!ops)
+    if (!ops && !pl->layout)
         return ss_fail(err, SS_E_INTERNAL, NULL, "no scheduler for strategy %d",
                        (int)pl->s->shard.strategy);
     prog *p = NULL;
     int rc = prog_new(&p, pl->nsim, err);
     if (rc) return rc;
-    if (pl->layout) {
+    if (pl->layout) { /* the layout body, with the strategy's runtime hooks (mp.h) */
         if ((rc = mp_build(pl, p, err))) prog_free(p);
         else *out = p;
         return rc;

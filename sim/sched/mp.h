@@ -1,0 +1,101 @@
+/* mp.h - the layout body and the data-parallel runtimes it calls
+ * (internal to sched/).
+ *
+ * A layout body (mp.c) walks one rank's pipeline schedule: micro-batches,
+ * model chunks, the blocks of each chunk with their TP, CP and EP
+ * collectives. The data-parallel work around that walk (gathering sharded
+ * parameters, reducing gradients, gathering the updated parameters) belongs
+ * to the runtime: an mp_rt table, one per runtime, that the body calls at
+ * fixed points of the walk. A runtime adds only its own ops, through em;
+ * it never reorders the body's.
+ *
+ *   setup          once, after the rank's states exist: buckets,
+ *                  persistent buffers
+ *   pre_forward    before a unit's first block in each micro-batch's forward
+ *   pre_backward   before a unit's last block in each micro-batch's backward
+ *   before_block   before every block op (to release what the block is the
+ *                  last user of)
+ *   grads_ready    after a unit's first block's backward: its gradients are
+ *                  final for micro-batch mb (op `after` produced them)
+ *   end_backward   after the last backward of the step, before the body
+ *                  waits for every reduction on the reduce stream
+ *   after_step     after the optimizer step `opt`: gathers of the update
+ *
+ * Units are the layer groups of the rank's stage (a transformer layer, the
+ * embedding, the output) in model order. The rank's groups are m->g[]: the
+ * dense data-parallel group G_DP (dp x cp ranks) and the expert one G_EDP.
+ * State bytes come from rt->state_kind and rt->at_rest; em_states checks
+ * that what setup and the body allocate agrees with them.
+ *
+ * Every hook may be NULL (nothing to do at that point). Hooks report
+ * errors through the em's sticky error.
+ */
+#ifndef SCHED_MP_H
+#define SCHED_MP_H
+
+#include "emit.h"
+
+enum { G_TP, G_CP, G_DP, G_EP, G_EDP, G_FWD, G_BWD, G_NKINDS }; /* per-rank groups */
+#define MP_NOGROUP UINT32_MAX
+
+typedef struct mp_unit {
+    uint32_t b0, b1;         /* blocks [b0, b1) */
+    uint64_t dense, expert;  /* elements per rank */
+    uint32_t t_full, t_grad; /* unsharded params (full_shard), gradients */
+    uint32_t t_shard;        /* ZeRO-2/3: the reduced gradient shard */
+    uint32_t ag, first;      /* pending all-gather, its first compute op */
+    uint32_t bucket;         /* runtime's bucket of the unit (runtimes with buckets) */
+} mp_unit;
+
+typedef struct mp mp;
+
+typedef struct mp_rt {
+    spec_strategy strategy;
+    /* The state model over the dense and the expert groups (states.h). */
+    st_kind (*state_kind)(const plan *pl);
+    /* Of `part` elements sharded over n ranks: the elements the rank stores
+     * as parameters and the elements its optimizer steps. */
+    void (*at_rest)(const plan *pl, uint64_t part, uint32_t n, uint64_t *param,
+                    uint64_t *optim);
+    /* true: the runtime's setup allocates the gradients (a persistent
+     * buffer) and the body allocates none in backward. */
+    bool persistent_grads;
+    void (*setup)(mp *m);
+    void (*pre_forward)(mp *m, mp_unit *u, uint32_t mb);
+    void (*pre_backward)(mp *m, mp_unit *u, uint32_t mb);
+    void (*before_block)(mp *m, mp_unit *u, uint32_t i, bool fwd);
+    void (*grads_ready)(mp *m, mp_unit *u, uint32_t mb, uint32_t after);
+    void (*end_backward)(mp *m);
+    void (*after_step)(mp *m, uint32_t opt);
+    void (*fini)(mp *m); /* frees m->rt_state */
+} mp_rt;
+
+struct mp {
+    em *e;
+    const plan *pl;
+    const spec_parallel *par;
+    const mp_rt *rt;
+    uint32_t t, c, p, d;        /* coordinates of the rank */
+    uint32_t g[G_NKINDS];       /* MP_NOGROUP where the dimension is 1 */
+    uint32_t gin_fwd, gin_bwd;  /* receive groups (the neighbours' send groups) */
+    mp_unit *u;
+    uint32_t nu;
+    uint32_t dep;               /* what the next compute op waits for */
+    uint32_t prev_first;        /* first compute op of the previous unit */
+    uint64_t part[2];           /* the stage's dense and expert elements */
+    uint32_t gsize[2];          /* the dense and expert data-parallel group sizes */
+    void *rt_state;             /* the runtime's own, freed by rt->fini */
+};
+
+/* The runtimes (mp_zero.c, mp_megatron.c). */
+extern const mp_rt mp_rt_zero, mp_rt_megatron;
+const mp_rt *mp_rt_find(spec_strategy s);
+
+/* numel padded to a multiple of n, in bytes of elem. */
+ss_bytes mp_padded(uint64_t numel, uint32_t n, uint32_t elem);
+/* A collective on group g after dep (none when g is MP_NOGROUP or bytes is
+ * 0: it returns dep), named "what.block". */
+uint32_t mp_coll(mp *m, prog_stream st, prog_phase ph, prog_coll c, uint32_t g, ss_bytes bytes,
+                 uint32_t dep, const char *what, const char *block);
+
+#endif

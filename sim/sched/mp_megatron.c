@@ -1,0 +1,197 @@
+/* Megatron-core's DistributedDataParallel with the distributed optimizer
+ * (strategy megatron; the mp_rt of mp.h). What it does, from megatron/core/
+ * distributed/ (distributed_data_parallel.py, param_and_grad_buffer.py) and
+ * optimizer/distrib_optimizer.py of NVIDIA/Megatron-LM (core 0.7-0.12):
+ *
+ * - Gradients accumulate into one persistent buffer per model chunk
+ *   (main_grad, fp32 with grad_reduce_in_fp32), allocated when the model is
+ *   wrapped and zeroed, never freed, between steps.
+ * - The buffer is cut into buckets in backward order (parameters in
+ *   reverse), closed at bucket_size parameters; bucket_size defaults to
+ *   max(40M, 1M x dp) and is dropped (one bucket per chunk) without
+ *   overlap_grad_reduce.
+ * - Gradients are reduced in the last micro-batch only (the pipeline
+ *   schedules run the others under no_sync). With overlap_grad_reduce a
+ *   bucket's collective starts as soon as its last gradient is computed,
+ *   on its own stream; without it every bucket is reduced after the whole
+ *   backward (finalize_model_grads).
+ * - use_distributed_optimizer: reduce-scatter (each rank's shard of the
+ *   bucket, in place in the buffer), fp32 master and Adam states of the
+ *   shard only, then an all-gather of each bucket's updated bf16
+ *   parameters. Without overlap_param_gather the gathers follow the step;
+ *   with it they are dispatched by the forward pre-hooks of the next step,
+ *   one bucket ahead of the module that needs it (the first bucket of each
+ *   chunk cannot overlap). Without the distributed optimizer: all-reduce,
+ *   and every rank steps the whole chunk.
+ * Expert parameters have their own buffers and groups (expert data
+ * parallel); here a bucket carries the dense and the expert parameters of
+ * its layers and reduces each over its own group.
+ */
+#include "mp.h"
+
+#include <stdlib.h>
+
+typedef struct mc_bucket {
+    uint32_t u0, u1;        /* units [u0, u1) */
+    uint64_t n[2];          /* dense and expert parameters */
+    uint32_t ag;            /* its parameter all-gather, EM_NONE before it is issued */
+} mc_bucket;
+
+typedef struct mc {
+    mc_bucket *b;
+    uint32_t nb;
+} mc;
+
+static const struct spec_mcore *cfg(const mp *m) { return &m->pl->s->shard.mcore; }
+
+static st_kind mc_kind(const plan *pl)
+{
+    return pl->s->shard.mcore.distributed_optimizer ? ST_ZERO1 : ST_ZERO0;
+}
+
+static void mc_at_rest(const plan *pl, uint64_t part, uint32_t n, uint64_t *param,
+                       uint64_t *optim)
+{
+    *param = part;
+    *optim = pl->s->shard.mcore.distributed_optimizer ? ss_div_ceil(part, n) : part;
+}
+
+/* Buckets over the units in backward order, closed at bucket_size
+ * parameters and at a model chunk's first unit. */
+static void mc_setup(mp *m)
+{
+    em *e = m->e;
+    mc *c = calloc(1, sizeof *c);
+    if (c) c->b = calloc(m->nu ? m->nu : 1, sizeof *c->b);
+    if (!c || !c->b) {
+        free(c);
+        em_nomem(e);
+        return;
+    }
+    m->rt_state = c;
+    uint64_t cap = cfg(m)->overlap_grad_reduce ? cfg(m)->bucket_size : 0;
+    for (uint32_t k = m->nu; k-- > 0;) {
+        mp_unit *u = &m->u[k];
+        mc_bucket *b = c->nb ? &c->b[c->nb - 1] : NULL;
+        bool same_chunk = b && m->pl->blocks[m->u[b->u0].b0].chunk == m->pl->blocks[u->b0].chunk;
+        bool full = b && cap && b->n[0] + b->n[1] >= cap;
+        if (!b || !same_chunk || full) {
+            b = &c->b[c->nb++];
+            *b = (mc_bucket){.u0 = k + 1, .u1 = k + 1, .ag = EM_NONE};
+        }
+        b->u0 = k;
+        b->n[0] += u->dense, b->n[1] += u->expert;
+        u->bucket = (uint32_t)(b - c->b);
+    }
+    uint64_t grads = (m->part[0] + m->part[1]) * m->pl->grad_elem;
+    em_tensor(e, PROG_MEM_GRAD, grads, true, "main_grad");
+}
+
+/* Bucket b's gradient reduction after op `after`. */
+static void reduce_bucket(mp *m, const mc_bucket *b, uint32_t after)
+{
+    const plan *pl = m->pl;
+    bool dist = cfg(m)->distributed_optimizer;
+    for (int k = 0; k < 2; k++) {
+        ss_bytes bytes = dist ? mp_padded(b->n[k], m->gsize[k], pl->reduce_elem)
+                              : b->n[k] * pl->reduce_elem;
+        mp_coll(m, PROG_REDUCE, PROG_PH_BACKWARD,
+                dist ? PROG_COLL_REDUCE_SCATTER : PROG_COLL_ALL_REDUCE, m->g[k ? G_EDP : G_DP],
+                bytes, after, dist ? "dp.reduce_scatter" : "dp.all_reduce",
+                k ? "bucket.experts" : "bucket");
+    }
+}
+
+static bool last_mb(const mp *m, uint32_t mb) { return mb + 1 == m->pl->s->grad_accum; }
+
+/* overlap_grad_reduce: a bucket goes once its lowest unit's gradients are
+ * done (backward runs down the units). */
+static void mc_grads_ready(mp *m, mp_unit *u, uint32_t mb, uint32_t after)
+{
+    mc *c = m->rt_state;
+    if (!c || !cfg(m)->overlap_grad_reduce || !last_mb(m, mb)) return;
+    const mc_bucket *b = &c->b[u->bucket];
+    if ((uint32_t)(u - m->u) == b->u0) reduce_bucket(m, b, after);
+}
+
+/* The last compute op so far: where a reduction without overlap waits. */
+static uint32_t last_compute(const mp *m)
+{
+    const prog_op *ops = prog_ops(m->e->p, m->e->rank);
+    for (uint32_t q = prog_nops(m->e->p, m->e->rank); q-- > 0;)
+        if (ops[q].stream == PROG_COMPUTE) return q;
+    return EM_NONE;
+}
+
+static void mc_end_backward(mp *m)
+{
+    mc *c = m->rt_state;
+    if (!c || cfg(m)->overlap_grad_reduce) return;
+    uint32_t after = last_compute(m);
+    for (uint32_t i = 0; i < c->nb; i++) reduce_bucket(m, &c->b[i], after);
+}
+
+static uint32_t gather_bucket(mp *m, mc_bucket *b, prog_phase ph, uint32_t dep)
+{
+    uint32_t last = EM_NONE;
+    for (int k = 0; k < 2; k++) {
+        uint32_t op = mp_coll(m, PROG_UNSHARD, ph, PROG_COLL_ALL_GATHER, m->g[k ? G_EDP : G_DP],
+                              mp_padded(b->n[k], m->gsize[k], m->pl->param_elem), dep,
+                              "dp.all_gather_params", k ? "bucket.experts" : "bucket");
+        if (op != EM_NONE) last = op;
+    }
+    b->ag = last;
+    return last;
+}
+
+/* overlap_param_gather: the next step's gathers, dispatched by the forward
+ * pre-hooks of the first micro-batch: bucket b's (if not yet) and the next
+ * one's, then the compute waits for b's. */
+static void mc_pre_forward(mp *m, mp_unit *u, uint32_t mb)
+{
+    mc *c = m->rt_state;
+    if (!c || !cfg(m)->distributed_optimizer || !cfg(m)->overlap_param_gather || mb) return;
+    mc_bucket *b = &c->b[u->bucket];
+    if ((uint32_t)(u - m->u) != b->u0) return;
+    if (b->ag == EM_NONE) gather_bucket(m, b, PROG_PH_FORWARD, EM_NONE);
+    /* Buckets were made in backward order: the next in forward is b - 1. */
+    if (u->bucket > 0) {
+        mc_bucket *next = b - 1;
+        bool same_chunk = m->pl->blocks[m->u[next->u0].b0].chunk == m->pl->blocks[u->b0].chunk;
+        if (same_chunk && next->ag == EM_NONE) gather_bucket(m, next, PROG_PH_FORWARD, EM_NONE);
+    }
+    if (b->ag == EM_NONE) return; /* one rank: nothing gathered */
+    em_marker_begin(m->e, PROG_COMPUTE, PROG_PH_FORWARD, "dp.wait_params");
+    em_dep(m->e, b->ag);
+    em_end(m->e);
+}
+
+/* Without overlap_param_gather, the updated parameters are gathered right
+ * after the step, bucket by bucket. */
+static void mc_after_step(mp *m, uint32_t opt)
+{
+    mc *c = m->rt_state;
+    if (!c || !cfg(m)->distributed_optimizer || cfg(m)->overlap_param_gather) return;
+    for (uint32_t i = 0; i < c->nb; i++) gather_bucket(m, &c->b[i], PROG_PH_OPTIMIZER, opt);
+}
+
+static void mc_fini(mp *m)
+{
+    mc *c = m->rt_state;
+    if (c) free(c->b);
+    free(c);
+    m->rt_state = NULL;
+}
+
+const mp_rt mp_rt_megatron = {
+    .strategy = SPEC_MEGATRON,
+    .state_kind = mc_kind,
+    .at_rest = mc_at_rest,
+    .persistent_grads = true,
+    .setup = mc_setup,
+    .pre_forward = mc_pre_forward,
+    .grads_ready = mc_grads_ready,
+    .end_backward = mc_end_backward,
+    .after_step = mc_after_step,
+    .fini = mc_fini,
+};
