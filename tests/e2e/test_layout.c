@@ -46,18 +46,21 @@ static const char gpt_like[] =
     " \"hidden\": 4096, \"heads\": 32, \"ffn_hidden\": 16384, \"activation\": \"gelu\","
     " \"vocab\": 128, \"bias\": true, \"norm\": \"layernorm\"}}";
 
-/* model: a JSON object, or a file under models/ by name. */
+/* model: a JSON object, or a file under models/ by name; sharding: a
+ * strategy's name, or the whole sharding object. */
 static void load(const char *model, const char *topology, const char *parallel,
-                 const char *training, const char *strategy, spec_scenario *s)
+                 const char *training, const char *sharding, spec_scenario *s)
 {
-    char m[1024], text[4096];
+    char m[1024], sh[1024], text[4096];
     if (model[0] == '{') snprintf(m, sizeof m, "%s", model);
     else snprintf(m, sizeof m, "\"%s/models/%s.json\"", SS_SOURCE_DIR, model);
+    if (sharding[0] == '{') snprintf(sh, sizeof sh, "%s", sharding);
+    else snprintf(sh, sizeof sh, "{\"strategy\": \"%s\"}", sharding);
     snprintf(text, sizeof text,
              "{\"name\": \"t\", \"model\": %s, \"topology\": %s, \"parallel\": %s,"
              " \"training\": %s, \"precision\": {\"param\": \"bf16\", \"master\": \"fp32\"},"
-             " \"optimizer\": {\"type\": \"adamw\"}, \"sharding\": {\"strategy\": \"%s\"}}",
-             m, topology, parallel, training, strategy);
+             " \"optimizer\": {\"type\": \"adamw\"}, \"sharding\": %s}",
+             m, topology, parallel, training, sh);
     ss_err err;
     ss_err_clear(&err);
     if (scn_load_text("t.json", text, strlen(text), NULL, 0, s, &err))
@@ -304,6 +307,117 @@ static void test_fold_matches_every_rank(void **state)
     assert_true(fabs(rel) < 1e-8);
 }
 
+/* Megatron-core's distributed optimizer on Llama 3 8B, pp = 2, dp = 4,
+ * bf16 parameters (models/llama3-8b.json; numbers derived here from the
+ * shapes). A layer: q and o 4096 x 4096, k and v 1024 x 4096, w1, w2, w3
+ * 4096 x 14336, two norms of 4096: 218,112,000 parameters. Stage 0 holds
+ * layers 0-15 and the embedding (128256 x 4096): P0 = 4,015,128,576.
+ * Megatron's states per parameter (Megatron-LM docs, distributed optimizer:
+ * "6 + 12/d bytes" with bf16 parameters and fp32 gradients): bf16 param 2,
+ * fp32 main_grad 4 (grad_reduce_in_fp32, on with bf16), and of the rank's
+ * 1/dp shard fp32 main parameters 4 and Adam's two moments 8. */
+static const uint64_t LAYER8B = 218112000ull, EMBED8B = 128256ull * 4096;
+#define MC_PAR "{\"dp\": 4, \"pp\": 2}"
+#define MC_TRAIN "{\"micro_batch\": 1, \"seq_len\": 4096, \"grad_accum\": 4}"
+
+static void run_of(const spec_scenario *s, run_result *r)
+{
+    ss_err err;
+    ss_err_clear(&err);
+    if (run_step(s, NULL, r, &err)) fail_msg("%s: %s", err.where, err.msg);
+}
+
+static void test_megatron_states(void **state)
+{
+    (void)state;
+    const uint64_t P0 = 16 * LAYER8B + EMBED8B, shard = (P0 + 3) / 4;
+    static const char *const sh[] = {
+        "{\"strategy\": \"megatron\"}",
+        "{\"strategy\": \"megatron\", \"grad_reduce_in_fp32\": false}",
+        "{\"strategy\": \"megatron\", \"use_distributed_optimizer\": false}",
+    };
+    /* {param, grad, master, optim} bytes of rank 0 */
+    const uint64_t want[3][4] = {{2 * P0, 4 * P0, 4 * shard, 8 * shard},
+                                 {2 * P0, 2 * P0, 4 * shard, 8 * shard},
+                                 {2 * P0, 4 * P0, 4 * P0, 8 * P0}};
+    for (int k = 0; k < 3; k++) {
+        spec_scenario s;
+        load("llama3-8b", hgx(1), MC_PAR, MC_TRAIN, sh[k], &s);
+        run_result r;
+        run_of(&s, &r);
+        const st_bytes *st = &r.sum.ranks[0].st;
+        assert_int_equal(st->param.physical, want[k][0]);
+        assert_int_equal(st->grad.physical, want[k][1]);
+        assert_int_equal(st->master.physical, want[k][2]);
+        assert_int_equal(st->optim.physical, want[k][3]);
+        run_fini(&r);
+        spec_scenario_fini(&s);
+    }
+}
+
+/* Buckets: with overlap_grad_reduce and bucket_size 40M (Megatron's default
+ * at dp = 4, max(40M, 1M x dp)), every unit of stage 0 (16 layers and the
+ * embedding, each above 40M) closes a bucket: 17 reduce-scatters of fp32
+ * gradients and 17 all-gathers of bf16 parameters, of P0 elements in all
+ * (each bucket divides by 4: no padding). Without overlap_grad_reduce,
+ * Megatron drops the bucketing: one bucket per model chunk. With
+ * overlap_param_gather the gathers move from the optimizer into the next
+ * forward. */
+static void test_megatron_buckets(void **state)
+{
+    (void)state;
+    const uint64_t P0 = 16 * LAYER8B + EMBED8B;
+    static const char *const sh[] = {
+        "{\"strategy\": \"megatron\", \"overlap_grad_reduce\": true}",
+        "{\"strategy\": \"megatron\"}",
+        "{\"strategy\": \"megatron\", \"overlap_grad_reduce\": true,"
+        " \"overlap_param_gather\": true}",
+    };
+    const uint64_t buckets[3] = {17, 1, 17};
+    ss_ns exposed[3];
+    for (int k = 0; k < 3; k++) {
+        spec_scenario s;
+        load("llama3-8b", hgx(1), MC_PAR, MC_TRAIN, sh[k], &s);
+        run_result r;
+        run_of(&s, &r);
+        const sum_coll *rs = &r.sum.coll[PROG_COLL_REDUCE_SCATTER];
+        const sum_coll *ag = &r.sum.coll[PROG_COLL_ALL_GATHER];
+        assert_int_equal(rs->count, buckets[k]);
+        assert_int_equal(ag->count, buckets[k]);
+        assert_int_equal(rs->bytes, 4 * P0);
+        assert_int_equal(ag->bytes, 2 * P0);
+        assert_int_equal(ag->phase_count[k == 2 ? PROG_PH_FORWARD : PROG_PH_OPTIMIZER],
+                         buckets[k]);
+        assert_int_equal(r.sum.coll[PROG_COLL_ALL_REDUCE].count, 0);
+        exposed[k] = r.sum.exposed_comm_ns;
+        run_fini(&r);
+        spec_scenario_fini(&s);
+    }
+    /* Overlap hides communication that the plain schedule exposes. */
+    assert_true(exposed[0] < exposed[1]);
+    assert_true(exposed[2] < exposed[0]);
+}
+
+/* Without the distributed optimizer Megatron all-reduces each bucket and
+ * gathers nothing. */
+static void test_megatron_ddp(void **state)
+{
+    (void)state;
+    const uint64_t P0 = 16 * LAYER8B + EMBED8B;
+    spec_scenario s;
+    load("llama3-8b", hgx(1), MC_PAR, MC_TRAIN,
+         "{\"strategy\": \"megatron\", \"use_distributed_optimizer\": false,"
+         " \"overlap_grad_reduce\": true}", &s);
+    run_result r;
+    run_of(&s, &r);
+    assert_int_equal(r.sum.coll[PROG_COLL_ALL_REDUCE].count, 17);
+    assert_int_equal(r.sum.coll[PROG_COLL_ALL_REDUCE].bytes, 4 * P0);
+    assert_int_equal(r.sum.coll[PROG_COLL_ALL_GATHER].count, 0);
+    assert_int_equal(r.sum.coll[PROG_COLL_REDUCE_SCATTER].count, 0);
+    run_fini(&r);
+    spec_scenario_fini(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -313,6 +427,9 @@ int main(void)
         cmocka_unit_test(test_korthikanti_activations),
         cmocka_unit_test(test_pipeline_bubble),
         cmocka_unit_test(test_fold_matches_every_rank),
+        cmocka_unit_test(test_megatron_states),
+        cmocka_unit_test(test_megatron_buckets),
+        cmocka_unit_test(test_megatron_ddp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
