@@ -889,6 +889,67 @@ static int par_fail(js_node par, const char *key, ss_err *err, const char *fmt, 
     return js_failf(k, err, "%s", msg);
 }
 
+/* Uneven pipelines, as Megatron-core spells them: num_layers_in_first_ /
+ * _last_pipeline_stage (the middle stages split the rest evenly; one model
+ * chunk per stage), or pipeline_layers, every chunk's count in chunk order
+ * (chunk k of stage k mod pp). Every chunk keeps at least one layer. */
+static int load_stage_layers(js_node par, spec_scenario *s, ss_err *err)
+{
+    spec_parallel *p = &s->par;
+    js_node a, f, l;
+    bool list = js_get(par, "pipeline_layers", &a);
+    bool first = js_get(par, "num_layers_in_first_pipeline_stage", &f);
+    bool last = js_get(par, "num_layers_in_last_pipeline_stage", &l);
+    if (!list && !first && !last) return SS_OK;
+    uint32_t chunks = p->pp * p->virtual_stages;
+    uint64_t layers = s->model.arch.layers, lo, hi;
+    if (list && (first || last))
+        return js_failf(a, err, "give pipeline_layers or num_layers_in_first/last_pipeline_stage, "
+                                "not both");
+    if (!s->model.is_arch || chunks < 2)
+        return js_failf(list ? a : first ? f : l, err, "uneven stages need pp above 1 and a "
+                        "model described by its architecture");
+    p->chunk_layers = calloc(chunks, sizeof *p->chunk_layers);
+    if (!p->chunk_layers) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    if (list) {
+        size_t len;
+        int rc = js_arr(par, "pipeline_layers", true, &a, &len, err);
+        if (rc) return rc;
+        if (len != chunks)
+            return js_failf(a, err, "expected %u entries (pp x virtual_stages), one per model "
+                            "chunk; found %zu", chunks, len);
+        uint64_t sum = 0;
+        for (size_t i = 0; i < len; i++) {
+            uint64_t v;
+            if ((rc = js_u64_val(js_at(a, i), 1, layers, &v, err))) return rc;
+            p->chunk_layers[i] = (uint32_t)v, sum += v;
+        }
+        if (sum != layers)
+            return js_failf(a, err, "the entries add up to %llu layers; the model has %llu",
+                            (unsigned long long)sum, (unsigned long long)layers);
+        return SS_OK;
+    }
+    if (p->virtual_stages > 1)
+        return js_failf(first ? f : l, err, "num_layers_in_first/last_pipeline_stage with "
+                        "virtual_stages: give every chunk in pipeline_layers instead");
+    int rc = js_u64(par, "num_layers_in_first_pipeline_stage", false, 0, 1, layers, &lo, err);
+    if (!rc) rc = js_u64(par, "num_layers_in_last_pipeline_stage", false, 0, 1, layers, &hi, err);
+    if (rc) return rc;
+    uint32_t middle = chunks - (first ? 1 : 0) - (last ? 1 : 0);
+    uint64_t ends = (first ? lo : 0) + (last ? hi : 0);
+    uint64_t rest = ends < layers ? layers - ends : 0;
+    if (ends >= layers || !middle || rest % middle)
+        return js_failf(first ? f : l, err, "the first and last stages take %llu of the model's "
+                        "%llu layers: the %u middle stages need a positive multiple of %u "
+                        "left; found %llu", (unsigned long long)ends, (unsigned long long)layers,
+                        middle, middle ? middle : 1, (unsigned long long)rest);
+    for (uint32_t k = 0; k < chunks; k++)
+        p->chunk_layers[k] = (uint32_t)(middle ? rest / middle : 0);
+    if (first) p->chunk_layers[0] = (uint32_t)lo;
+    if (last) p->chunk_layers[chunks - 1] = (uint32_t)hi;
+    return SS_OK;
+}
+
 /* What a layout needs from the model and the batch: every divisibility a
  * runtime would refuse (Megatron-core's checks), named at the key. */
 static int layout_check(js_node root, spec_scenario *s, ss_err *err)
@@ -939,7 +1000,7 @@ static int layout_check(js_node root, spec_scenario *s, ss_err *err)
         return par_fail(par, "pipeline_schedule", err, "the interleaved schedule runs micro-"
                         "batches in groups of pp = %llu; training.grad_accum = %llu is not a "
                         "multiple", pp, accum);
-    if (a->layers % chunks)
+    if (!p->chunk_layers && a->layers % chunks)
         return par_fail(par, "pp", err, "pp x virtual_stages = %llu model chunks do not divide "
                         "the model's %llu layers", (ull)chunks, layers);
     if (p->ep > 1 && !a->experts)
@@ -976,7 +1037,9 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
     if (rc || (rc = js_want_obj(par, err)) ||
         (rc = js_keys_check(par, KEYS("dp", "tp", "cp", "pp", "ep", "sequence_parallel",
                                       "pipeline_schedule", "virtual_stages",
-                                      "expert_imbalance", "fold"), err)) ||
+                                      "expert_imbalance", "fold", "pipeline_layers",
+                                      "num_layers_in_first_pipeline_stage",
+                                      "num_layers_in_last_pipeline_stage"), err)) ||
         (rc = js_u64(par, "dp", true, 0, 1, 1u << 24, &dp, err)) ||
         (rc = js_need(root, "training", &tr, err)) || (rc = js_want_obj(tr, err)) ||
         (rc = js_keys_check(tr, KEYS("micro_batch", "seq_len", "recompute", "grad_accum"), err)) ||
@@ -990,7 +1053,7 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
     s->grad_accum = (uint32_t)accum;
     s->dp = (uint32_t)dp;
     s->micro_batch = mb;
-    if ((rc = load_parallel(par, s, err))) return rc;
+    if ((rc = load_parallel(par, s, err)) || (rc = load_stage_layers(par, s, err))) return rc;
     uint64_t gpus = (uint64_t)s->topo.nodes * s->topo.gpus_per_node;
     uint64_t world = dp * s->par.tp * s->par.cp * s->par.pp;
     if (world > gpus) {

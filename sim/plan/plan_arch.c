@@ -70,9 +70,9 @@ static plan_block *blk(ab *x, const char *group, const char *fmt, unsigned l)
 static void blk_done(ab *x, plan_block *b)
 {
     if (!b) return;
-    uint64_t per_chunk = x->a->layers / x->p->chunks;
     unsigned l = 0;
-    if (sscanf(b->name, "layers.%u", &l) == 1) b->chunk = (uint32_t)(l / per_chunk);
+    if (sscanf(b->name, "layers.%u", &l) == 1)
+        b->chunk = x->p->chunks == 1 ? 0 : spec_layer_chunk(&x->p->s->par, x->a->layers, l);
     else b->chunk = strcmp(b->name, "embed") ? x->p->chunks - 1 : 0;
     x->p->nblocks++;
     for (uint32_t i = b->param0; i < b->param0 + b->nparam; i++)

@@ -40,6 +40,8 @@ void spec_scenario_fini(spec_scenario *s)
     free(s->model.blocks);
     free(s->shard.wrap_modules);
     free(s->shard.raf_units);
+    free(s->par.chunk_layers);
+    s->par.chunk_layers = NULL;
     s->shard.raf_units = NULL;
     s->shard.nraf_units = 0;
     for (int k = 0; k < 2; k++) {
@@ -51,4 +53,14 @@ void spec_scenario_fini(spec_scenario *s)
     s->expects = NULL;
     s->model.blocks = NULL;
     s->shard.wrap_modules = NULL;
+}
+
+uint32_t spec_layer_chunk(const spec_parallel *p, uint64_t layers, uint64_t l)
+{
+    uint32_t chunks = p->pp * p->virtual_stages;
+    if (!p->chunk_layers) return (uint32_t)(l / (layers / chunks));
+    uint64_t end = 0;
+    for (uint32_t k = 0; k < chunks; k++)
+        if (l < (end += p->chunk_layers[k])) return k;
+    return chunks - 1;
 }

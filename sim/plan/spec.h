@@ -433,10 +433,15 @@ typedef struct spec_parallel {
     uint32_t virtual_stages;  /* interleaved: model chunks per stage */
     double expert_imbalance;  /* busiest EP rank's routed tokens / the mean, >= 1 */
     bool fold;                /* simulate one data-parallel replica (dp > 1) */
+    /* Uneven pipelines: the layers of each model chunk (pp x virtual_stages
+     * entries, in chunk order), or NULL: layers / chunks each. */
+    uint32_t *chunk_layers;
 } spec_parallel;
 
 /* tp, cp, pp or ep above 1: the layout scheduler (sched/mp.c) runs it. */
 bool spec_model_parallel(const spec_parallel *p);
+/* The model chunk that holds layer l of `layers`. */
+uint32_t spec_layer_chunk(const spec_parallel *p, uint64_t layers, uint64_t l);
 
 typedef struct spec_expect {
     char key[SPEC_NAME_MAX]; /* summary path: "memory.per_rank[0].steady_bytes" */

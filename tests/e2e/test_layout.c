@@ -86,6 +86,13 @@ static plan *plan_of(spec_scenario *s)
     return p;
 }
 
+static void run_of(const spec_scenario *s, run_result *r)
+{
+    ss_err err;
+    ss_err_clear(&err);
+    if (run_step(s, NULL, r, &err)) fail_msg("%s: %s", err.where, err.msg);
+}
+
 /* Llama 3 8B, tp = 2: every weight halves, the 2 x 32 + 1 RMSNorm vectors
  * of 4096 stay whole. */
 static void test_tp_parameters(void **state)
@@ -126,6 +133,46 @@ static void test_pp_parameters(void **state)
     assert_int_equal(p->total_numel, p->model_numel);
     plan_free(p);
     spec_scenario_fini(&s);
+}
+
+/* Uneven stages, as Megatron-core spells them: pp = 4 over 32 layers with
+ * num_layers_in_first_pipeline_stage 6 and _last_ 10 leaves 16 layers for
+ * the two middle stages, 8 each; pipeline_layers gives every chunk. The
+ * embedding stays on the first stage, the norm and head on the last. */
+static void test_uneven_stages(void **state)
+{
+    (void)state;
+    static const char *const par[] = {
+        "{\"dp\": 2, \"pp\": 4, \"num_layers_in_first_pipeline_stage\": 6,"
+        " \"num_layers_in_last_pipeline_stage\": 10}",
+        "{\"dp\": 2, \"pp\": 4, \"pipeline_layers\": [6, 8, 8, 10]}",
+        "{\"dp\": 1, \"pp\": 2, \"virtual_stages\": 2, \"pipeline_schedule\": \"interleaved\","
+        " \"pipeline_layers\": [6, 8, 8, 10]}",
+    };
+    for (int k = 0; k < 3; k++) {
+        spec_scenario s;
+        load("llama3-8b", hgx(1), par[k],
+             "{\"micro_batch\": 1, \"seq_len\": 4096, \"grad_accum\": 4}", "zero1", &s);
+        plan *p = plan_of(&s);
+        uint64_t per_chunk[4] = {0};
+        for (uint32_t i = 0; i < p->nblocks; i++) per_chunk[p->blocks[i].chunk] += p->blocks[i].numel;
+        uint64_t layer = plan_find(p, "layers.0.attn")->numel + plan_find(p, "layers.0.mlp")->numel;
+        uint64_t vocab = 128256ull * 4096;
+        assert_int_equal(per_chunk[0], 6 * layer + vocab);
+        assert_int_equal(per_chunk[1], 8 * layer);
+        assert_int_equal(per_chunk[2], 8 * layer);
+        assert_int_equal(per_chunk[3], 10 * layer + 4096 + vocab);
+        assert_int_equal(plan_find(p, "layers.5.mlp")->chunk, 0);
+        assert_int_equal(plan_find(p, "layers.6.attn")->chunk, 1);
+        assert_int_equal(plan_find(p, "layers.22.mlp")->chunk, 3);
+        plan_free(p);
+        /* and the step runs: stage 0 (or chunks 0 and 2) holds what it should */
+        run_result r;
+        run_of(&s, &r);
+        assert_true(r.sum.step_ns > 0);
+        run_fini(&r);
+        spec_scenario_fini(&s);
+    }
 }
 
 /* The 5T MoE, ep = 64: 512 / 64 = 8 whole experts (3 x 12288 x 4096 each)
@@ -320,13 +367,6 @@ static const uint64_t LAYER8B = 218112000ull, EMBED8B = 128256ull * 4096;
 #define MC_PAR "{\"dp\": 4, \"pp\": 2}"
 #define MC_TRAIN "{\"micro_batch\": 1, \"seq_len\": 4096, \"grad_accum\": 4}"
 
-static void run_of(const spec_scenario *s, run_result *r)
-{
-    ss_err err;
-    ss_err_clear(&err);
-    if (run_step(s, NULL, r, &err)) fail_msg("%s: %s", err.where, err.msg);
-}
-
 static void test_megatron_states(void **state)
 {
     (void)state;
@@ -423,6 +463,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tp_parameters),
         cmocka_unit_test(test_pp_parameters),
+        cmocka_unit_test(test_uneven_stages),
         cmocka_unit_test(test_ep_parameters_and_dispatch),
         cmocka_unit_test(test_korthikanti_activations),
         cmocka_unit_test(test_pipeline_bubble),
