@@ -425,6 +425,14 @@ static int load_hybrid(js_node root, spec_scenario *s, ss_err *err)
         return SS_OK;
     }
     uint32_t def = fsdp2 || s->topo.gpus_per_node >= s->dp ? s->dp : s->topo.gpus_per_node;
+    if (spec_model_parallel(&s->par) && !fsdp2) {
+        /* In a layout the ranks of a dp group are tp cp pp apart: shard
+         * over the dp ranks one node holds (at least one), as HYBRID_SHARD
+         * shards within a node. */
+        uint64_t per = (uint64_t)s->par.tp * s->par.cp * s->par.pp;
+        def = per < s->topo.gpus_per_node ? (uint32_t)(s->topo.gpus_per_node / per) : 1;
+        while (s->dp % def) def--;
+    }
     uint64_t size;
     int rc = js_u64(n, "shard_group_size", false, def, 1, s->dp, &size, err);
     if (rc) return rc;
@@ -950,6 +958,28 @@ static int load_stage_layers(js_node par, spec_scenario *s, ss_err *err)
     return SS_OK;
 }
 
+/* FSDP2 inside a layout: reshard_after_forward true or false (per unit too);
+ * an integer below the shard group and explicit prefetch lists are not
+ * modelled there. */
+static int fsdp2_layout_check(js_node root, const spec_scenario *s, ss_err *err)
+{
+    js_node sh, k;
+    js_get(root, "sharding", &sh);
+    uint32_t raf = s->shard.reshard_after_forward;
+    if (raf && raf != s->shard.shard_group_size) {
+        js_get(sh, "reshard_after_forward", &k);
+        return js_failf(k, err, "reshard_after_forward = %u (a post-forward group smaller than "
+                        "the shard group) is not modelled inside a model-parallel layout: give "
+                        "true or false", raf);
+    }
+    static const char *const pf[] = {"modules_to_forward_prefetch", "modules_to_backward_prefetch"};
+    for (int i = 0; i < 2; i++)
+        if (js_get(sh, pf[i], &k))
+            return js_failf(k, err, "%s is not modelled inside a model-parallel layout (FSDP2's "
+                            "implicit prefetch runs there)", pf[i]);
+    return SS_OK;
+}
+
 /* What a layout needs from the model and the batch: every divisibility a
  * runtime would refuse (Megatron-core's checks), named at the key. */
 static int layout_check(js_node root, spec_scenario *s, ss_err *err)
@@ -1017,12 +1047,14 @@ static int layout_check(js_node root, spec_scenario *s, ss_err *err)
                         "sequence_parallel (as Megatron-core requires)", tp);
     switch (s->shard.strategy) {
     case SPEC_DDP: case SPEC_ZERO1: case SPEC_SHARD_GRAD_OP: case SPEC_FULL_SHARD:
-    case SPEC_MEGATRON: return SS_OK;
+    case SPEC_MEGATRON: case SPEC_HYBRID_SHARD: case SPEC_HYBRID_SHARD_ZERO2: return SS_OK;
+    case SPEC_FSDP2: return fsdp2_layout_check(root, s, err);
     default: {
         js_node n;
         js_get(root, "sharding", &n);
         return js_failf(n, err, "sharding.strategy %s is not modelled inside a model-parallel "
-                        "layout (use ddp, zero1, shard_grad_op, full_shard or megatron)",
+                        "layout (use ddp, zero1, shard_grad_op, full_shard, hybrid_shard, hybrid_shard_zero2, "
+                        "fsdp2 or megatron)",
                         spec_strategy_names[s->shard.strategy]);
     }
     }

@@ -430,7 +430,9 @@ int plan_layout(plan *p, ss_err *err)
     p->share = uniform(p->s);
     p->dense_dp = p->s->dp * par->cp;
     p->expert_dp = par->tp * par->cp * p->s->dp / par->ep;
-    p->shard_n = p->dense_dp;
+    /* HSDP: shard groups of shard_group_size dp ranks, each with its cp ranks. */
+    uint32_t S = p->s->shard.shard_group_size;
+    p->shard_n = S ? S * par->cp : p->dense_dp;
     p->chunks = par->pp * par->virtual_stages;
     double fpt = p->flops_per_token;
     int rc = plan_arch_blocks(p, err);

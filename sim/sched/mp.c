@@ -71,6 +71,17 @@ static void members(const plan *pl, int kind, uint32_t r, uint32_t *out, uint32_
         for (uint32_t j = 0; j < dp; j++)
             for (uint32_t i = 0; i < x->cp; i++) out[k++] = world_rank(pl, t, i, p, j);
         break;
+    case G_SHARD:
+    case G_REPL: { /* the dense group's members are ordered by q = c + cp d */
+        uint32_t S = pl->shard_n, me = c + x->cp * d;
+        for (uint32_t j = 0; j < dp; j++)
+            for (uint32_t i = 0; i < x->cp; i++) {
+                uint32_t q2 = i + x->cp * j;
+                bool in = kind == G_SHARD ? q2 / S == me / S : q2 % S == me % S;
+                if (in) out[k++] = world_rank(pl, t, i, p, j);
+            }
+        break;
+    }
     case G_EP:
     case G_EDP:
         for (uint32_t q2 = 0; q2 < stage; q2++) {
@@ -123,6 +134,7 @@ static int make_groups(const plan *pl, prog *pg, int kind, uint32_t *gid, uint32
                        uint32_t *pres, ss_err *err)
 {
     for (uint32_t r = 0; r < pl->n; r++) gid[r] = MP_NOGROUP;
+    if ((kind == G_SHARD || kind == G_REPL) && pl->shard_n == pl->dense_dp) return SS_OK;
     for (uint32_t r = 0; r < pl->n; r++) {
         if (gid[r] != MP_NOGROUP && kind != G_FWD && kind != G_BWD) continue;
         uint32_t n, np = 0, id;
@@ -169,8 +181,8 @@ int mp_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err)
     uint64_t dense, expert;
     stage_numel(pl, p, &dense, &expert);
     uint32_t q = t + x->tp * (c + x->cp * d);
-    st_input in = {.kind = mp_rt_find(pl->s->shard.strategy)->state_kind(pl), .n = pl->dense_dp,
-                   .rank = c + x->cp * d, .numels = &dense, .count = 1, .prec = pl->s->prec,
+    st_input in = {.kind = mp_rt_find(pl->s->shard.strategy)->state_kind(pl), .n = pl->shard_n,
+                   .rank = (c + x->cp * d) % pl->shard_n, .numels = &dense, .count = 1, .prec = pl->s->prec,
                    .opt = pl->s->opt};
     *out = (st_bytes){0};
     int rc = st_compute(&in, out, err);
@@ -296,7 +308,14 @@ ss_bytes mp_padded(uint64_t numel, uint32_t n, uint32_t elem)
 
 const mp_rt *mp_rt_find(spec_strategy s)
 {
-    return s == SPEC_MEGATRON ? &mp_rt_megatron : &mp_rt_zero;
+    switch (s) {
+    case SPEC_MEGATRON: return &mp_rt_megatron;
+    case SPEC_FSDP2:
+    case SPEC_SHARD_GRAD_OP:
+    case SPEC_HYBRID_SHARD:
+    case SPEC_HYBRID_SHARD_ZERO2: return &mp_rt_fsdp;
+    default: return &mp_rt_zero;
+    }
 }
 
 static int make_units(mp *m)
@@ -470,7 +489,7 @@ static void states_and_step(mp *m)
     em *e = m->e;
     const plan *pl = m->pl;
     stage_numel(pl, m->p, &m->part[0], &m->part[1]);
-    m->gsize[0] = pl->dense_dp, m->gsize[1] = pl->expert_dp;
+    m->gsize[0] = pl->shard_n, m->gsize[1] = pl->expert_dp;
     em_tensors params = {0}, optim = {0};
     if (em_tensors_init(&params, 2, e->err) || em_tensors_init(&optim, 2, e->err)) {
         e->rc = SS_E_NOMEM;

@@ -23,7 +23,10 @@
  *
  * Units are the layer groups of the rank's stage (a transformer layer, the
  * embedding, the output) in model order. The rank's groups are m->g[]: the
- * dense data-parallel group G_DP (dp x cp ranks) and the expert one G_EDP.
+ * dense data-parallel group G_DP (dp x cp ranks; under HSDP cut into
+ * G_SHARD and G_REPL) and the expert one G_EDP. m->gsize[0] is the ranks
+ * the dense part is sharded over (plan.shard_n), m->gsize[1] the expert
+ * group's.
  * State bytes come from rt->state_kind and rt->at_rest; em_states checks
  * that what setup and the body allocate agrees with them.
  *
@@ -35,7 +38,10 @@
 
 #include "emit.h"
 
-enum { G_TP, G_CP, G_DP, G_EP, G_EDP, G_FWD, G_BWD, G_NKINDS }; /* per-rank groups */
+/* Per-rank groups. G_SHARD and G_REPL exist under HSDP only (the dense
+ * group cut into shard groups of plan.shard_n ranks, and the ranks with the
+ * same place in each): MP_NOGROUP otherwise. */
+enum { G_TP, G_CP, G_DP, G_EP, G_EDP, G_FWD, G_BWD, G_SHARD, G_REPL, G_NKINDS };
 #define MP_NOGROUP UINT32_MAX
 
 typedef struct mp_unit {
@@ -45,6 +51,7 @@ typedef struct mp_unit {
     uint32_t t_shard;        /* ZeRO-2/3: the reduced gradient shard */
     uint32_t ag, first;      /* pending all-gather, its first compute op */
     uint32_t bucket;         /* runtime's bucket of the unit (runtimes with buckets) */
+    uint32_t held;           /* micro-batches that gathered it and have not run backward */
 } mp_unit;
 
 typedef struct mp mp;
@@ -88,7 +95,7 @@ struct mp {
 };
 
 /* The runtimes (mp_zero.c, mp_megatron.c). */
-extern const mp_rt mp_rt_zero, mp_rt_megatron;
+extern const mp_rt mp_rt_zero, mp_rt_megatron, mp_rt_fsdp;
 const mp_rt *mp_rt_find(spec_strategy s);
 
 /* numel padded to a multiple of n, in bytes of elem. */
