@@ -1,0 +1,214 @@
+/* Every data-parallel runtime inside every layout axis (README's table):
+ * each cell runs, and rank 0's state bytes and data-parallel collectives
+ * (count and bytes, per kind) equal a derivation written here from the
+ * runtime's contract, in terms of the stage's parameters on rank 0 (P dense,
+ * E routed-expert elements: the plan's per-rank split, which test_layout
+ * checks against the model's shapes), its units (U with dense parameters,
+ * UE with experts), the micro-batches M, and the group sizes (D = dp x cp
+ * dense ranks, S the HSDP shard group: shard_group_size dp ranks with their
+ * cp ranks, X = tp cp dp / ep expert ranks).
+ *
+ * Dtypes: bf16 parameters and compute, fp32 gradients, reductions, master
+ * weights and AdamW states: per element 2 + 4 + 4 + 8 bytes. The models'
+ * sizes divide by every group size used, so no padding enters the bytes.
+ * Sources of the contracts: canonical ZeRO (seeds/000 section 4: stage 1
+ * shards optimizer states, 2 also gradients, 3 also parameters), FSDP
+ * (reshards after backward: ZeRO-3 at the optimizer boundary; SHARD_GRAD_OP
+ * keeps parameters from forward to backward), HSDP (reduce-scatter in the
+ * shard group, all-reduce of the shard across it), Megatron's distributed
+ * optimizer ("6 + 12/d bytes per parameter", one reduce-scatter and one
+ * all-gather per bucket; bucket_size 1 makes every unit a bucket). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../sim/io/scenario.h"
+#include "../../sim/run/run.h"
+
+#define DENSE                                                                                  \
+    "{\"name\": \"dense\", \"architecture\": {\"type\": \"transformer\", \"layers\": 8,"       \
+    " \"hidden\": 1024, \"heads\": 16, \"kv_heads\": 4, \"ffn_hidden\": 4096,"                 \
+    " \"activation\": \"swiglu\", \"vocab\": 1024, \"norm\": \"rmsnorm\"}}"
+#define MOE                                                                                    \
+    "{\"name\": \"moe\", \"architecture\": {\"type\": \"transformer\", \"layers\": 8,"         \
+    " \"hidden\": 1024, \"heads\": 16, \"kv_heads\": 4, \"ffn_hidden\": 4096,"                 \
+    " \"activation\": \"swiglu\", \"vocab\": 1024, \"norm\": \"rmsnorm\","                      \
+    " \"moe\": {\"experts\": 4, \"top_k\": 2, \"expert_ffn_hidden\": 1024}}}"
+
+typedef struct axis {
+    const char *name, *model, *parallel;
+    uint32_t accum;
+} axis;
+
+static const axis axes[] = {
+    {"tp", DENSE, "{\"dp\": 4, \"tp\": 2}", 1},
+    {"sp", DENSE, "{\"dp\": 4, \"tp\": 2, \"sequence_parallel\": true}", 1},
+    {"cp", DENSE, "{\"dp\": 4, \"cp\": 2}", 1},
+    {"pp", DENSE, "{\"dp\": 4, \"pp\": 2}", 4},
+    {"uneven pp", DENSE, "{\"dp\": 4, \"pp\": 2, \"pipeline_layers\": [3, 5]}", 4},
+    {"ep", MOE, "{\"dp\": 4, \"ep\": 2}", 1},
+};
+
+typedef enum { R_DDP, R_ZERO1, R_SGO, R_FULL, R_HSDP, R_HSDP2, R_FSDP2, R_MEGATRON, R_N } rt;
+static const char *const sharding[R_N] = {
+    "{\"strategy\": \"ddp\"}",
+    "{\"strategy\": \"zero1\"}",
+    "{\"strategy\": \"shard_grad_op\"}",
+    "{\"strategy\": \"full_shard\"}",
+    "{\"strategy\": \"hybrid_shard\", \"shard_group_size\": 2}",
+    "{\"strategy\": \"hybrid_shard_zero2\", \"shard_group_size\": 2}",
+    "{\"strategy\": \"fsdp2\"}",
+    "{\"strategy\": \"megatron\", \"overlap_grad_reduce\": true, \"bucket_size\": 1}",
+};
+
+static void load(const axis *a, rt r, spec_scenario *s)
+{
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"name\": \"t\", \"model\": %s, \"topology\": {\"file\": \"%s/topologies/"
+             "h100-ib-fattree.json\", \"nodes\": 2}, \"parallel\": %s, \"training\":"
+             " {\"micro_batch\": 1, \"seq_len\": 1024, \"grad_accum\": %u}, \"precision\":"
+             " {\"param\": \"bf16\", \"compute\": \"bf16\", \"grad\": \"fp32\", \"reduce\":"
+             " \"fp32\", \"master\": \"fp32\", \"optimizer\": \"fp32\"}, \"optimizer\":"
+             " {\"type\": \"adamw\", \"impl\": \"fused\"}, \"sharding\": %s}",
+             a->model, SS_SOURCE_DIR, a->parallel, a->accum, sharding[r]);
+    ss_err err;
+    ss_err_clear(&err);
+    if (scn_load_text("t.json", text, strlen(text), NULL, 0, s, &err))
+        fail_msg("%s x %s: %s: %s", a->name, sharding[r], err.where, err.msg);
+}
+
+/* Rank 0's stage: P, E, U, UE, and the root units (not transformer layers). */
+typedef struct stage {
+    uint64_t P, E;
+    uint32_t U, UE, roots;
+} stage;
+
+static stage stage0(const plan *pl)
+{
+    stage st = {0};
+    const char *prev = "";
+    uint64_t pp = pl->s->par.pp;
+    for (uint32_t i = 0; i < pl->nblocks; i++) {
+        const plan_block *b = &pl->blocks[i];
+        if (b->chunk % pp) continue;
+        st.P += b->numel - b->expert_numel, st.E += b->expert_numel;
+        if (strcmp(prev, b->group)) {
+            st.U += b->numel > b->expert_numel, st.roots += strncmp(b->group, "layers.", 7) != 0;
+        }
+        if (b->expert_numel) st.UE++; /* one MoE block per layer */
+        prev = b->group;
+    }
+    return st;
+}
+
+/* Rank 0's data-parallel collectives (runtime-named ops), per kind. */
+typedef struct dpc {
+    uint64_t count[PROG_NCOLLS], bytes[PROG_NCOLLS];
+} dpc;
+
+static dpc dp_colls(const run_result *r)
+{
+    dpc c = {0};
+    const prog_op *ops = prog_ops(r->p, 0);
+    for (uint32_t i = 0; i < prog_nops(r->p, 0); i++) {
+        const char *n = prog_str_get(r->p, ops[i].name);
+        if (ops[i].kind != PROG_OP_COLL) continue;
+        if (strncmp(n, "dp.", 3) && strncmp(n, "zero3.", 6) && strncmp(n, "fsdp.", 5)) continue;
+        c.count[ops[i].coll]++, c.bytes[ops[i].coll] += ops[i].bytes;
+    }
+    return c;
+}
+
+static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+static void check_cell(const axis *a, rt r)
+{
+    spec_scenario s;
+    load(a, r, &s);
+    run_result res;
+    ss_err err;
+    ss_err_clear(&err);
+    if (run_step(&s, NULL, &res, &err))
+        fail_msg("%s x %s: %s: %s", a->name, sharding[r], err.where, err.msg);
+    stage st = stage0(res.pl);
+    /* shard_group_size 2 counts dp ranks; each brings its cp ranks */
+    uint64_t D = res.pl->dense_dp, X = res.pl->expert_dp;
+    uint64_t S = r == R_HSDP || r == R_HSDP2 ? 2ull * s.par.cp : D;
+    uint64_t M = a->accum, all = st.P + st.E, units = st.U + st.UE;
+    uint64_t shard = cdiv(st.P, S) + (st.E ? cdiv(st.E, X) : 0);
+    bool sharded_params = r >= R_SGO && r <= R_FSDP2;
+    bool sharded_optim = r != R_DDP;
+    /* states: bf16 params, fp32 grads, fp32 master, AdamW fp32 (two moments) */
+    uint64_t p_el = sharded_params ? shard : all, o_el = sharded_optim ? shard : all;
+    uint64_t g_el = sharded_params ? shard : all;
+    const st_bytes *b = &res.sum.ranks[0].st;
+    print_message("  %-9s x %-18s P %llu E %llu U %u UE %u: states %llu %llu %llu %llu\n",
+                  a->name, s.shard.strategy < SPEC_NSTRATEGIES ?
+                  spec_strategy_names[s.shard.strategy] : "?", (unsigned long long)st.P,
+                  (unsigned long long)st.E, st.U, st.UE, (unsigned long long)b->param.physical,
+                  (unsigned long long)b->grad.physical, (unsigned long long)b->master.physical,
+                  (unsigned long long)b->optim.physical);
+    assert_int_equal(b->param.physical, 2 * p_el);
+    assert_int_equal(b->grad.physical, 4 * g_el);
+    assert_int_equal(b->master.physical, 4 * o_el);
+    assert_int_equal(b->optim.physical, 8 * o_el);
+    dpc c = dp_colls(&res);
+    uint64_t *n = c.count, *by = c.bytes;
+    const int AR = PROG_COLL_ALL_REDUCE, RS = PROG_COLL_REDUCE_SCATTER, AG = PROG_COLL_ALL_GATHER;
+    switch (r) {
+    case R_DDP:
+        assert_int_equal(n[AR], units), assert_int_equal(by[AR], 4 * all);
+        assert_int_equal(n[RS] + n[AG], 0);
+        break;
+    case R_ZERO1:
+    case R_MEGATRON: /* every unit a bucket; the update gathered after the step */
+        assert_int_equal(n[RS], units), assert_int_equal(by[RS], 4 * all);
+        assert_int_equal(n[AG], r == R_ZERO1 ? (uint64_t)(st.P > 0) + (st.E > 0) : units);
+        assert_int_equal(by[AG], 2 * all);
+        assert_int_equal(n[AR], 0);
+        break;
+    case R_FULL: /* every unit gathered in each micro-batch's forward and backward */
+    case R_HSDP:
+        assert_int_equal(n[AG], 2 * M * units), assert_int_equal(by[AG], 2 * M * 2 * all);
+        assert_int_equal(n[RS], units), assert_int_equal(by[RS], 4 * all);
+        assert_int_equal(n[AR], r == R_HSDP ? st.U : 0);
+        assert_int_equal(by[AR], r == R_HSDP ? 4 * st.P / S : 0u);
+        break;
+    case R_SGO: /* kept from forward to backward: one gather while micro-batches are in flight */
+    case R_HSDP2:
+        assert_int_equal(n[AG], units), assert_int_equal(by[AG], 2 * all);
+        assert_int_equal(n[RS], units), assert_int_equal(by[RS], 4 * all);
+        assert_int_equal(n[AR], r == R_HSDP2 ? st.U : 0);
+        break;
+    case R_FSDP2: /* layers resharded after forward; the root units kept */
+        assert_int_equal(n[AG], 2 * M * (units - st.roots) + st.roots);
+        assert_int_equal(n[RS], units), assert_int_equal(by[RS], 4 * all);
+        assert_int_equal(n[AR], 0);
+        break;
+    default: fail();
+    }
+    run_fini(&res);
+    spec_scenario_fini(&s);
+}
+
+static void test_every_cell(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof axes / sizeof *axes; i++)
+        for (int r = 0; r < R_N; r++) check_cell(&axes[i], (rt)r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_cell),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
