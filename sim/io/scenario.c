@@ -858,6 +858,34 @@ static int load_expect(js_node root, spec_scenario *s, ss_err *err)
 }
 
 /* parallel.tp / cp / pp / ep and the pipeline and MoE knobs. */
+/* The overlaps and orders of a layout, named as the frameworks name them;
+ * "tp-cp-ep-dp-pp" (Megatron's spelling, ep inside the stage's tp x cp x
+ * dp ranks as always here) is read as tp-cp-dp-pp. */
+static int load_overlaps(js_node par, spec_parallel *p, ss_err *err)
+{
+    js_node a, b, o;
+    int cpc, ord = SPEC_ORDER_TP_CP_PP_DP;
+    bool async = false;
+    if (js_get(par, "tp_comm_overlap", &a) && js_get(par, "async_tp", &b))
+        return js_failf(b, err, "async_tp is torchtitan's name for tp_comm_overlap: give one");
+    int rc = js_bool(par, "tp_comm_overlap", false, false, &p->tp_comm_overlap, err);
+    if (!rc) rc = js_bool(par, "async_tp", false, false, &async, err);
+    if (!rc) rc = js_bool(par, "p2p_scatter_gather", false, false, &p->p2p_scatter_gather, err);
+    if (!rc) rc = js_enum(par, "cp_comm_type", false, SPEC_CP_ALL_GATHER, spec_cp_comm_names,
+                          SPEC_NCP, &cpc, err);
+    if (rc) return rc;
+    p->tp_comm_overlap = p->tp_comm_overlap || async;
+    p->cp_comm = (spec_cp_comm)cpc;
+    if (js_get(par, "order", &o)) {
+        if (js_is_str(o) && !strcmp(o.j->valuestring, "tp-cp-ep-dp-pp"))
+            ord = SPEC_ORDER_TP_CP_DP_PP;
+        else if ((rc = js_enum(par, "order", false, ord, spec_order_names, SPEC_NORDER, &ord, err)))
+            return rc;
+    }
+    p->order = (spec_order)ord;
+    return SS_OK;
+}
+
 static int load_parallel(js_node par, spec_scenario *s, ss_err *err)
 {
     spec_parallel *p = &s->par;
@@ -874,7 +902,8 @@ static int load_parallel(js_node par, spec_scenario *s, ss_err *err)
         (rc = js_u64(par, "virtual_stages", false, 1, 1, 64, &vs, err)) ||
         (rc = js_num(par, "expert_imbalance", false, 1.0, 1.0, 1000.0, &p->expert_imbalance,
                      err)) ||
-        (rc = js_bool(par, "fold", false, true, &p->fold, err)))
+        (rc = js_bool(par, "fold", false, true, &p->fold, err)) ||
+        (rc = load_overlaps(par, p, err)))
         return rc;
     p->tp = (uint32_t)tp, p->cp = (uint32_t)cp, p->pp = (uint32_t)pp, p->ep = (uint32_t)ep;
     p->schedule = (spec_pp_schedule)sched;
@@ -1008,6 +1037,14 @@ static int layout_check(js_node root, spec_scenario *s, ss_err *err)
     if (kv % p->tp && p->tp % kv)
         return par_fail(par, "tp", err, "tp = %llu and the model's %llu KV heads do not divide "
                         "one another", tp, (ull)kv);
+    if (p->tp_comm_overlap && !p->sequence_parallel)
+        return par_fail(par, js_get(par, "async_tp", &(js_node){0}) ? "async_tp" : "tp_comm_overlap",
+                        err, "tp_comm_overlap pipelines sequence-parallel gathers and scatters: "
+                        "it needs sequence_parallel (as Megatron-core and AsyncTP do)");
+    if (p->p2p_scatter_gather && (p->tp == 1 || p->sequence_parallel || p->pp == 1))
+        return par_fail(par, "p2p_scatter_gather", err, "p2p_scatter_gather splits pipeline "
+                        "sends over tp: it needs pp and tp above 1, without sequence_parallel "
+                        "(whose activations are split already)");
     if (p->sequence_parallel && p->tp == 1)
         return par_fail(par, "sequence_parallel", err,
                         "sequence_parallel needs tp above 1 (tp = %llu)", tp);
@@ -1071,7 +1108,9 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
                                       "pipeline_schedule", "virtual_stages",
                                       "expert_imbalance", "fold", "pipeline_layers",
                                       "num_layers_in_first_pipeline_stage",
-                                      "num_layers_in_last_pipeline_stage"), err)) ||
+                                      "num_layers_in_last_pipeline_stage", "tp_comm_overlap",
+                                      "async_tp", "p2p_scatter_gather", "cp_comm_type",
+                                      "order"), err)) ||
         (rc = js_u64(par, "dp", true, 0, 1, 1u << 24, &dp, err)) ||
         (rc = js_need(root, "training", &tr, err)) || (rc = js_want_obj(tr, err)) ||
         (rc = js_keys_check(tr, KEYS("micro_batch", "seq_len", "recompute", "grad_accum"), err)) ||

@@ -357,7 +357,12 @@ static int check_device(const spec_scenario *s, ss_err *err)
 static bool uniform(const spec_scenario *s) { return !s->nstragglers && !s->jitter_samples; }
 
 /* Symmetric folding applies when every rank of a role runs the same program. */
-static bool can_fold(const spec_scenario *s) { return s->par.fold && uniform(s); }
+/* Folding keeps replica 0's ranks [0, tp cp pp): the order must put dp
+ * outermost. */
+static bool can_fold(const spec_scenario *s)
+{
+    return s->par.fold && uniform(s) && s->par.order == SPEC_ORDER_TP_CP_PP_DP;
+}
 
 /* Without a layout, DDP and FSDP ranks are identical by construction, but
  * for ZeroRedundancyOptimizer's per-rank parameter owners and FSDP's

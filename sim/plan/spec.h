@@ -426,6 +426,28 @@ typedef enum { SPEC_PP_SCHEDULES(SPEC_ENUM2_) SPEC_NPP } spec_pp_schedule;
 #undef SPEC_ENUM2_
 extern const char *const spec_pp_names[SPEC_NPP];
 
+/* Context parallel's communication (Transformer Engine's cp_comm_type):
+ * all_gather of K and V before attention (Llama 3's), or p2p, the ring that
+ * passes KV chunks with send/recv while each chunk's attention runs. */
+#define SPEC_CP_COMMS(X)                                                       \
+    X(ALL_GATHER, "all_gather")                                                \
+    X(P2P, "p2p")
+#define SPEC_ENUM2_(id, name) SPEC_CP_##id,
+typedef enum { SPEC_CP_COMMS(SPEC_ENUM2_) SPEC_NCP } spec_cp_comm;
+#undef SPEC_ENUM2_
+extern const char *const spec_cp_comm_names[SPEC_NCP];
+
+/* Rank order, innermost first: tp-cp-pp-dp (one replica on consecutive
+ * ranks; folded runs need it) or tp-cp-dp-pp (Megatron-core's default
+ * order tp-cp-ep-dp-pp: a stage's ranks consecutive). */
+#define SPEC_ORDERS(X)                                                         \
+    X(TP_CP_PP_DP, "tp-cp-pp-dp")                                              \
+    X(TP_CP_DP_PP, "tp-cp-dp-pp")
+#define SPEC_ENUM2_(id, name) SPEC_ORDER_##id,
+typedef enum { SPEC_ORDERS(SPEC_ENUM2_) SPEC_NORDER } spec_order;
+#undef SPEC_ENUM2_
+extern const char *const spec_order_names[SPEC_NORDER];
+
 typedef struct spec_parallel {
     uint32_t tp, cp, pp, ep;  /* 1 = that dimension is off */
     bool sequence_parallel;   /* tp > 1: activations split over tp between GEMMs */
@@ -433,6 +455,15 @@ typedef struct spec_parallel {
     uint32_t virtual_stages;  /* interleaved: model chunks per stage */
     double expert_imbalance;  /* busiest EP rank's routed tokens / the mean, >= 1 */
     bool fold;                /* simulate one data-parallel replica (dp > 1) */
+    /* Megatron's tp_comm_overlap (torchtitan's AsyncTP): sequence-parallel
+     * gathers and scatters pipelined with the block's GEMMs in tp chunks. */
+    bool tp_comm_overlap;
+    /* Megatron-LM's scatter_gather_tensors_in_pipeline: without sequence
+     * parallel, a stage sends 1/tp of the activation and the receiver's TP
+     * group all-gathers it. */
+    bool p2p_scatter_gather;
+    spec_cp_comm cp_comm;
+    spec_order order;
     /* Uneven pipelines: the layers of each model chunk (pp x virtual_stages
      * entries, in chunk order), or NULL: layers / chunks each. */
     uint32_t *chunk_layers;

@@ -2,7 +2,8 @@
  * context, expert and pipeline parallel, with DDP or ZeRO over the data-
  * parallel groups (Megatron-LM's layout; torchtitan's FSDP over dp).
  *
- * Ranks: world rank = t + tp (c + cp (p + pp d)) (spec.h). A folded program
+ * Ranks: world rank = t + tp (c + cp (p + pp d)), or t + tp (c + cp (d +
+ * dp p)) in the order tp-cp-dp-pp (spec.h). A folded program
  * holds replica 0 only (world ranks below tp cp pp): every replica does the
  * same work, and the groups that leave the replica (dp, and ep when it
  * spans replicas) carry their world members for the network (prog.h).
@@ -38,6 +39,8 @@
 static uint32_t world_rank(const plan *pl, uint32_t t, uint32_t c, uint32_t p, uint32_t d)
 {
     const spec_parallel *x = &pl->s->par;
+    if (x->order == SPEC_ORDER_TP_CP_DP_PP)
+        return t + x->tp * (c + x->cp * (d + pl->s->dp * p));
     return t + x->tp * (c + x->cp * (p + x->pp * d));
 }
 
@@ -47,6 +50,10 @@ static void coords(const plan *pl, uint32_t r, uint32_t *t, uint32_t *c, uint32_
     const spec_parallel *x = &pl->s->par;
     *t = r % x->tp, r /= x->tp;
     *c = r % x->cp, r /= x->cp;
+    if (x->order == SPEC_ORDER_TP_CP_DP_PP) {
+        *d = r % pl->s->dp, *p = r / pl->s->dp;
+        return;
+    }
     *p = r % x->pp, *d = r / x->pp;
 }
 
@@ -226,77 +233,177 @@ uint32_t mp_coll(mp *m, prog_stream st, prog_phase ph, prog_coll c, uint32_t g, 
     return coll_buf(m, st, ph, c, g, bytes, dep, what, block, NULL);
 }
 
-static uint32_t tp_pre(mp *m, const plan_block *b, prog_phase ph)
+static bool sp_block(const mp *m, const plan_block *b)
 {
-    bool sp = m->par->sequence_parallel;
-    if (!sp || !b->tp_bytes || !strcmp(b->name, "embed") || !strcmp(b->name, "norm"))
-        return m->dep;
-    em_begin(m->e, PROG_OP_COLL, PROG_TP, ph, "tp.all_gather.%s", b->name);
-    em_coll(m->e, PROG_COLL_ALL_GATHER, b->tp_bytes);
-    em_group(m->e, m->g[G_TP]);
-    em_dep(m->e, m->dep);
-    gathered(m, b->tp_bytes, "tp.gathered");
-    return em_end(m->e);
+    return m->par->sequence_parallel && b->tp_bytes && strcmp(b->name, "embed") &&
+           strcmp(b->name, "norm");
+}
+
+/* The sequence-parallel gather of a block's input (into a buffer the block
+ * frees). Under tp_comm_overlap only the first of tp chunks precedes the
+ * block: the rest runs on the TP stream while the block computes (the
+ * chunks pipelined with its GEMMs), and *rest is that op for whoever must
+ * wait for the whole gather; else *rest is EM_NONE. */
+static uint32_t tp_gather(mp *m, const plan_block *b, prog_phase ph, uint32_t dep,
+                          const char *what, const char *buffer, uint32_t *rest)
+{
+    ss_bytes bytes = b->tp_bytes, tp = m->par->tp;
+    *rest = EM_NONE;
+    if (!m->par->tp_comm_overlap)
+        return coll_buf(m, PROG_TP, ph, PROG_COLL_ALL_GATHER, m->g[G_TP], bytes, dep, what,
+                        b->name, buffer);
+    uint32_t first = coll_buf(m, PROG_TP, ph, PROG_COLL_ALL_GATHER, m->g[G_TP], bytes / tp, dep,
+                              what, b->name, buffer);
+    *rest = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_GATHER, m->g[G_TP], bytes - bytes / tp, first,
+                    "tp.overlap.all_gather", b->name);
+    return first;
+}
+
+static uint32_t tp_pre(mp *m, const plan_block *b, prog_phase ph, uint32_t *rest)
+{
+    *rest = EM_NONE;
+    if (!sp_block(m, b)) return m->dep;
+    return tp_gather(m, b, ph, m->dep, "tp.all_gather", "tp.gathered", rest);
 }
 
 /* The collective after a block: forward g (or reduce-scatter), backward
  * f's all-reduce (or reduce-scatter); none after the output head in
- * forward or the embedding in backward (nothing flows there). */
-static uint32_t tp_post(mp *m, const plan_block *b, prog_phase ph, uint32_t op)
+ * forward or the embedding in backward (nothing flows there). Under
+ * tp_comm_overlap the reduce-scatter's first tp - 1 chunks run while the
+ * block computes (after `rest`, the overlapped gather) and only the last
+ * follows it; without a collective here the next op still waits for rest. */
+static uint32_t tp_post(mp *m, const plan_block *b, prog_phase ph, uint32_t op, uint32_t rest)
 {
     bool sp = m->par->sequence_parallel, fwd = ph == PROG_PH_FORWARD;
-    if (!b->tp_bytes || !strcmp(b->name, "norm")) return op;
-    if ((fwd && !strcmp(b->name, "head")) || (!fwd && !strcmp(b->name, "embed"))) return op;
+    bool none = !b->tp_bytes || !strcmp(b->name, "norm") ||
+                (fwd && !strcmp(b->name, "head")) || (!fwd && !strcmp(b->name, "embed"));
+    if (none && rest == EM_NONE) return op;
+    if (none) {
+        em_marker_begin(m->e, PROG_COMPUTE, ph, "tp.overlap.wait");
+        em_dep(m->e, op);
+        em_dep(m->e, rest);
+        return em_end(m->e);
+    }
+    ss_bytes bytes = b->tp_bytes;
+    if (sp && m->par->tp_comm_overlap) {
+        ss_bytes last = bytes / m->par->tp;
+        mp_coll(m, PROG_TP, ph, PROG_COLL_REDUCE_SCATTER, m->g[G_TP], bytes - last, rest,
+                "tp.overlap.reduce_scatter", b->name);
+        bytes = last;
+    }
     return mp_coll(m, PROG_TP, ph, sp ? PROG_COLL_REDUCE_SCATTER : PROG_COLL_ALL_REDUCE,
-                m->g[G_TP], b->tp_bytes, op, sp ? "tp.reduce_scatter" : "tp.all_reduce",
-                b->name);
+                   m->g[G_TP], bytes, op, sp ? "tp.reduce_scatter" : "tp.all_reduce", b->name);
 }
 
 static bool is_attn(const plan_block *b) { return strstr(b->name, ".attn") != NULL; }
 
+/* Context parallel before attention. all_gather: K and V gathered (into a
+ * buffer the block frees) before it runs. p2p: the ring passes the other
+ * cp - 1 KV chunks (send/recv over the CP group) while the attention of the
+ * chunks already there runs; its first chunk is local, so attention waits
+ * for nothing and *ring is what the next op must wait for. Backward passes
+ * K, V and their gradients round the ring: twice the bytes, and no
+ * reduce-scatter after. */
+static uint32_t cp_pre(mp *m, const plan_block *b, prog_phase ph, uint32_t dep, uint32_t *ring)
+{
+    *ring = EM_NONE;
+    if (!is_attn(b) || !b->cp_bytes) return dep;
+    if (m->par->cp_comm == SPEC_CP_ALL_GATHER)
+        return coll_buf(m, PROG_TP, ph, PROG_COLL_ALL_GATHER, m->g[G_CP], b->cp_bytes, dep,
+                        "cp.all_gather_kv", b->name, "cp.kv");
+    ss_bytes chunk = b->cp_bytes / m->par->cp, k = ph == PROG_PH_BACKWARD ? 2 : 1;
+    *ring = mp_coll(m, PROG_TP, ph, PROG_COLL_SEND_RECV, m->g[G_CP],
+                    k * chunk * (m->par->cp - 1), dep, "cp.ring_kv", b->name);
+    gathered(m, 2 * chunk * k, "cp.ring_buffers"); /* double-buffered chunks */
+    return dep;
+}
+
+/* The op after a block that must also wait for `also` (a ring). */
+static uint32_t join(mp *m, prog_phase ph, uint32_t op, uint32_t also)
+{
+    if (also == EM_NONE) return op;
+    em_marker_begin(m->e, PROG_COMPUTE, ph, "cp.ring_wait");
+    em_dep(m->e, op);
+    em_dep(m->e, also);
+    return em_end(m->e);
+}
+
 static void fwd_block(mp *m, uint32_t i)
 {
     const plan_block *b = &m->pl->blocks[i];
-    uint32_t dep = tp_pre(m, b, PROG_PH_FORWARD);
-    if (is_attn(b) && b->cp_bytes) {
-        dep = coll_buf(m, PROG_TP, PROG_PH_FORWARD, PROG_COLL_ALL_GATHER, m->g[G_CP],
-                       b->cp_bytes, dep, "cp.all_gather_kv", b->name, "cp.kv");
-    }
+    uint32_t rest, ring;
+    uint32_t dep = tp_pre(m, b, PROG_PH_FORWARD, &rest);
+    dep = cp_pre(m, b, PROG_PH_FORWARD, dep, &ring);
     if (b->ep_bytes)
         dep = mp_coll(m, PROG_TP, PROG_PH_FORWARD, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes,
-                   dep, "ep.dispatch", b->name);
-    uint32_t op = em_fwd_block(m->e, i, dep);
+                      dep, "ep.dispatch", b->name);
+    uint32_t op = join(m, PROG_PH_FORWARD, em_fwd_block(m->e, i, dep), ring);
     if (b->ep_bytes)
-        op = mp_coll(m, PROG_TP, PROG_PH_FORWARD, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes, op,
-                  "ep.combine", b->name);
-    m->dep = tp_post(m, b, PROG_PH_FORWARD, op);
+        op = mp_coll(m, PROG_TP, PROG_PH_FORWARD, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes,
+                     op, "ep.combine", b->name);
+    m->dep = tp_post(m, b, PROG_PH_FORWARD, op, rest);
+}
+
+/* Full recomputation re-runs a layer block's forward inside its backward
+ * op, and with it the forward's collectives (Megatron's recompute re-enters
+ * the TP, CP and MoE token-dispatcher communication): issued before the
+ * backward op, in forward order, on the critical path as in forward. */
+static uint32_t recompute_colls(mp *m, const plan_block *b, uint32_t dep)
+{
+    if (m->pl->s->recompute != SPEC_RECOMP_FULL || strncmp(b->name, "layers.", 7)) return dep;
+    const prog_phase ph = PROG_PH_BACKWARD;
+    bool sp = m->par->sequence_parallel;
+    if (sp && b->tp_bytes)
+        dep = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_GATHER, m->g[G_TP], b->tp_bytes, dep,
+                      "recompute.tp.all_gather", b->name);
+    if (is_attn(b) && b->cp_bytes)
+        dep = mp_coll(m, PROG_TP, ph, m->par->cp_comm == SPEC_CP_P2P ? PROG_COLL_SEND_RECV
+                                                                     : PROG_COLL_ALL_GATHER,
+                      m->g[G_CP], m->par->cp_comm == SPEC_CP_P2P
+                                      ? b->cp_bytes / m->par->cp * (m->par->cp - 1)
+                                      : b->cp_bytes,
+                      dep, "recompute.cp.kv", b->name);
+    if (b->ep_bytes) {
+        dep = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes, dep,
+                      "recompute.ep.dispatch", b->name);
+        dep = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes, dep,
+                      "recompute.ep.combine", b->name);
+    }
+    if (b->tp_bytes)
+        dep = mp_coll(m, PROG_TP, ph, sp ? PROG_COLL_REDUCE_SCATTER : PROG_COLL_ALL_REDUCE,
+                      m->g[G_TP], b->tp_bytes, dep,
+                      sp ? "recompute.tp.reduce_scatter" : "recompute.tp.all_reduce", b->name);
+    return dep;
 }
 
 static void bwd_block(mp *m, uint32_t i, const uint32_t *grads, uint32_t ngrads)
 {
     const plan_block *b = &m->pl->blocks[i];
-    uint32_t dep = m->dep;
+    uint32_t dep = recompute_colls(m, b, m->dep), rest = EM_NONE, ring, in_rest;
     if (m->par->sequence_parallel && b->tp_bytes && strcmp(b->name, "norm")) {
         if (strcmp(b->name, "head")) /* the output gradient, gathered */
-            dep = mp_coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_ALL_GATHER, m->g[G_TP],
-                       b->tp_bytes, dep, "tp.all_gather.grad", b->name);
-        dep = tp_pre(m, b, PROG_PH_BACKWARD); /* the input, for the weight gradient */
+            dep = tp_gather(m, b, PROG_PH_BACKWARD, dep, "tp.all_gather.grad", NULL, &rest);
+        /* the input, for the weight gradient (computed after the input
+         * gradient: overlapped whole under tp_comm_overlap) */
+        if (sp_block(m, b)) {
+            uint32_t in = tp_gather(m, b, PROG_PH_BACKWARD, m->dep, "tp.all_gather",
+                                    "tp.gathered", &in_rest);
+            if (!m->par->tp_comm_overlap) dep = in;
+            else rest = in_rest;
+        }
     }
-    if (is_attn(b) && b->cp_bytes) {
-        dep = coll_buf(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_ALL_GATHER, m->g[G_CP],
-                       b->cp_bytes, dep, "cp.all_gather_kv", b->name, "cp.kv");
-    }
+    dep = cp_pre(m, b, PROG_PH_BACKWARD, dep, &ring);
     if (b->ep_bytes)
         dep = mp_coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes,
-                   dep, "ep.combine_grad", b->name);
-    uint32_t op = em_bwd_block(m->e, i, dep, grads, ngrads);
+                      dep, "ep.combine_grad", b->name);
+    uint32_t op = join(m, PROG_PH_BACKWARD, em_bwd_block(m->e, i, dep, grads, ngrads), ring);
     if (b->ep_bytes)
         op = mp_coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes,
-                  op, "ep.dispatch_grad", b->name);
-    if (is_attn(b) && b->cp_bytes)
+                     op, "ep.dispatch_grad", b->name);
+    if (is_attn(b) && b->cp_bytes && m->par->cp_comm == SPEC_CP_ALL_GATHER)
         op = mp_coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_REDUCE_SCATTER, m->g[G_CP],
-                  b->cp_bytes, op, "cp.reduce_scatter_dkv", b->name);
-    m->dep = tp_post(m, b, PROG_PH_BACKWARD, op);
+                     b->cp_bytes, op, "cp.reduce_scatter_dkv", b->name);
+    m->dep = tp_post(m, b, PROG_PH_BACKWARD, op, rest);
 }
 
 /* ---- units ---- */
@@ -372,8 +479,11 @@ static uint32_t p2p(mp *m, uint32_t g, bool send, prog_phase ph, ss_bytes bytes,
 {
     prog_coll c = send_dir(m, g);
     if (!send) c = c == PROG_COLL_SEND_UP ? PROG_COLL_SEND_DOWN : PROG_COLL_SEND_UP;
+    /* Megatron-LM's scatter_gather_tensors_in_pipeline: each TP rank moves
+     * its 1/tp of the activation; the receivers all-gather it over NVLink. */
+    bool sg = m->par->p2p_scatter_gather;
     em_begin(m->e, PROG_OP_COLL, PROG_P2P, ph, "pp.%s", what);
-    em_coll(m->e, c, bytes);
+    em_coll(m->e, c, sg ? bytes / m->par->tp : bytes);
     em_group(m->e, g);
     em_dep(m->e, dep);
     em_mem(m->e, tensor, send ? PROG_FREE_AT_END : PROG_ALLOC_AT_ISSUE);
@@ -389,6 +499,9 @@ static uint32_t p2p(mp *m, uint32_t g, bool send, prog_phase ph, ss_bytes bytes,
     em_cost(m->e, 0, 0, 0);
     em_dep(m->e, op);
     em_end(m->e);
+    if (sg)
+        op = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_GATHER, m->g[G_TP], bytes, op, "pp.all_gather",
+                     what);
     return op;
 }
 
