@@ -312,9 +312,13 @@ static uint32_t cp_pre(mp *m, const plan_block *b, prog_phase ph, uint32_t dep, 
         return coll_buf(m, PROG_TP, ph, PROG_COLL_ALL_GATHER, m->g[G_CP], b->cp_bytes, dep,
                         "cp.all_gather_kv", b->name, "cp.kv");
     ss_bytes chunk = b->cp_bytes / m->par->cp, k = ph == PROG_PH_BACKWARD ? 2 : 1;
-    *ring = mp_coll(m, PROG_TP, ph, PROG_COLL_SEND_RECV, m->g[G_CP],
-                    k * chunk * (m->par->cp - 1), dep, "cp.ring_kv", b->name);
+    if (m->g[G_CP] == MP_NOGROUP) return dep;
+    em_begin(m->e, PROG_OP_COLL, PROG_TP, ph, "cp.ring_kv.%s", b->name);
+    em_coll(m->e, PROG_COLL_SEND_RECV, k * chunk * (m->par->cp - 1));
+    em_group(m->e, m->g[G_CP]);
+    em_dep(m->e, dep);
     gathered(m, 2 * chunk * k, "cp.ring_buffers"); /* double-buffered chunks */
+    *ring = em_end(m->e);
     return dep;
 }
 
