@@ -12,8 +12,9 @@
  *   ring  all-gather / reduce-scatter: each ring edge carries (n-1)/n,
  *         all-reduce 2(n-1)/n, broadcast 1 (a pipelined chain from the
  *         root). Ranks in ascending order; an edge between nodes is split
- *         evenly over the node's NICs (NCCL's channels leave through every
- *         rail). Inside one node on a direct GPU mesh, the data is split over
+ *         evenly over the NICs of the members on each node (NCCL's
+ *         channels leave a node through different members; see NIC
+ *         locality below). Inside one node on a direct GPU mesh, the data is split over
  *         every Hamiltonian cycle of the mesh in both directions (NCCL's
  *         rings cover all NVLinks).
  *   tree  all-reduce across nodes: NCCL's double binary tree over the
@@ -31,6 +32,17 @@
  *         all-gather for all-reduce).
  *   direct all-to-all: every pair, 1/n of the payload each way; send_recv:
  *         each member to the next, the whole payload.
+ *
+ * NIC locality. Each member uses its local NICs (topo_local_nics: the
+ * fewest links away without passing another GPU), shared with the other
+ * members local to the same NICs, ceil(NICs / those members) each (NCCL's
+ * ncclTopoGetLocalNet); GPUs outside the group count for nothing. Ring and
+ * tree edges between nodes spread over the NICs of all the members of both
+ * nodes, a channel per NIC, received on the same rail where the other node
+ * has it. Point-to-point edges (direct, and the per-rail trees and rings
+ * of nvls_tree and hier) leave through the sender's own NICs, or on a
+ * rail-optimized fabric through the member of the sender's node that owns
+ * the receiver's rail (PXN, members only); else they cross the spine.
  *
  * Latency follows NCCL's tuning model (src/graph/tuning.cc): a base per
  * algorithm and protocol plus a per-step cost by hardware (NVLink, PCIe,
