@@ -722,6 +722,6 @@ uint32_t algo_candidates(const topo *g, prog_coll c, const uint32_t *ranks, uint
 {
     uint32_t k = 0;
     for (int a = ALGO_RING; a < ALGO_NKINDS; a++)
-        if (algo_applies(g, c, ranks, n, (algo_kind)a)) out[k++] = (algo_kind)a;
+        if (a != ALGO_HIER && algo_applies(g, c, ranks, n, (algo_kind)a)) out[k++] = (algo_kind)a;
     return k;
 }

@@ -53,7 +53,9 @@
  * 8 of every 128 bytes (0.92), Simple none.
  *
  * algo_choose is the tuner: among the algorithm and protocol pairs that
- * apply (or the forced ones), the least time alone on the machine, like
+ * apply (or the forced ones; hier only when forced, as NCCL has no such
+ * algorithm: across nodes all_gather and reduce_scatter run rings,
+ * all_reduce ring, tree or nvls_tree), the least time alone on the machine, like
  * NCCL's. Ties go to the earlier pair in list order. Pure; the usage
  * vectors are built into caller-owned algo_shape values so callers can
  * cache them per group.
@@ -117,8 +119,8 @@ bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
 algo_cost algo_cost_of(const topo *g, const algo_shape *s, prog_coll c, uint32_t n,
                        algo_proto p, ss_bytes bytes);
 
-/* The algorithms worth trying for c over the group, in tuner order; the
- * count is returned. */
+/* The algorithms the tuner tries for c over the group (hier only when
+ * forced, so not here), in tuner order; the count is returned. */
 uint32_t algo_candidates(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
                          algo_kind out[ALGO_NKINDS]);
 

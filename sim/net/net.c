@@ -243,7 +243,8 @@ static void calibrate(const net *n, prog_coll c, const uint32_t *ranks, uint32_t
 }
 
 /* Candidate shapes (indexes): the forced algorithm if it applies, else
- * all. */
+ * NCCL's (all but hierarchical, which NCCL does not have: it runs only when
+ * forced; algo.h). */
 static int candidates(net *n, uint32_t gid, prog_coll c, prog_group pg,
                       uint32_t idx[ALGO_NKINDS], uint32_t *nsh, ss_err *err)
 {
@@ -251,6 +252,7 @@ static int candidates(net *n, uint32_t gid, prog_coll c, prog_group pg,
     for (int pass = 0; pass < 2 && *nsh == 0; pass++)
         for (int a = ALGO_RING; a < ALGO_NKINDS; a++) {
             if (pass == 0 && n->o.algo != ALGO_AUTO && a != (int)n->o.algo) continue;
+            if (a == ALGO_HIER && n->o.algo != ALGO_HIER) continue;
             int32_t i = -1;
             int rc = cached_shape(n, gid, c, pg, (algo_kind)a, &i, err);
             if (rc) return rc;
