@@ -30,6 +30,11 @@ static const double hw_lat_tree[3][3] = {
     [HW_NVLINK] = {0.6, 1.25, 28.0}, [HW_PCI] = {1.0, 1.9, 28.0}, [HW_NET] = {5.0, 8.5, 50.0}};
 static const double nvls_lat = 23.0;
 #define TREE_BW_FACTOR 0.9 /* NCCL: tree busBw * .9 */
+/* The NVSwitch's reduce and multicast rate as a fraction of the GPU's
+ * NVLink rate: NCCL's nvlsEfficiency for Hopper (src/graph/tuning.cc,
+ * NCCL 2.19-2.26: {Volta 0, Ampere 0, Hopper 0.85, Blackwell 0.74}). Every
+ * NVLS-capable shipped topology is Hopper. */
+#define NVLS_EFFICIENCY 0.85
 
 /* ---- usage accumulation: one entry per link, weights summed as the
  * paths are added (an open-addressing table finds a link's entry), sorted
@@ -453,7 +458,7 @@ static void tree(const topo *g, const uint32_t *r, uint32_t n, uint32_t m, acc *
 static void nvls(const topo *g, const uint32_t *r, uint32_t n, acc *a)
 {
     uint32_t path[TOPO_PATH_MAX];
-    double w = 1.0 + 1.0 / n;
+    double w = (1.0 + 1.0 / n) / NVLS_EFFICIENCY;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t peer = r[(i + 1) % n];
         uint32_t k = topo_route(g, r[i], peer, -1, path);

@@ -22,7 +22,8 @@
  *         node; tree bandwidth x 0.9 as in NCCL's model.
  *   nvls  all-reduce inside a node with an NVLS NVSwitch: each GPU's link
  *         to the switch carries 1 + 1/n each way (reduce-load, then
- *         multicast store of its slice).
+ *         multicast store of its slice), at the switch's reduction rate:
+ *         0.85 of the link's (NCCL's nvlsEfficiency for Hopper).
  *   nvls_tree  all-reduce across nodes with NVLS inside them: NVLS in each
  *         node, and per local rank a double binary tree over the nodes on
  *         its own rail carrying 1/ppn of the payload (NCCL's NVLS_TREE).
