@@ -42,7 +42,7 @@ static coll_table compare_with(const char *topo_file, const char *log, const cha
     size_t n = 0;
     ss_err err;
     ss_err_clear(&err);
-    if (coll_compare(t, &o, l, NULL, label, &tabs, &n, &err))
+    if (coll_compare(t, &o, l, NULL, label, 0, 0, &tabs, &n, &err))
         fail_msg("%s: %s", err.where, err.msg);
     assert_int_equal(n, 1);
     coll_table tab = tabs[0];
