@@ -250,7 +250,11 @@ static topo_hop pick_hop(const nicmap *m, uint32_t s, uint32_t d, const side *S,
 
 /* s -> d carrying w per payload byte. Across nodes, split evenly over the
  * channels the NIC map gives (pick_hop); node-wide for ring and tree edges
- * (whole_node), the two GPUs' own NICs for point to point. */
+ * (whole_node), the two GPUs' own NICs for point to point. A ring or tree
+ * channel runs from the member that owns its send NIC to the one that owns
+ * its receive NIC: NCCL orders each channel's ring inside the node so that
+ * it leaves and enters there, so the hop puts nothing on NVLink (the edges
+ * inside the node stay those of the ranks' order). */
 static void acc_hop(acc *a, const topo *g, uint32_t s, uint32_t d, double w, bool whole_node)
 {
     static _Thread_local uint32_t path[TOPO_PATH_MAX];
@@ -267,6 +271,10 @@ static void acc_hop(acc *a, const topo *g, uint32_t s, uint32_t d, double w, boo
     uint32_t ch = S.n > R.n ? S.n : R.n;
     for (uint32_t k = 0; k < ch; k++) {
         topo_hop h = pick_hop(m, s, d, &S, &R, k, !whole_node);
+        if (whole_node) { /* the channel's ring leaves and enters at the NICs' owners */
+            h.a = h.via_a;
+            h.b = h.via_b;
+        }
         acc_path(a, g, path, topo_route_nics(g, &h, path), w / ch);
     }
 }

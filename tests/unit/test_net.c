@@ -426,6 +426,23 @@ static void test_sub_communicator(void **state)
     topo_free(g);
 }
 
+/* A ring over two whole nodes: each channel leaves and enters a node at the
+ * member that owns its NIC, so the hop adds nothing to NVLink. Every GPU's
+ * NVLink then carries its ring edge, (n-1)/n of algbw, which is the bus
+ * bandwidth of an all-gather: busbw = one NVLink, 450 GB/s x 0.82, below the
+ * 8 NICs' 8 x 50 x 0.95 = 380 GB/s. Proxying each channel from the ring's
+ * sender through NVLink, as before, added 1/8 of an edge to seven GPUs'
+ * links and gave 369 x 8/9 = 328. */
+static void test_ring_two_nodes(void **state)
+{
+    (void)state;
+    topo *g = graph("h100-ib-fattree.json", 2);
+    uint32_t r[16];
+    for (uint32_t i = 0; i < 16; i++) r[i] = i;
+    assert_true(REL(busbw(g, PROG_COLL_ALL_GATHER, r, 16, ALGO_RING), 450e9 * 0.82) < 1e-9);
+    topo_free(g);
+}
+
 /* PXN only through members. All-to-all over GPUs {0, 3} of 2 nodes: GPU 0
  * reaches GPU 11 on rail 2 or 3 through member GPU 3 (NVLink, then GPU 3's
  * NICs), so no traffic crosses the spine. Send/recv between GPUs 0 and 11
@@ -571,6 +588,7 @@ int main(void)
         cmocka_unit_test(test_contention),
         cmocka_unit_test(test_local_nics),      cmocka_unit_test(test_one_gpu_per_node),
         cmocka_unit_test(test_sub_communicator), cmocka_unit_test(test_pxn_members_only),
+        cmocka_unit_test(test_ring_two_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
