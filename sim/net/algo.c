@@ -30,6 +30,21 @@ static const double hw_lat_tree[3][3] = {
     [HW_NVLINK] = {0.6, 1.25, 28.0}, [HW_PCI] = {1.0, 1.9, 28.0}, [HW_NET] = {5.0, 8.5, 50.0}};
 static const double nvls_lat = 23.0;
 #define TREE_BW_FACTOR 0.9 /* NCCL: tree busBw * .9 */
+/* NCCL's tree correction: trees reach only this fraction of their modelled
+ * bandwidth at medium sizes; index log2(bytes / 64), 64 B .. 512 MiB, per
+ * protocol LL, LL128, Simple (treeCorrectionFactor, src/graph/tuning.cc,
+ * NCCL 2.2x; "Trees are not perfectly sticking to the model for medium
+ * sizes"). NCCL's tuner applies it to all-reduce trees; so does ours, and
+ * the flows run at the corrected rate. */
+#define TREE_CORR_N 24
+static const double tree_corr[3][TREE_CORR_N] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0,
+     1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0,
+     1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9,
+     .9, .9}};
+
 /* The NVSwitch's reduce and multicast rate as a fraction of the GPU's
  * NVLink rate: NCCL's nvlsEfficiency for Hopper (src/graph/tuning.cc,
  * NCCL 2.19-2.26: {Volta 0, Ampere 0, Hopper 0.85, Blackwell 0.74}). Every
@@ -555,6 +570,11 @@ bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
     }
 }
 
+bool algo_proto_tunable(algo_kind algo, algo_proto p)
+{
+    return (algo != ALGO_NVLS && algo != ALGO_NVLS_TREE) || p == ALGO_P_SIMPLE;
+}
+
 static const char *why_not(algo_kind algo)
 {
     switch (algo) {
@@ -714,6 +734,14 @@ static double iso_rate(const topo *g, const flow_use *u, uint32_t n, double scal
     return r;
 }
 
+static double tree_correction(const algo_shape *s, prog_coll c, algo_proto p, ss_bytes bytes)
+{
+    if (s->algo != ALGO_TREE || c != PROG_COLL_ALL_REDUCE || bytes < 64) return 1.0;
+    uint32_t lg = 0;
+    for (ss_bytes b = bytes >> 6; b > 1; b >>= 1) lg++;
+    return lg < TREE_CORR_N ? tree_corr[p - ALGO_P_LL][lg] : 1.0;
+}
+
 algo_cost algo_cost_of(const topo *g, const algo_shape *s, prog_coll c, uint32_t n,
                        algo_proto p, ss_bytes bytes)
 {
@@ -721,7 +749,7 @@ algo_cost algo_cost_of(const topo *g, const algo_shape *s, prog_coll c, uint32_t
     algo_cost k = {.algo = s->algo, .proto = p};
     double lat = latency_us(g, s, p) * 1e-6 + (double)s->wire_ns * 1e-9;
     k.latency_ns = ss_ns_from_s(lat);
-    k.wscale = proto_scale(s, c, p);
+    k.wscale = proto_scale(s, c, p) / tree_correction(s, c, p, bytes);
     k.iso_s = lat;
     for (uint32_t i = 0; i < s->nphase; i++) {
         k.iso_rate[i] = iso_rate(g, s->use[i], s->nuse[i], k.wscale);

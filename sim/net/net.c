@@ -205,6 +205,8 @@ static void pick(const net *n, const algo_shape *const *sh, uint32_t nsh, prog_c
     for (uint32_t i = 0; i < nsh; i++)
         for (int p = ALGO_P_LL; p < ALGO_NPROTOS; p++) {
             if (n->o.proto != ALGO_P_AUTO && p != (int)n->o.proto) continue;
+            if (n->o.proto == ALGO_P_AUTO && !algo_proto_tunable(sh[i]->algo, (algo_proto)p))
+                continue;
             algo_cost k = algo_cost_of(n->g, sh[i], c, size, (algo_proto)p, bytes);
             if (first || k.iso_s < best->iso_s) {
                 *best = k;

@@ -443,6 +443,35 @@ static void test_ring_two_nodes(void **state)
     topo_free(g);
 }
 
+/* NCCL's tree correction (treeCorrectionFactor, src/graph/tuning.cc):
+ * a tree all-reduce of 1 MiB (log2(1 MiB / 64) = 14) runs at 0.5 of its
+ * bandwidth with Simple, 0.6 with LL128; from 1 GiB (index 24, past the
+ * table) at the full rate. Rings are not corrected. */
+static double rate_of(const topo *g, const algo_shape *s, algo_proto p, ss_bytes bytes)
+{
+    return algo_cost_of(g, s, PROG_COLL_ALL_REDUCE, 32, p, bytes).iso_rate[0];
+}
+
+static void test_tree_correction(void **state)
+{
+    (void)state;
+    topo *g = graph("h100-ib-fattree.json", 4);
+    uint32_t r[32];
+    for (uint32_t i = 0; i < 32; i++) r[i] = i;
+    algo_shape t = shape(g, PROG_COLL_ALL_REDUCE, r, 32, ALGO_TREE);
+    algo_shape ring = shape(g, PROG_COLL_ALL_REDUCE, r, 32, ALGO_RING);
+    const ss_bytes gib = 1ull << 30, mib = 1u << 20;
+    assert_true(REL(rate_of(g, &t, ALGO_P_SIMPLE, mib), 0.5 * rate_of(g, &t, ALGO_P_SIMPLE, gib)) <
+                1e-12);
+    assert_true(REL(rate_of(g, &t, ALGO_P_LL128, mib), 0.6 * rate_of(g, &t, ALGO_P_LL128, gib)) <
+                1e-12);
+    assert_true(REL(rate_of(g, &ring, ALGO_P_SIMPLE, mib), rate_of(g, &ring, ALGO_P_SIMPLE, gib)) <
+                1e-12);
+    algo_shape_fini(&t);
+    algo_shape_fini(&ring);
+    topo_free(g);
+}
+
 /* PXN only through members. All-to-all over GPUs {0, 3} of 2 nodes: GPU 0
  * reaches GPU 11 on rail 2 or 3 through member GPU 3 (NVLink, then GPU 3's
  * NICs), so no traffic crosses the spine. Send/recv between GPUs 0 and 11
@@ -588,7 +617,7 @@ int main(void)
         cmocka_unit_test(test_contention),
         cmocka_unit_test(test_local_nics),      cmocka_unit_test(test_one_gpu_per_node),
         cmocka_unit_test(test_sub_communicator), cmocka_unit_test(test_pxn_members_only),
-        cmocka_unit_test(test_ring_two_nodes),
+        cmocka_unit_test(test_ring_two_nodes),   cmocka_unit_test(test_tree_correction),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
