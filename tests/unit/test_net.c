@@ -472,6 +472,29 @@ static void test_tree_correction(void **state)
     topo_free(g);
 }
 
+/* All-to-all across nodes as per-peer flows on each GPU's own NIC (PXN to
+ * the receiver's rail): of a GPU's payload, the share for the other node's
+ * ranks, 8 of 16 on 2 nodes and 24 of 32 on 4, leaves through its one NIC
+ * at 50 GB/s x 0.95, so algbw = 47.5 / (1/2) = 95 and 47.5 / (3/4) = 63.3
+ * GB/s (NVIDIA/nccl-tests#130: "On 2 nodes, 50% of the traffic is
+ * inter-node so you should see BusBW = 2x network bandwidth per GPU"). */
+static void test_all_to_all_nodes(void **state)
+{
+    (void)state;
+    for (uint32_t m = 2; m <= 4; m += 2) {
+        topo *g = graph("h100-ib-fattree.json", m);
+        uint32_t r[32];
+        for (uint32_t i = 0; i < 8 * m; i++) r[i] = i;
+        algo_shape s = shape(g, PROG_COLL_ALL_TO_ALL, r, 8 * m, ALGO_DIRECT);
+        double algbw = algo_cost_of(g, &s, PROG_COLL_ALL_TO_ALL, 8 * m, ALGO_P_SIMPLE, 1u << 30)
+                           .iso_rate[0];
+        double cross = (double)(m - 1) / m;
+        assert_true(REL(algbw, 50e9 * 0.95 / cross) < 1e-9);
+        algo_shape_fini(&s);
+        topo_free(g);
+    }
+}
+
 /* PXN only through members. All-to-all over GPUs {0, 3} of 2 nodes: GPU 0
  * reaches GPU 11 on rail 2 or 3 through member GPU 3 (NVLink, then GPU 3's
  * NICs), so no traffic crosses the spine. Send/recv between GPUs 0 and 11
@@ -618,6 +641,7 @@ int main(void)
         cmocka_unit_test(test_local_nics),      cmocka_unit_test(test_one_gpu_per_node),
         cmocka_unit_test(test_sub_communicator), cmocka_unit_test(test_pxn_members_only),
         cmocka_unit_test(test_ring_two_nodes),   cmocka_unit_test(test_tree_correction),
+        cmocka_unit_test(test_all_to_all_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
