@@ -30,6 +30,8 @@ static const char usage[] =
     "             and the median |error| for sizes >= 1 MiB\n"
     "  --op       with --compare: the collective of tables the log does not name\n"
     "  --table    with --compare: only the table of this label\n"
+    "  --ranks --nodes  with --compare: the shape of tables whose log has no\n"
+    "             \"#  Rank\" lines (a transcribed excerpt)\n"
     "  --calibration  a profile from shardsim-calib fit: its measured curves\n"
     "             replace the model's latency and bandwidth where they apply\n";
 
@@ -201,7 +203,8 @@ int coll_cmd(int argc, char **argv)
     coll_table *tabs = NULL, one;
     size_t n = 0;
     if (o.compare) {
-        rc = coll_compare(o.topo, &o.net, o.compare, o.op, o.table, &tabs, &n, &err);
+        rc = coll_compare(o.topo, &o.net, o.compare, o.op, o.table, o.ranks, o.nodes, &tabs, &n,
+                          &err);
     } else {
         uint32_t ranks = o.ranks ? o.ranks : t.nodes * t.gpus_per_node;
         rc = coll_sweep(o.topo, &o.net, c, ranks, t.nodes, o.b, o.e, o.f, &one, &err);

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../core/idtab.h"
 #include "../core/vec.h"
@@ -29,11 +30,43 @@ static const double hw_lat_tree[3][3] = {
     [HW_NVLINK] = {0.6, 1.25, 28.0}, [HW_PCI] = {1.0, 1.9, 28.0}, [HW_NET] = {5.0, 8.5, 50.0}};
 static const double nvls_lat = 23.0;
 #define TREE_BW_FACTOR 0.9 /* NCCL: tree busBw * .9 */
+/* NCCL's tree correction: trees reach only this fraction of their modelled
+ * bandwidth at medium sizes; index log2(bytes / 64), 64 B .. 512 MiB, per
+ * protocol LL, LL128, Simple (treeCorrectionFactor, src/graph/tuning.cc,
+ * NCCL 2.2x; "Trees are not perfectly sticking to the model for medium
+ * sizes"). NCCL's tuner applies it to all-reduce trees; so does ours, and
+ * the flows run at the corrected rate. */
+#define TREE_CORR_N 24
+static const double tree_corr[3][TREE_CORR_N] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0,
+     1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0,
+     1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9,
+     .9, .9}};
+
+/* The NVSwitch's reduce and multicast rate as a fraction of the GPU's
+ * NVLink rate: NCCL's nvlsEfficiency for Hopper (src/graph/tuning.cc,
+ * NCCL 2.19-2.26: {Volta 0, Ampere 0, Hopper 0.85, Blackwell 0.74}). Every
+ * NVLS-capable shipped topology is Hopper. */
+#define NVLS_EFFICIENCY 0.85
 
 /* ---- usage accumulation: one entry per link, weights summed as the
  * paths are added (an open-addressing table finds a link's entry), sorted
  * by link at the end. A link's sum is in the order its paths were added,
  * so the result depends on the construction alone. ---- */
+
+#define NICS_MAX 32 /* NICs one member uses, at most */
+
+/* Which NICs each member of the group uses across nodes (algo.h, "NIC
+ * locality"). Members are ascending, so a node's members are contiguous. */
+typedef struct nicmap {
+    const topo *g;
+    const uint32_t *r;
+    uint32_t n;
+    uint8_t *cnt;            /* [n] */
+    uint8_t (*nic)[NICS_MAX]; /* [n] */
+} nicmap;
 
 typedef struct acc {
     flow_use *u;
@@ -41,6 +74,7 @@ typedef struct acc {
     ss_idtab links; /* link -> its entry in u */
     ss_ns wire;     /* longest path latency added */
     bool nomem;
+    const nicmap *nm; /* NULL: every edge by topo_route's default rail */
 } acc;
 
 static void acc_free(acc *a)
@@ -88,24 +122,186 @@ static void acc_path(acc *a, const topo *g, const uint32_t *path, uint32_t n, do
     if (lat > a->wire) a->wire = lat;
 }
 
-/* a -> b carrying w per payload byte; across nodes split over every rail. */
-static void acc_edge(acc *a, const topo *g, uint32_t s, uint32_t d, double w)
+/* Member index of GPU x (members ascending), n when absent. */
+static uint32_t member_idx(const nicmap *m, uint32_t x)
+{
+    uint32_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (m->r[mid] < x) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < m->n && m->r[lo] == x ? lo : m->n;
+}
+
+/* The members on x's node: [*lo, *hi). */
+static void node_members(const nicmap *m, uint32_t x, uint32_t *lo, uint32_t *hi)
+{
+    uint32_t node = topo_node_of(m->g, m->r[x]);
+    *lo = *hi = x;
+    while (*lo > 0 && topo_node_of(m->g, m->r[*lo - 1]) == node) (*lo)--;
+    while (*hi < m->n && topo_node_of(m->g, m->r[*hi]) == node) (*hi)++;
+}
+
+/* NCCL's choice of NICs per GPU (ncclTopoGetLocalNet, src/graph/topo.cc,
+ * 2.19+): a GPU uses its local NICs, which it shares with the other
+ * members local to the same NICs: each takes ceil(nics / those members)
+ * of them, starting at its own index among them. GPUs of the node that
+ * are not members do not count (NCCL's topology holds the communicator's
+ * GPUs only). */
+static void nicmap_fill(nicmap *m)
+{
+    uint32_t gpn = topo_gpus_per_node(m->g), L[NICS_MAX], L2[NICS_MAX];
+    for (uint32_t i = 0; i < m->n; i++) {
+        uint32_t nl = topo_local_nics(m->g, m->r[i] % gpn, L), lo, hi, k = 0, idx = 0;
+        node_members(m, i, &lo, &hi);
+        for (uint32_t j = lo; j < hi; j++) {
+            uint32_t nl2 = topo_local_nics(m->g, m->r[j] % gpn, L2);
+            if (nl2 != nl || memcmp(L, L2, nl * sizeof *L)) continue;
+            if (j == i) idx = k;
+            k++;
+        }
+        uint32_t use = nl ? (nl + k - 1) / k : 0;
+        m->cnt[i] = (uint8_t)use;
+        for (uint32_t c = 0; c < use; c++) m->nic[i][c] = (uint8_t)L[(idx * use + c) % nl];
+    }
+}
+
+static int nicmap_init(nicmap *m, const topo *g, const uint32_t *r, uint32_t n, ss_err *err)
+{
+    *m = (nicmap){.g = g, .r = r, .n = n};
+    m->cnt = calloc(n, sizeof *m->cnt);
+    m->nic = calloc(n, sizeof *m->nic);
+    if (!m->cnt || !m->nic) {
+        free(m->cnt);
+        free(m->nic);
+        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for a collective's NIC map");
+    }
+    nicmap_fill(m);
+    return SS_OK;
+}
+
+static void nicmap_fini(nicmap *m)
+{
+    free(m->cnt);
+    free(m->nic);
+}
+
+/* The NICs a side of an edge offers, each with the member that owns it. */
+typedef struct side {
+    uint32_t n, nic[NICS_MAX], owner[NICS_MAX];
+} side;
+
+static bool side_find(const side *s, uint32_t nic, uint32_t *owner)
+{
+    for (uint32_t i = 0; i < s->n; i++)
+        if (s->nic[i] == nic) {
+            if (owner) *owner = s->owner[i];
+            return true;
+        }
+    return false;
+}
+
+static void side_add(side *s, const nicmap *m, uint32_t i)
+{
+    for (uint32_t c = 0; c < m->cnt[i] && s->n < NICS_MAX; c++)
+        if (!side_find(s, m->nic[i][c], NULL)) {
+            s->nic[s->n] = m->nic[i][c];
+            s->owner[s->n++] = m->r[i];
+        }
+}
+
+/* Member x alone (a point-to-point peer) or every member of its node (a
+ * ring or tree edge between nodes: NCCL's channels enter and leave a node
+ * through different members, so the node's traffic spreads over all the
+ * members' NICs). */
+static side side_of(const nicmap *m, uint32_t x, bool whole_node)
+{
+    side s = {0};
+    uint32_t i = member_idx(m, x), lo = i, hi = i + 1;
+    if (i == m->n) return s;
+    if (whole_node) node_members(m, i, &lo, &hi);
+    for (uint32_t j = lo; j < hi; j++) side_add(&s, m, j);
+    return s;
+}
+
+/* PXN: a member of the sender's node that owns NIC `nic` (NCCL sends
+ * through the NIC on the receiver's rail, from the GPU local to it, when
+ * that GPU is in the communicator). */
+static bool pxn_owner(const nicmap *m, uint32_t s, uint32_t nic, uint32_t *owner)
+{
+    uint32_t i = member_idx(m, s), lo, hi;
+    if (i == m->n) return false;
+    node_members(m, i, &lo, &hi);
+    for (uint32_t j = lo; j < hi; j++)
+        for (uint32_t c = 0; c < m->cnt[j]; c++)
+            if (m->nic[j][c] == nic) {
+                *owner = m->r[j];
+                return true;
+            }
+    return false;
+}
+
+/* One channel of an edge across nodes: send NIC k of S, received on the
+ * same rail when R has it (or, point to point on a rail-optimized fabric,
+ * the sender proxies to the member owning the receiver's rail), else on
+ * R's NIC k. */
+static topo_hop pick_hop(const nicmap *m, uint32_t s, uint32_t d, const side *S, const side *R,
+                         uint32_t k, bool p2p)
+{
+    topo_hop h = {.a = s, .b = d};
+    h.nic_b = R->nic[k % R->n];
+    h.via_b = R->owner[k % R->n];
+    if (side_find(S, h.nic_b, &h.via_a) ||
+        (p2p && topo_rail_optimized(m->g) && pxn_owner(m, s, h.nic_b, &h.via_a))) {
+        h.nic_a = h.nic_b;
+        return h;
+    }
+    h.nic_a = S->nic[k % S->n];
+    h.via_a = S->owner[k % S->n];
+    if (!p2p && side_find(R, h.nic_a, &h.via_b)) h.nic_b = h.nic_a;
+    return h;
+}
+
+/* s -> d carrying w per payload byte. Across nodes, split evenly over the
+ * channels the NIC map gives (pick_hop); node-wide for ring and tree edges
+ * (whole_node), the two GPUs' own NICs for point to point. A ring or tree
+ * channel runs from the member that owns its send NIC to the one that owns
+ * its receive NIC: NCCL orders each channel's ring inside the node so that
+ * it leaves and enters there, so the hop puts nothing on NVLink (the edges
+ * inside the node stay those of the ranks' order). */
+static void acc_hop(acc *a, const topo *g, uint32_t s, uint32_t d, double w, bool whole_node)
 {
     static _Thread_local uint32_t path[TOPO_PATH_MAX];
-    uint32_t nic = topo_nics_per_node(g);
-    if (topo_node_of(g, s) == topo_node_of(g, d) || nic <= 1) {
+    const nicmap *m = a->nm;
+    if (topo_node_of(g, s) == topo_node_of(g, d) || topo_nics_per_node(g) == 0 || !m) {
         acc_path(a, g, path, topo_route(g, s, d, -1, path), w);
         return;
     }
-    for (uint32_t r = 0; r < nic; r++)
-        acc_path(a, g, path, topo_route(g, s, d, (int)r, path), w / nic);
+    side S = side_of(m, s, whole_node), R = side_of(m, d, whole_node);
+    if (S.n == 0 || R.n == 0) {
+        acc_path(a, g, path, topo_route(g, s, d, -1, path), w);
+        return;
+    }
+    uint32_t ch = S.n > R.n ? S.n : R.n;
+    for (uint32_t k = 0; k < ch; k++) {
+        topo_hop h = pick_hop(m, s, d, &S, &R, k, !whole_node);
+        if (whole_node) { /* the channel's ring leaves and enters at the NICs' owners */
+            h.a = h.via_a;
+            h.b = h.via_b;
+        }
+        acc_path(a, g, path, topo_route_nics(g, &h, path), w / ch);
+    }
 }
 
-/* A link on the same rail as `rail` (one edge, one NIC). */
-static void acc_edge_rail(acc *a, const topo *g, uint32_t s, uint32_t d, int rail, double w)
+static void acc_edge(acc *a, const topo *g, uint32_t s, uint32_t d, double w)
 {
-    static _Thread_local uint32_t path[TOPO_PATH_MAX];
-    acc_path(a, g, path, topo_route(g, s, d, rail, path), w);
+    acc_hop(a, g, s, d, w, true);
+}
+
+static void acc_p2p(acc *a, const topo *g, uint32_t s, uint32_t d, double w)
+{
+    acc_hop(a, g, s, d, w, false);
 }
 
 static int cmp_use(const void *x, const void *y)
@@ -285,7 +481,7 @@ static void tree(const topo *g, const uint32_t *r, uint32_t n, uint32_t m, acc *
 static void nvls(const topo *g, const uint32_t *r, uint32_t n, acc *a)
 {
     uint32_t path[TOPO_PATH_MAX];
-    double w = 1.0 + 1.0 / n;
+    double w = (1.0 + 1.0 / n) / NVLS_EFFICIENCY;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t peer = r[(i + 1) % n];
         uint32_t k = topo_route(g, r[i], peer, -1, path);
@@ -304,14 +500,13 @@ static void nvls_tree(const topo *g, const uint32_t *r, uint32_t n, uint32_t m, 
     uint32_t ppn = n / m;
     for (uint32_t x = 0; x < m; x++) nvls(g, r + x * ppn, ppn, a);
     for (uint32_t j = 0; j < ppn; j++) {
-        int rail = (int)topo_nic_of(g, r[j] % topo_gpus_per_node(g));
         for (uint32_t t = 0; t < 2; t++)
             for (uint32_t child = 0; child < m; child++) {
                 if (tree_pos(t, child, m) == 0) continue;
                 uint32_t parent = tree_parent(t, child, m);
                 uint32_t rc = r[child * ppn + j], rp = r[parent * ppn + j];
-                acc_edge_rail(a, g, rc, rp, rail, 0.5 / ppn);
-                acc_edge_rail(a, g, rp, rc, rail, 0.5 / ppn);
+                acc_p2p(a, g, rc, rp, 0.5 / ppn);
+                acc_p2p(a, g, rp, rc, 0.5 / ppn);
             }
     }
 }
@@ -332,11 +527,9 @@ static void hier_intra(const topo *g, const uint32_t *r, uint32_t m, uint32_t pp
 static void hier_inter(const topo *g, const uint32_t *r, uint32_t m, uint32_t ppn, double w,
                        acc *a)
 {
-    for (uint32_t j = 0; j < ppn; j++) {
-        int rail = (int)topo_nic_of(g, r[j] % topo_gpus_per_node(g));
+    for (uint32_t j = 0; j < ppn; j++)
         for (uint32_t x = 0; x < m; x++)
-            acc_edge_rail(a, g, r[x * ppn + j], r[((x + 1) % m) * ppn + j], rail, w);
-    }
+            acc_p2p(a, g, r[x * ppn + j], r[((x + 1) % m) * ppn + j], w);
 }
 
 /* ---- direct ---- */
@@ -345,16 +538,16 @@ static void direct_all(const topo *g, prog_coll c, const uint32_t *r, uint32_t n
 {
     if (c == PROG_COLL_SEND_UP || c == PROG_COLL_SEND_DOWN) { /* one way, 2 members */
         bool up = c == PROG_COLL_SEND_UP;
-        acc_edge(a, g, r[up ? 0 : n - 1], r[up ? n - 1 : 0], 1.0);
+        acc_p2p(a, g, r[up ? 0 : n - 1], r[up ? n - 1 : 0], 1.0);
         return;
     }
     if (c == PROG_COLL_SEND_RECV) { /* a shift by one: every member's payload once */
-        for (uint32_t i = 0; i < n; i++) acc_edge(a, g, r[i], r[(i + 1) % n], 1.0);
+        for (uint32_t i = 0; i < n; i++) acc_p2p(a, g, r[i], r[(i + 1) % n], 1.0);
         return;
     }
     for (uint32_t i = 0; i < n; i++)
         for (uint32_t j = 0; j < n; j++)
-            if (i != j) acc_edge(a, g, r[i], r[j], 1.0 / n);
+            if (i != j) acc_p2p(a, g, r[i], r[j], 1.0 / n);
 }
 
 /* ---- shapes ---- */
@@ -375,6 +568,11 @@ bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
     case ALGO_DIRECT: return c == PROG_COLL_ALL_TO_ALL || algo_is_p2p(c);
     default: return false;
     }
+}
+
+bool algo_proto_tunable(algo_kind algo, algo_proto p)
+{
+    return (algo != ALGO_NVLS && algo != ALGO_NVLS_TREE) || p == ALGO_P_SIMPLE;
 }
 
 static const char *why_not(algo_kind algo)
@@ -456,7 +654,11 @@ int algo_shape_build(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t
         return ss_fail(err, SS_E_INPUT, NULL, "algorithm %s cannot run %s over %u ranks: %s",
                        algo_kind_names[algo], prog_coll_name(c), n, why_not(algo));
     uint32_t m = count_nodes(g, ranks, n);
+    nicmap nm;
+    int rc = nicmap_init(&nm, g, ranks, n, err);
+    if (rc) return rc;
     acc ph[ALGO_MAX_PHASES] = {{0}};
+    for (uint32_t k = 0; k < ALGO_MAX_PHASES; k++) ph[k].nm = &nm;
     uint32_t nph = 1;
     switch (algo) {
     case ALGO_RING: ring(g, c, ranks, n, m == 1, &ph[0]); break;
@@ -466,8 +668,8 @@ int algo_shape_build(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t
     case ALGO_HIER: hier_phases(g, c, ranks, n, m, ph, &nph); break;
     default: direct_all(g, c, ranks, n, &ph[0]); break;
     }
+    nicmap_fini(&nm);
     algo_shape s = {.algo = algo, .nphase = nph};
-    int rc = SS_OK;
     for (uint32_t k = 0; k < nph; k++) {
         if (ph[k].wire > s.wire_ns) s.wire_ns = ph[k].wire;
         if (!rc) rc = acc_finish(&ph[k], &s.use[k], &s.nuse[k], err);
@@ -532,6 +734,14 @@ static double iso_rate(const topo *g, const flow_use *u, uint32_t n, double scal
     return r;
 }
 
+static double tree_correction(const algo_shape *s, prog_coll c, algo_proto p, ss_bytes bytes)
+{
+    if (s->algo != ALGO_TREE || c != PROG_COLL_ALL_REDUCE || bytes < 64) return 1.0;
+    uint32_t lg = 0;
+    for (ss_bytes b = bytes >> 6; b > 1; b >>= 1) lg++;
+    return lg < TREE_CORR_N ? tree_corr[p - ALGO_P_LL][lg] : 1.0;
+}
+
 algo_cost algo_cost_of(const topo *g, const algo_shape *s, prog_coll c, uint32_t n,
                        algo_proto p, ss_bytes bytes)
 {
@@ -539,7 +749,7 @@ algo_cost algo_cost_of(const topo *g, const algo_shape *s, prog_coll c, uint32_t
     algo_cost k = {.algo = s->algo, .proto = p};
     double lat = latency_us(g, s, p) * 1e-6 + (double)s->wire_ns * 1e-9;
     k.latency_ns = ss_ns_from_s(lat);
-    k.wscale = proto_scale(s, c, p);
+    k.wscale = proto_scale(s, c, p) / tree_correction(s, c, p, bytes);
     k.iso_s = lat;
     for (uint32_t i = 0; i < s->nphase; i++) {
         k.iso_rate[i] = iso_rate(g, s->use[i], s->nuse[i], k.wscale);
@@ -553,6 +763,6 @@ uint32_t algo_candidates(const topo *g, prog_coll c, const uint32_t *ranks, uint
 {
     uint32_t k = 0;
     for (int a = ALGO_RING; a < ALGO_NKINDS; a++)
-        if (algo_applies(g, c, ranks, n, (algo_kind)a)) out[k++] = (algo_kind)a;
+        if (a != ALGO_HIER && algo_applies(g, c, ranks, n, (algo_kind)a)) out[k++] = (algo_kind)a;
     return k;
 }

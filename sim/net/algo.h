@@ -12,8 +12,9 @@
  *   ring  all-gather / reduce-scatter: each ring edge carries (n-1)/n,
  *         all-reduce 2(n-1)/n, broadcast 1 (a pipelined chain from the
  *         root). Ranks in ascending order; an edge between nodes is split
- *         evenly over the node's NICs (NCCL's channels leave through every
- *         rail). Inside one node on a direct GPU mesh, the data is split over
+ *         evenly over the NICs of the members on each node (NCCL's
+ *         channels leave a node through different members; see NIC
+ *         locality below). Inside one node on a direct GPU mesh, the data is split over
  *         every Hamiltonian cycle of the mesh in both directions (NCCL's
  *         rings cover all NVLinks).
  *   tree  all-reduce across nodes: NCCL's double binary tree over the
@@ -21,7 +22,8 @@
  *         node; tree bandwidth x 0.9 as in NCCL's model.
  *   nvls  all-reduce inside a node with an NVLS NVSwitch: each GPU's link
  *         to the switch carries 1 + 1/n each way (reduce-load, then
- *         multicast store of its slice).
+ *         multicast store of its slice), at the switch's reduction rate:
+ *         0.85 of the link's (NCCL's nvlsEfficiency for Hopper).
  *   nvls_tree  all-reduce across nodes with NVLS inside them: NVLS in each
  *         node, and per local rank a double binary tree over the nodes on
  *         its own rail carrying 1/ppn of the payload (NCCL's NVLS_TREE).
@@ -32,6 +34,17 @@
  *   direct all-to-all: every pair, 1/n of the payload each way; send_recv:
  *         each member to the next, the whole payload.
  *
+ * NIC locality. Each member uses its local NICs (topo_local_nics: the
+ * fewest links away without passing another GPU), shared with the other
+ * members local to the same NICs, ceil(NICs / those members) each (NCCL's
+ * ncclTopoGetLocalNet); GPUs outside the group count for nothing. Ring and
+ * tree edges between nodes spread over the NICs of all the members of both
+ * nodes, a channel per NIC, received on the same rail where the other node
+ * has it. Point-to-point edges (direct, and the per-rail trees and rings
+ * of nvls_tree and hier) leave through the sender's own NICs, or on a
+ * rail-optimized fabric through the member of the sender's node that owns
+ * the receiver's rail (PXN, members only); else they cross the spine.
+ *
  * Latency follows NCCL's tuning model (src/graph/tuning.cc): a base per
  * algorithm and protocol plus a per-step cost by hardware (NVLink, PCIe,
  * network), with NCCL's step counts, plus the wire latency of the longest
@@ -41,7 +54,9 @@
  * 8 of every 128 bytes (0.92), Simple none.
  *
  * algo_choose is the tuner: among the algorithm and protocol pairs that
- * apply (or the forced ones), the least time alone on the machine, like
+ * apply (or the forced ones; hier only when forced, as NCCL has no such
+ * algorithm: across nodes all_gather and reduce_scatter run rings,
+ * all_reduce ring, tree or nvls_tree), the least time alone on the machine, like
  * NCCL's. Ties go to the earlier pair in list order. Pure; the usage
  * vectors are built into caller-owned algo_shape values so callers can
  * cache them per group.
@@ -98,6 +113,11 @@ void algo_shape_fini(algo_shape *s);
 
 /* send_recv, send_up, send_down: point to point, run by direct only. */
 bool algo_is_p2p(prog_coll c);
+/* Whether the tuner may pair `algo` with protocol p: NVLS and NVLS_TREE
+ * run Simple only (NCCL, src/graph/tuning.cc, ncclTopoTuneModel since
+ * 2.17: "if ((a == NCCL_ALGO_NVLS || a == NCCL_ALGO_NVLS_TREE) && p !=
+ * NCCL_PROTO_SIMPLE) continue;"). A forced protocol is the user's. */
+bool algo_proto_tunable(algo_kind algo, algo_proto p);
 /* Whether `algo` applies to c over the group (no error message). */
 bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n, algo_kind algo);
 
@@ -105,8 +125,8 @@ bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
 algo_cost algo_cost_of(const topo *g, const algo_shape *s, prog_coll c, uint32_t n,
                        algo_proto p, ss_bytes bytes);
 
-/* The algorithms worth trying for c over the group, in tuner order; the
- * count is returned. */
+/* The algorithms the tuner tries for c over the group (hier only when
+ * forced, so not here), in tuner order; the count is returned. */
 uint32_t algo_candidates(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
                          algo_kind out[ALGO_NKINDS]);
 

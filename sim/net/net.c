@@ -205,6 +205,8 @@ static void pick(const net *n, const algo_shape *const *sh, uint32_t nsh, prog_c
     for (uint32_t i = 0; i < nsh; i++)
         for (int p = ALGO_P_LL; p < ALGO_NPROTOS; p++) {
             if (n->o.proto != ALGO_P_AUTO && p != (int)n->o.proto) continue;
+            if (n->o.proto == ALGO_P_AUTO && !algo_proto_tunable(sh[i]->algo, (algo_proto)p))
+                continue;
             algo_cost k = algo_cost_of(n->g, sh[i], c, size, (algo_proto)p, bytes);
             if (first || k.iso_s < best->iso_s) {
                 *best = k;
@@ -243,7 +245,8 @@ static void calibrate(const net *n, prog_coll c, const uint32_t *ranks, uint32_t
 }
 
 /* Candidate shapes (indexes): the forced algorithm if it applies, else
- * all. */
+ * NCCL's (all but hierarchical, which NCCL does not have: it runs only when
+ * forced; algo.h). */
 static int candidates(net *n, uint32_t gid, prog_coll c, prog_group pg,
                       uint32_t idx[ALGO_NKINDS], uint32_t *nsh, ss_err *err)
 {
@@ -251,6 +254,7 @@ static int candidates(net *n, uint32_t gid, prog_coll c, prog_group pg,
     for (int pass = 0; pass < 2 && *nsh == 0; pass++)
         for (int a = ALGO_RING; a < ALGO_NKINDS; a++) {
             if (pass == 0 && n->o.algo != ALGO_AUTO && a != (int)n->o.algo) continue;
+            if (a == ALGO_HIER && n->o.algo != ALGO_HIER) continue;
             int32_t i = -1;
             int rc = cached_shape(n, gid, c, pg, (algo_kind)a, &i, err);
             if (rc) return rc;

@@ -21,7 +21,9 @@ struct topo {
     uint32_t nvg, gbase[SPEC_TOPO_VGROUPS];
     tlink *tl;
     uint16_t *next;     /* [nv * nv]: first template link from s towards d */
+    uint16_t *next_ng;  /* the same, never passing through a GPU (NIC legs) */
     uint16_t nic_v[SPEC_TOPO_VMAX];
+    uint32_t *local;    /* [gpn]: bit i set when NIC i is local to the GPU */
     bool nvls;
     spec_fabric fab;
     uint32_t fbase, nfl; /* fabric links [fbase, fbase + nfl) */
@@ -100,13 +102,14 @@ static int build_template(topo *g, const spec_topology *t, ss_err *err)
 
 /* First hops towards d for every source: Dijkstra from d over reversed
  * links, cost 1 / capacity. O(V^2 + E) per destination; V <= 256. */
-static void route_to(topo *g, uint32_t d, double *dist, uint8_t *done)
+static void route_to(topo *g, uint16_t *next, bool no_gpu, uint32_t d, double *dist,
+                     uint8_t *done)
 {
     uint32_t nv = g->nv;
     for (uint32_t v = 0; v < nv; v++) {
         dist[v] = -1.0;
         done[v] = 0;
-        g->next[(size_t)v * nv + d] = NOLINK;
+        next[(size_t)v * nv + d] = NOLINK;
     }
     dist[d] = 0.0;
     for (;;) {
@@ -115,13 +118,14 @@ static void route_to(topo *g, uint32_t d, double *dist, uint8_t *done)
             if (!done[v] && dist[v] >= 0.0 && (u == nv || dist[v] < dist[u])) u = v;
         if (u == nv) return;
         done[u] = 1;
+        if (no_gpu && u != d && u < g->gpn) continue; /* a GPU is no transit */
         for (uint32_t l = 0; l < g->ntl; l++) {
             if (g->tl[l].to != u) continue;
             uint32_t s = g->tl[l].from;
             double c = dist[u] + 1.0 / g->tl[l].Bps;
             if (done[s] || (dist[s] >= 0.0 && dist[s] <= c)) continue;
             dist[s] = c;
-            g->next[(size_t)s * nv + d] = (uint16_t)l;
+            next[(size_t)s * nv + d] = (uint16_t)l;
         }
     }
 }
@@ -155,16 +159,52 @@ static int check_reach(const topo *g, const char *name, ss_err *err)
     return SS_OK;
 }
 
+/* Links on the GPU-free path from s to d (UINT32_MAX: none). */
+static uint32_t ng_hops(const topo *g, uint32_t s, uint32_t d)
+{
+    uint32_t k = 0;
+    while (s != d) {
+        uint16_t l = g->next_ng[(size_t)s * g->nv + d];
+        if (l == NOLINK) return UINT32_MAX;
+        s = g->tl[l].to;
+        k++;
+    }
+    return k;
+}
+
+/* A GPU's local NICs: those the fewest links away without passing through
+ * another GPU, as NCCL ranks NICs by PCIe path type (PIX, PXB before PHB
+ * before SYS; src/graph/topo.cc) and uses the best ones. */
+static void find_local_nics(topo *g)
+{
+    for (uint32_t s = 0; s < g->gpn; s++) {
+        uint32_t best = UINT32_MAX;
+        for (uint32_t i = 0; i < g->nnic && i < 32; i++) {
+            uint32_t h = ng_hops(g, s, g->nic_v[i]);
+            if (h < best) best = h, g->local[s] = 0;
+            if (h == best && h != UINT32_MAX) g->local[s] |= 1u << i;
+        }
+    }
+}
+
 static int build_routes(topo *g, const char *name, ss_err *err)
 {
-    g->next = malloc((size_t)g->nv * g->nv * sizeof *g->next);
+    size_t vv = (size_t)g->nv * g->nv;
+    g->next = malloc(vv * sizeof *g->next);
+    g->next_ng = malloc(vv * sizeof *g->next_ng);
+    g->local = calloc(g->gpn ? g->gpn : 1, sizeof *g->local);
     double *dist = malloc(g->nv * sizeof *dist);
     uint8_t *done = malloc(g->nv);
     int rc = SS_OK;
-    if (!g->next || !dist || !done) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
-    for (uint32_t d = 0; d < g->nv && !rc; d++) route_to(g, d, dist, done);
+    if (!g->next || !g->next_ng || !g->local || !dist || !done)
+        rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    for (uint32_t d = 0; d < g->nv && !rc; d++) {
+        route_to(g, g->next, false, d, dist, done);
+        route_to(g, g->next_ng, true, d, dist, done);
+    }
     free(dist);
     free(done);
+    if (!rc) find_local_nics(g);
     return rc ? rc : check_reach(g, name, err);
 }
 
@@ -260,6 +300,8 @@ void topo_free(topo *g)
     if (!g) return;
     free(g->tl);
     free(g->next);
+    free(g->next_ng);
+    free(g->local);
     free(g->fBps);
     free(g);
 }
@@ -275,6 +317,19 @@ bool topo_has_nvls(const topo *g) { return g->nvls; }
 uint32_t topo_nic_of(const topo *g, uint32_t local)
 {
     return g->nnic ? (uint32_t)((uint64_t)local * g->nnic / g->gpn) : 0;
+}
+
+uint32_t topo_local_nics(const topo *g, uint32_t local, uint32_t *nics)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < g->nnic && i < 32; i++)
+        if (g->local[local % g->gpn] >> i & 1) nics[k++] = i;
+    return k;
+}
+
+bool topo_rail_optimized(const topo *g)
+{
+    return g->fab.kind == SPEC_FAB_FAT_TREE && g->fab.rail_optimized;
 }
 
 double topo_link_Bps(const topo *g, uint32_t l)
@@ -397,6 +452,36 @@ uint32_t topo_route(const topo *g, uint32_t a, uint32_t b, int rail, uint32_t *p
     uint32_t n = route_in(g, na, la, g->nic_v[ra], path, 0);
     n = route_fabric(g, na, ra, nb, rb, path, n);
     return route_in(g, nb, g->nic_v[rb], lb, path, n);
+}
+
+/* Template path s -> d never passing through a GPU, appended at path[n];
+ * the general route where there is none (a NIC reached only through a
+ * GPU). */
+static uint32_t route_ng(const topo *g, uint32_t node, uint32_t s, uint32_t d, uint32_t *path,
+                         uint32_t n)
+{
+    if (ng_hops(g, s, d) == UINT32_MAX) return route_in(g, node, s, d, path, n);
+    while (s != d && n < TOPO_PATH_MAX) {
+        uint16_t l = g->next_ng[(size_t)s * g->nv + d];
+        path[n++] = node * g->ntl + l;
+        s = g->tl[l].to;
+    }
+    return n;
+}
+
+uint32_t topo_route_nics(const topo *g, const topo_hop *h, uint32_t *path)
+{
+    uint32_t na = h->a / g->gpn, nb = h->b / g->gpn;
+    if (h->a == h->b) return 0;
+    if (na == nb || g->fab.kind == SPEC_FAB_TORUS2D || g->nnic == 0)
+        return topo_route(g, h->a, h->b, -1, path);
+    uint32_t pa = h->via_a % g->gpn, pb = h->via_b % g->gpn, ra = h->nic_a % g->nnic,
+             rb = h->nic_b % g->nnic;
+    uint32_t n = route_in(g, na, h->a % g->gpn, pa, path, 0);
+    n = route_ng(g, na, pa, g->nic_v[ra], path, n);
+    n = route_fabric(g, na, ra, nb, rb, path, n);
+    n = route_ng(g, nb, g->nic_v[rb], pb, path, n);
+    return route_in(g, nb, pb, h->b % g->gpn, path, n);
 }
 
 ss_ns topo_path_latency(const topo *g, const uint32_t *path, uint32_t n)

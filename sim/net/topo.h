@@ -64,6 +64,28 @@ bool topo_has_nvls(const topo *g);
  * block (GPU i of G with N NICs: NIC i * N / G). */
 uint32_t topo_nic_of(const topo *g, uint32_t local);
 
+/* The NICs local to local GPU `local`: those the fewest links away on a
+ * path that passes through no other GPU (NCCL's PCIe path types: a NIC on
+ * the GPU's own PCIe switch before one behind the CPU). Fills nics[]
+ * ascending (the first 32 NICs of a node at most) and returns the count;
+ * 0 only when the node has no NIC. */
+uint32_t topo_local_nics(const topo *g, uint32_t local, uint32_t *nics);
+
+/* Whether the fabric is a rail-optimized fat tree (NIC i of every node on
+ * the leaves of rail i: crossing rails costs the spine). */
+bool topo_rail_optimized(const topo *g);
+
+/* One hop of a collective across nodes, with the NICs chosen: GPU a hands
+ * the data to GPU via_a of its node (itself, or an NVLink peer that
+ * proxies it: NCCL's PXN), which sends through its node's NIC nic_a; NIC
+ * nic_b of b's node delivers to GPU via_b, which hands it on to b. The
+ * NIC legs pass through no GPU. Inside one node, or on a torus or a node
+ * without NICs: topo_route(a, b, -1). */
+typedef struct topo_hop {
+    uint32_t a, via_a, nic_a, nic_b, via_b, b;
+} topo_hop;
+uint32_t topo_route_nics(const topo *g, const topo_hop *h, uint32_t *path);
+
 /* Route from GPU a to GPU b (a != b). Across nodes, leave through NIC
  * `rail` of a's node (rail < 0: topo_nic_of(a)); the peer NIC is the same
  * rail on a rail-optimized fat tree, else topo_nic_of(b). Fills path[] with

@@ -151,15 +151,19 @@ static void set_median(coll_table *t)
 }
 
 static int compare_table(const char *topo_file, const net_opts *o, const char *log_file,
-                         const ncclt_log *log, size_t ti, coll_table *tab, ss_err *err)
+                         const ncclt_log *log, size_t ti, const uint32_t shape[2],
+                         coll_table *tab, ss_err *err)
 {
     const ncclt_info *in = ncclt_table(log, ti);
     char where[1100];
     snprintf(where, sizeof where, "%s:%u", log_file, in->line);
-    if (!in->nranks)
+    if (!in->nranks && !shape[0])
         return ss_fail(err, SS_E_INPUT, where, "table %s: the log does not say how many ranks "
-                       "ran (no \"#  Rank N Group\" lines)", in->label);
-    *tab = (coll_table){.nranks = in->nranks, .nodes = in->nnodes ? in->nnodes : 1,
+                       "ran (no \"#  Rank N Group\" lines); give --ranks and --nodes",
+                       in->label);
+    *tab = (coll_table){.nranks = in->nranks ? in->nranks : shape[0],
+                        .nodes = in->nranks ? (in->nnodes ? in->nnodes : 1)
+                                            : (shape[1] ? shape[1] : 1),
                         .measured = true};
     snprintf(tab->label, sizeof tab->label, "%s", in->label);
     spec_topology t;
@@ -185,9 +189,10 @@ static int compare_table(const char *topo_file, const net_opts *o, const char *l
 }
 
 int coll_compare(const char *topo_file, const net_opts *o, const char *log_file,
-                 const char *op_hint, const char *label, coll_table **out, size_t *n,
-                 ss_err *err)
+                 const char *op_hint, const char *label, uint32_t ranks, uint32_t nodes,
+                 coll_table **out, size_t *n, ss_err *err)
 {
+    const uint32_t shape[2] = {ranks, nodes};
     ncclt_log *log = NULL;
     int rc = ncclt_load(log_file, op_hint, &log, err);
     if (rc) return rc;
@@ -196,7 +201,7 @@ int coll_compare(const char *topo_file, const net_opts *o, const char *log_file,
     if (!tabs) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     for (size_t i = 0; !rc && i < nt; i++) {
         if (label && strcmp(ncclt_table(log, i)->label, label)) continue;
-        rc = compare_table(topo_file, o, log_file, log, i, &tabs[k], err);
+        rc = compare_table(topo_file, o, log_file, log, i, shape, &tabs[k], err);
         k++;
     }
     if (!rc && k == 0)

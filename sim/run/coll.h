@@ -52,10 +52,12 @@ int coll_sweep(const char *topo_file, const net_opts *o, prog_coll c, uint32_t r
 
 /* Compare with every table of an nccl-tests log (or the one labelled
  * `label`, when not NULL). op_hint: the collective for tables the file does
- * not name. *out is an array of *n tables. */
+ * not name; ranks and nodes: the shape of tables whose log has no rank
+ * lines (a transcribed excerpt; 0: such a table is an error). *out is an
+ * array of *n tables. */
 int coll_compare(const char *topo_file, const net_opts *o, const char *log_file,
-                 const char *op_hint, const char *label, coll_table **out, size_t *n,
-                 ss_err *err);
+                 const char *op_hint, const char *label, uint32_t ranks, uint32_t nodes,
+                 coll_table **out, size_t *n, ss_err *err);
 
 void coll_table_fini(coll_table *t);
 

@@ -18,6 +18,10 @@ grep -q "^#       size         count      type   redop    root" "$out/s" || fail
 "$bin" coll --topology topologies/gcp-a3mega.json --calibration calib/profiles/h100-2node-a3mega.json \
   --compare tests/data/nccl-tests/h100-2node-16gpu-gcp-a3mega-ztan.txt -o "$out/cal.txt" >/dev/null 2>&1 || fail "calibrated compare exited $?"
 grep -q "median |error| of time for sizes >= 1 MiB: 0\." "$out/cal.txt" || fail "calibrated median under 1%: $(grep median "$out/cal.txt")"
+# a log with no rank lines takes its shape from --ranks and --nodes, and says so without them
+"$bin" coll --topology topologies/h100-ib-fattree.json --algo tree --ranks 2 --nodes 2 \
+  --compare tests/data/nccl-tests/h100-2node-1gpu-tree-4nic-prohuper.txt >"$out/x" 2>&1 || fail "excerpt compare exited $?"
+grep -q "2 ranks on 2 node" "$out/x" || fail "excerpt compare: 2 ranks on 2 nodes"
 check_bad() { # expected fragment, args...
   local frag=$1; shift
   "$bin" coll "$@" -o "$out/bad.txt" >"$out/stdout" 2>"$out/stderr"
@@ -35,6 +39,8 @@ check_bad "flat form" --topology "$out/flat.json" --op all_gather
 check_bad "ranks on" --topology topologies/h100x8-hgx.json --op all_gather --ranks 12
 check_bad "-b: expected" --topology topologies/h100x8-hgx.json --op all_gather -b 1X
 check_bad "cannot read" --topology topologies/h100x8-hgx.json --compare no-such-log.txt
+check_bad "give --ranks and --nodes" --topology topologies/h100-ib-fattree.json \
+  --compare tests/data/nccl-tests/h100-2node-1gpu-tree-4nic-prohuper.txt
 rm -rf "$out"
 [ $fails -eq 0 ] && echo "coll: all passed"
 [ $fails -eq 0 ]

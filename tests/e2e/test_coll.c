@@ -42,7 +42,7 @@ static coll_table compare_with(const char *topo_file, const char *log, const cha
     size_t n = 0;
     ss_err err;
     ss_err_clear(&err);
-    if (coll_compare(t, &o, l, NULL, label, &tabs, &n, &err))
+    if (coll_compare(t, &o, l, NULL, label, 0, 0, &tabs, &n, &err))
         fail_msg("%s: %s", err.where, err.msg);
     assert_int_equal(n, 1);
     coll_table tab = tabs[0];
@@ -95,17 +95,21 @@ static void test_reduce_scatter_ring(void **state)
 }
 
 /* NVLS all-reduce: the model moves (1 + 1/n) of the payload over each
- * GPU's NVLink, which is faster than measured (the switch's reduction rate
- * is not modelled). Reported, and held to its present error so a change
- * shows: predicted faster, median within 30%. */
+ * GPU's NVLink at the switch's reduction rate (0.85 of the link, NCCL's
+ * nvlsEfficiency for Hopper) with the Simple protocol only, as NCCL. Held
+ * to what that gives: median within 12%, and from 1 GiB within 5% (479
+ * GB/s bus bandwidth measured at 8 GiB, 487 modelled; without the switch
+ * rate the model was 16-36% fast at every size). */
 static void test_all_reduce_nvls(void **state)
 {
     (void)state;
     coll_table t = compare("topologies/h100x8-hgx.json", ONE, TABLE "all_reduce_nvls.out",
                            ALGO_NVLS);
-    assert_true(t.median_abs_err <= 0.30);
-    for (uint32_t i = 0; i < t.nrows; i++)
-        if (t.rows[i].bytes >= (1u << 20)) assert_true(t.rows[i].rel_err < 0.0);
+    assert_true(t.median_abs_err <= 0.12);
+    for (uint32_t i = 0; i < t.nrows; i++) {
+        if (t.rows[i].bytes >= (1u << 20)) assert_int_equal(t.rows[i].proto, ALGO_P_SIMPLE);
+        if (t.rows[i].bytes >= (1u << 30)) assert_true(fabs(t.rows[i].rel_err) <= 0.05);
+    }
     coll_table_fini(&t);
 }
 

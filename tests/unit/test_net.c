@@ -275,10 +275,12 @@ static void test_bus_factor(void **state)
     assert_true(REL(busbw(g, PROG_COLL_SEND_RECV, first8, 8, ALGO_DIRECT), link) < 1e-12);
     /* all-to-all: (n-1)/n of the payload leaves each GPU: busbw = link too */
     assert_true(REL(busbw(g, PROG_COLL_ALL_TO_ALL, first8, 8, ALGO_DIRECT), link) < 1e-12);
-    /* NVLS moves (1 + 1/n) of the payload each way per GPU: algbw = link * 8/9 */
+    /* NVLS moves (1 + 1/n) of the payload each way per GPU at the switch's
+     * reduction rate, 0.85 of the link (NCCL's nvlsEfficiency, Hopper):
+     * algbw = link * 0.85 * 8/9 */
     double nv = busbw(g, PROG_COLL_ALL_REDUCE, first8, 8, ALGO_NVLS) / cost_bus_factor(
                     PROG_COLL_ALL_REDUCE, 8);
-    assert_true(REL(nv, link * 8.0 / 9.0) < 1e-12);
+    assert_true(REL(nv, link * 0.85 * 8.0 / 9.0) < 1e-12);
     topo_free(g);
 }
 
@@ -324,6 +326,198 @@ static void test_latency_growth(void **state)
     for (int k = 1; k < 4; k++) assert_int_equal(tree[k] - tree[k - 1], 100000);
     for (int k = 2; k < 4; k++)
         assert_int_equal(ring[k] - ring[k - 1], 2 * (ring[k - 1] - ring[k - 2]));
+    topo_free(g);
+}
+
+/* ---- NIC locality ---- */
+
+/* The shape of `a` for c over r[0..n), and whether any phase loads a link
+ * whose name contains `part`. */
+static algo_shape shape(const topo *g, prog_coll c, const uint32_t *r, uint32_t n, algo_kind a)
+{
+    algo_shape s;
+    ss_err err;
+    ss_err_clear(&err);
+    if (algo_shape_build(g, c, r, n, a, &s, &err)) fail_msg("%s", err.msg);
+    return s;
+}
+
+static int loads(const topo *g, const algo_shape *s, const char *part)
+{
+    char buf[96];
+    for (uint32_t k = 0; k < s->nphase; k++)
+        for (uint32_t i = 0; i < s->nuse[k]; i++)
+            if (strstr(topo_link_name(g, s->use[k][i].link, buf, sizeof buf), part)) return 1;
+    return 0;
+}
+
+/* h100-ib-fattree.json: GPU i and NIC i hang off PCIe switch i / 2, so
+ * GPUs 2i and 2i+1 share NICs 2i and 2i+1 (topologies/h100x8-hgx.json). */
+static void test_local_nics(void **state)
+{
+    (void)state;
+    topo *g = graph("h100-ib-fattree.json", 2);
+    uint32_t nics[32];
+    assert_int_equal(topo_local_nics(g, 3, nics), 2);
+    assert_int_equal(nics[0], 2);
+    assert_int_equal(nics[1], 3);
+    topo_free(g);
+}
+
+/* One GPU per node (local GPU 3 of 10 nodes): the ring leaves each node
+ * only through GPU 3's own NICs 2 and 3, over its own PCIe link, never
+ * through an NVLink peer; the bus bandwidth is that PCIe link (64 GB/s x
+ * the PCIe efficiency), not eight NICs' worth (the issue's 204 GB/s). */
+static void test_one_gpu_per_node(void **state)
+{
+    (void)state;
+    topo *g = graph("h100-ib-fattree.json", 10);
+    uint32_t r[10];
+    for (uint32_t i = 0; i < 10; i++) r[i] = i * 8 + 3;
+    algo_shape s = shape(g, PROG_COLL_ALL_REDUCE, r, 10, ALGO_RING);
+    assert_true(loads(g, &s, "node0.nic[2]->leaf"));
+    assert_true(loads(g, &s, "node0.nic[3]->leaf"));
+    for (int k = 0; k < 8; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "node0.nic[%d]->leaf", k);
+        if (k != 2 && k != 3) assert_false(loads(g, &s, name));
+    }
+    assert_false(loads(g, &s, "nvswitch"));
+    assert_false(loads(g, &s, "core"));
+    algo_shape_fini(&s);
+    double pcie = 0;
+    for (uint32_t l = 0; l < topo_nlinks(g) && pcie == 0; l++) {
+        char buf[96];
+        if (!strcmp(topo_link_name(g, l, buf, sizeof buf), "node0.gpu[3]->pcie[1]"))
+            pcie = topo_link_Bps(g, l);
+    }
+    assert_true(pcie > 0 && pcie < 64e9);
+    assert_true(REL(busbw(g, PROG_COLL_ALL_REDUCE, r, 10, ALGO_RING), pcie) < 1e-9);
+    topo_free(g);
+}
+
+/* A sub-communicator of 2 GPUs per node on 2 nodes: GPUs 0 and 1 share
+ * NICs 0 and 1 and take one each (NCCL: ceil(2 NICs / 2 GPUs)); the node's
+ * ring traffic leaves through those two only. GPUs 0 and 2 sit on
+ * different switches: each takes both of its own, NICs 0-3. */
+static void test_sub_communicator(void **state)
+{
+    (void)state;
+    topo *g = graph("h100-ib-fattree.json", 2);
+    const uint32_t a[] = {0, 1, 8, 9}, b[] = {0, 2, 8, 10};
+    algo_shape s = shape(g, PROG_COLL_ALL_GATHER, a, 4, ALGO_RING);
+    assert_true(loads(g, &s, "node0.nic[0]->leaf"));
+    assert_true(loads(g, &s, "node0.nic[1]->leaf"));
+    for (int k = 2; k < 8; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "node0.nic[%d]->leaf", k);
+        assert_false(loads(g, &s, name));
+        snprintf(name, sizeof name, "node1.nic[%d]->leaf", k);
+        assert_false(loads(g, &s, name));
+    }
+    algo_shape_fini(&s);
+    s = shape(g, PROG_COLL_ALL_GATHER, b, 4, ALGO_RING);
+    for (int k = 0; k < 8; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "node1.nic[%d]->leaf", k);
+        assert_int_equal(loads(g, &s, name), k < 4);
+    }
+    algo_shape_fini(&s);
+    topo_free(g);
+}
+
+/* A ring over two whole nodes: each channel leaves and enters a node at the
+ * member that owns its NIC, so the hop adds nothing to NVLink. Every GPU's
+ * NVLink then carries its ring edge, (n-1)/n of algbw, which is the bus
+ * bandwidth of an all-gather: busbw = one NVLink, 450 GB/s x 0.82, below the
+ * 8 NICs' 8 x 50 x 0.95 = 380 GB/s. Proxying each channel from the ring's
+ * sender through NVLink, as before, added 1/8 of an edge to seven GPUs'
+ * links and gave 369 x 8/9 = 328. */
+static void test_ring_two_nodes(void **state)
+{
+    (void)state;
+    topo *g = graph("h100-ib-fattree.json", 2);
+    uint32_t r[16];
+    for (uint32_t i = 0; i < 16; i++) r[i] = i;
+    assert_true(REL(busbw(g, PROG_COLL_ALL_GATHER, r, 16, ALGO_RING), 450e9 * 0.82) < 1e-9);
+    topo_free(g);
+}
+
+/* NCCL's tree correction (treeCorrectionFactor, src/graph/tuning.cc):
+ * a tree all-reduce of 1 MiB (log2(1 MiB / 64) = 14) runs at 0.5 of its
+ * bandwidth with Simple, 0.6 with LL128; from 1 GiB (index 24, past the
+ * table) at the full rate. Rings are not corrected. */
+static double rate_of(const topo *g, const algo_shape *s, algo_proto p, ss_bytes bytes)
+{
+    return algo_cost_of(g, s, PROG_COLL_ALL_REDUCE, 32, p, bytes).iso_rate[0];
+}
+
+static void test_tree_correction(void **state)
+{
+    (void)state;
+    topo *g = graph("h100-ib-fattree.json", 4);
+    uint32_t r[32];
+    for (uint32_t i = 0; i < 32; i++) r[i] = i;
+    algo_shape t = shape(g, PROG_COLL_ALL_REDUCE, r, 32, ALGO_TREE);
+    algo_shape ring = shape(g, PROG_COLL_ALL_REDUCE, r, 32, ALGO_RING);
+    const ss_bytes gib = 1ull << 30, mib = 1u << 20;
+    assert_true(REL(rate_of(g, &t, ALGO_P_SIMPLE, mib), 0.5 * rate_of(g, &t, ALGO_P_SIMPLE, gib)) <
+                1e-12);
+    assert_true(REL(rate_of(g, &t, ALGO_P_LL128, mib), 0.6 * rate_of(g, &t, ALGO_P_LL128, gib)) <
+                1e-12);
+    assert_true(REL(rate_of(g, &ring, ALGO_P_SIMPLE, mib), rate_of(g, &ring, ALGO_P_SIMPLE, gib)) <
+                1e-12);
+    algo_shape_fini(&t);
+    algo_shape_fini(&ring);
+    topo_free(g);
+}
+
+/* All-to-all across nodes as per-peer flows on each GPU's own NIC (PXN to
+ * the receiver's rail): of a GPU's payload, the share for the other node's
+ * ranks, 8 of 16 on 2 nodes and 24 of 32 on 4, leaves through its one NIC
+ * at 50 GB/s x 0.95, so algbw = 47.5 / (1/2) = 95 and 47.5 / (3/4) = 63.3
+ * GB/s (NVIDIA/nccl-tests#130: "On 2 nodes, 50% of the traffic is
+ * inter-node so you should see BusBW = 2x network bandwidth per GPU"). */
+static void test_all_to_all_nodes(void **state)
+{
+    (void)state;
+    for (uint32_t m = 2; m <= 4; m += 2) {
+        topo *g = graph("h100-ib-fattree.json", m);
+        uint32_t r[32];
+        for (uint32_t i = 0; i < 8 * m; i++) r[i] = i;
+        algo_shape s = shape(g, PROG_COLL_ALL_TO_ALL, r, 8 * m, ALGO_DIRECT);
+        double algbw = algo_cost_of(g, &s, PROG_COLL_ALL_TO_ALL, 8 * m, ALGO_P_SIMPLE, 1u << 30)
+                           .iso_rate[0];
+        double cross = (double)(m - 1) / m;
+        assert_true(REL(algbw, 50e9 * 0.95 / cross) < 1e-9);
+        algo_shape_fini(&s);
+        topo_free(g);
+    }
+}
+
+/* PXN only through members. All-to-all over GPUs {0, 3} of 2 nodes: GPU 0
+ * reaches GPU 11 on rail 2 or 3 through member GPU 3 (NVLink, then GPU 3's
+ * NICs), so no traffic crosses the spine. Send/recv between GPUs 0 and 11
+ * alone: no member owns rails 2-3 on node 0, so GPU 0 sends from its own
+ * NICs and the data crosses the spine to node 1's NICs 2-3; no NVLink. */
+static void test_pxn_members_only(void **state)
+{
+    (void)state;
+    topo *g = graph("h100-ib-fattree.json", 2);
+    const uint32_t a[] = {0, 3, 8, 11}, p2p[] = {0, 11};
+    algo_shape s = shape(g, PROG_COLL_ALL_TO_ALL, a, 4, ALGO_DIRECT);
+    assert_true(loads(g, &s, "node0.gpu[0]->nvswitch"));
+    assert_true(loads(g, &s, "node0.nvswitch->gpu[3]"));
+    assert_false(loads(g, &s, "core"));
+    assert_false(loads(g, &s, "nvswitch->gpu[1]")); /* not a member */
+    assert_false(loads(g, &s, "nvswitch->gpu[2]"));
+    algo_shape_fini(&s);
+    s = shape(g, PROG_COLL_SEND_UP, p2p, 2, ALGO_DIRECT);
+    assert_false(loads(g, &s, "nvswitch"));
+    assert_true(loads(g, &s, "node0.nic[0]->leaf"));
+    assert_true(loads(g, &s, "core->leaf[2]"));
+    assert_true(loads(g, &s, "leaf[2]->node1.nic[2]"));
+    algo_shape_fini(&s);
     topo_free(g);
 }
 
@@ -444,6 +638,10 @@ int main(void)
         cmocka_unit_test(test_routes_torus),    cmocka_unit_test(test_bus_factor),
         cmocka_unit_test(test_mesh_rings),      cmocka_unit_test(test_latency_growth),
         cmocka_unit_test(test_contention),
+        cmocka_unit_test(test_local_nics),      cmocka_unit_test(test_one_gpu_per_node),
+        cmocka_unit_test(test_sub_communicator), cmocka_unit_test(test_pxn_members_only),
+        cmocka_unit_test(test_ring_two_nodes),   cmocka_unit_test(test_tree_correction),
+        cmocka_unit_test(test_all_to_all_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
