@@ -417,6 +417,50 @@ ss_bytes mp_padded(uint64_t numel, uint32_t n, uint32_t elem)
     return ss_div_ceil(numel, n) * n * elem;
 }
 
+void mp_buckets(mp *m, uint64_t cap, mp_bucket **out, uint32_t *n)
+{
+    mp_bucket *bk = calloc(m->nu ? m->nu : 1, sizeof *bk);
+    *out = bk, *n = 0;
+    if (!bk) {
+        em_nomem(m->e);
+        return;
+    }
+    for (uint32_t k = m->nu; k-- > 0;) {
+        mp_unit *u = &m->u[k];
+        mp_bucket *b = *n ? &bk[*n - 1] : NULL;
+        bool same_chunk = b && m->pl->blocks[m->u[b->u0].b0].chunk == m->pl->blocks[u->b0].chunk;
+        bool full = b && cap && b->n[0] + b->n[1] >= cap;
+        if (!b || !same_chunk || full) {
+            b = &bk[(*n)++];
+            *b = (mp_bucket){.u0 = k + 1, .u1 = k + 1, .ag = EM_NONE};
+        }
+        b->u0 = k;
+        b->n[0] += u->dense, b->n[1] += u->expert;
+        u->bucket = (uint32_t)(b - bk);
+    }
+}
+
+void mp_reduce_bucket(mp *m, const mp_bucket *b, bool dist, uint32_t after, const char *what)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s.%s", what, dist ? "reduce_scatter" : "all_reduce");
+    for (int k = 0; k < 2; k++) {
+        ss_bytes bytes = dist ? mp_padded(b->n[k], m->gsize[k], m->pl->reduce_elem)
+                              : b->n[k] * m->pl->reduce_elem;
+        mp_coll(m, PROG_REDUCE, PROG_PH_BACKWARD,
+                dist ? PROG_COLL_REDUCE_SCATTER : PROG_COLL_ALL_REDUCE, m->g[k ? G_EDP : G_DP],
+                bytes, after, name, k ? "bucket.experts" : "bucket");
+    }
+}
+
+uint32_t mp_last_compute(const mp *m)
+{
+    const prog_op *ops = prog_ops(m->e->p, m->e->rank);
+    for (uint32_t q = prog_nops(m->e->p, m->e->rank); q-- > 0;)
+        if (ops[q].stream == PROG_COMPUTE) return q;
+    return EM_NONE;
+}
+
 const mp_rt *mp_rt_find(spec_strategy s)
 {
     switch (s) {
@@ -564,7 +608,7 @@ static void backward(mp *m, uint32_t mb, uint32_t k)
         if (i + 1 == u->b1 && m->rt->pre_backward) m->rt->pre_backward(m, u, mb);
         if (m->rt->before_block) m->rt->before_block(m, u, i, false);
         uint32_t grad = EM_NONE;
-        if (u->t_grad == EM_NONE && mb == 0 && !m->rt->persistent_grads) {
+        if (u->t_grad == EM_NONE && !m->rt->persistent_grads) {
             u->t_grad = em_tensor(e, PROG_MEM_GRAD, (u->dense + u->expert) * pl->grad_elem, false,
                                   "grad.%s", pl->blocks[u->b0].group);
             grad = u->t_grad;

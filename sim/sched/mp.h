@@ -98,6 +98,26 @@ struct mp {
 extern const mp_rt mp_rt_zero, mp_rt_megatron, mp_rt_fsdp;
 const mp_rt *mp_rt_find(spec_strategy s);
 
+/* Gradient buckets (Megatron's param-and-grad buffer buckets, DeepSpeed's
+ * ipg buckets): runs of units in backward order, closed once they hold cap
+ * parameters (0: never) and at a model chunk's first unit. A unit's
+ * bucket is u->bucket; bucket b's lowest unit is u0, the last whose
+ * gradients complete it in backward. In forward order bucket b is followed
+ * by b - 1. */
+typedef struct mp_bucket {
+    uint32_t u0, u1; /* units [u0, u1) */
+    uint64_t n[2];   /* dense and expert parameters */
+    uint32_t ag;     /* its parameter all-gather, EM_NONE before it is issued */
+} mp_bucket;
+/* Caller frees *out with free(). Errors: out of memory (sticky in m->e). */
+void mp_buckets(mp *m, uint64_t cap, mp_bucket **out, uint32_t *n);
+/* Bucket b's gradient reduction after `after` on the reduce stream: a
+ * reduce-scatter (dist) or an all-reduce of each part over its group, in
+ * bytes of pl->reduce_elem; named "<what>.bucket[.experts]". */
+void mp_reduce_bucket(mp *m, const mp_bucket *b, bool dist, uint32_t after, const char *what);
+/* The last compute op so far (EM_NONE for none). */
+uint32_t mp_last_compute(const mp *m);
+
 /* numel padded to a multiple of n, in bytes of elem. */
 ss_bytes mp_padded(uint64_t numel, uint32_t n, uint32_t elem);
 /* A collective on group g after dep (none when g is MP_NOGROUP or bytes is

@@ -31,14 +31,8 @@
 
 #include <stdlib.h>
 
-typedef struct mc_bucket {
-    uint32_t u0, u1;        /* units [u0, u1) */
-    uint64_t n[2];          /* dense and expert parameters */
-    uint32_t ag;            /* its parameter all-gather, EM_NONE before it is issued */
-} mc_bucket;
-
 typedef struct mc {
-    mc_bucket *b;
+    mp_bucket *b;
     uint32_t nb;
 } mc;
 
@@ -56,50 +50,24 @@ static void mc_at_rest(const plan *pl, uint64_t part, uint32_t n, uint64_t *para
     *optim = pl->s->shard.mcore.distributed_optimizer ? ss_div_ceil(part, n) : part;
 }
 
-/* Buckets over the units in backward order, closed at bucket_size
- * parameters and at a model chunk's first unit. */
+/* Buckets of bucket_size parameters, one per chunk without
+ * overlap_grad_reduce (mp.h), and the persistent main_grad buffer. */
 static void mc_setup(mp *m)
 {
-    em *e = m->e;
     mc *c = calloc(1, sizeof *c);
-    if (c) c->b = calloc(m->nu ? m->nu : 1, sizeof *c->b);
-    if (!c || !c->b) {
-        free(c);
-        em_nomem(e);
+    if (!c) {
+        em_nomem(m->e);
         return;
     }
     m->rt_state = c;
-    uint64_t cap = cfg(m)->overlap_grad_reduce ? cfg(m)->bucket_size : 0;
-    for (uint32_t k = m->nu; k-- > 0;) {
-        mp_unit *u = &m->u[k];
-        mc_bucket *b = c->nb ? &c->b[c->nb - 1] : NULL;
-        bool same_chunk = b && m->pl->blocks[m->u[b->u0].b0].chunk == m->pl->blocks[u->b0].chunk;
-        bool full = b && cap && b->n[0] + b->n[1] >= cap;
-        if (!b || !same_chunk || full) {
-            b = &c->b[c->nb++];
-            *b = (mc_bucket){.u0 = k + 1, .u1 = k + 1, .ag = EM_NONE};
-        }
-        b->u0 = k;
-        b->n[0] += u->dense, b->n[1] += u->expert;
-        u->bucket = (uint32_t)(b - c->b);
-    }
+    mp_buckets(m, cfg(m)->overlap_grad_reduce ? cfg(m)->bucket_size : 0, &c->b, &c->nb);
     uint64_t grads = (m->part[0] + m->part[1]) * m->pl->grad_elem;
-    em_tensor(e, PROG_MEM_GRAD, grads, true, "main_grad");
+    em_tensor(m->e, PROG_MEM_GRAD, grads, true, "main_grad");
 }
 
-/* Bucket b's gradient reduction after op `after`. */
-static void reduce_bucket(mp *m, const mc_bucket *b, uint32_t after)
+static void reduce_bucket(mp *m, const mp_bucket *b, uint32_t after)
 {
-    const plan *pl = m->pl;
-    bool dist = cfg(m)->distributed_optimizer;
-    for (int k = 0; k < 2; k++) {
-        ss_bytes bytes = dist ? mp_padded(b->n[k], m->gsize[k], pl->reduce_elem)
-                              : b->n[k] * pl->reduce_elem;
-        mp_coll(m, PROG_REDUCE, PROG_PH_BACKWARD,
-                dist ? PROG_COLL_REDUCE_SCATTER : PROG_COLL_ALL_REDUCE, m->g[k ? G_EDP : G_DP],
-                bytes, after, dist ? "dp.reduce_scatter" : "dp.all_reduce",
-                k ? "bucket.experts" : "bucket");
-    }
+    mp_reduce_bucket(m, b, cfg(m)->distributed_optimizer, after, "dp");
 }
 
 static bool last_mb(const mp *m, uint32_t mb) { return mb + 1 == m->pl->s->grad_accum; }
@@ -110,28 +78,19 @@ static void mc_grads_ready(mp *m, mp_unit *u, uint32_t mb, uint32_t after)
 {
     mc *c = m->rt_state;
     if (!c || !cfg(m)->overlap_grad_reduce || !last_mb(m, mb)) return;
-    const mc_bucket *b = &c->b[u->bucket];
+    const mp_bucket *b = &c->b[u->bucket];
     if ((uint32_t)(u - m->u) == b->u0) reduce_bucket(m, b, after);
-}
-
-/* The last compute op so far: where a reduction without overlap waits. */
-static uint32_t last_compute(const mp *m)
-{
-    const prog_op *ops = prog_ops(m->e->p, m->e->rank);
-    for (uint32_t q = prog_nops(m->e->p, m->e->rank); q-- > 0;)
-        if (ops[q].stream == PROG_COMPUTE) return q;
-    return EM_NONE;
 }
 
 static void mc_end_backward(mp *m)
 {
     mc *c = m->rt_state;
     if (!c || cfg(m)->overlap_grad_reduce) return;
-    uint32_t after = last_compute(m);
+    uint32_t after = mp_last_compute(m);
     for (uint32_t i = 0; i < c->nb; i++) reduce_bucket(m, &c->b[i], after);
 }
 
-static uint32_t gather_bucket(mp *m, mc_bucket *b, prog_phase ph, uint32_t dep)
+static uint32_t gather_bucket(mp *m, mp_bucket *b, prog_phase ph, uint32_t dep)
 {
     uint32_t last = EM_NONE;
     for (int k = 0; k < 2; k++) {
@@ -151,12 +110,12 @@ static void mc_pre_forward(mp *m, mp_unit *u, uint32_t mb)
 {
     mc *c = m->rt_state;
     if (!c || !cfg(m)->distributed_optimizer || !cfg(m)->overlap_param_gather || mb) return;
-    mc_bucket *b = &c->b[u->bucket];
+    mp_bucket *b = &c->b[u->bucket];
     if ((uint32_t)(u - m->u) != b->u0) return;
     if (b->ag == EM_NONE) gather_bucket(m, b, PROG_PH_FORWARD, EM_NONE);
     /* Buckets were made in backward order: the next in forward is b - 1. */
     if (u->bucket > 0) {
-        mc_bucket *next = b - 1;
+        mp_bucket *next = b - 1;
         bool same_chunk = m->pl->blocks[m->u[next->u0].b0].chunk == m->pl->blocks[u->b0].chunk;
         if (same_chunk && next->ag == EM_NONE) gather_bucket(m, next, PROG_PH_FORWARD, EM_NONE);
     }
