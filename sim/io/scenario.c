@@ -1009,6 +1009,27 @@ static int fsdp2_layout_check(js_node root, const spec_scenario *s, ss_err *err)
     return SS_OK;
 }
 
+/* DeepSpeed inside a layout: stage 1 with any layout, stages 2-3 without a
+ * pipeline (DeepSpeed's PipelineEngine asserts "ZeRO-2 and ZeRO-3 are
+ * incompatible with pipeline parallelism"); offload and ZeRO++ are not
+ * modelled there. */
+static int ds_layout_check(js_node root, const spec_scenario *s, ss_err *err)
+{
+    js_node sh;
+    js_get(root, "sharding", &sh);
+    if (s->ds.stage >= 2 && s->par.pp > 1)
+        return js_failf(sh, err, "DeepSpeed ZeRO stage %u with pp = %u: DeepSpeed's pipeline "
+                        "engine refuses ZeRO-2 and ZeRO-3 (\"incompatible with pipeline "
+                        "parallelism\"); use stage 1", s->ds.stage, s->par.pp);
+    if (s->off.params != SPEC_OFF_NONE || s->off.optimizer != SPEC_OFF_NONE)
+        return js_failf(sh, err, "DeepSpeed offload is not modelled inside a model-parallel "
+                                 "layout");
+    if (s->ds.hpz > 1 || s->ds.quantized_weights || s->ds.quantized_gradients)
+        return js_failf(sh, err, "ZeRO++ (hpZ, qwZ, qgZ) is not modelled inside a "
+                                 "model-parallel layout");
+    return SS_OK;
+}
+
 /* What a layout needs from the model and the batch: every divisibility a
  * runtime would refuse (Megatron-core's checks), named at the key. */
 static int layout_check(js_node root, spec_scenario *s, ss_err *err)
@@ -1084,14 +1105,16 @@ static int layout_check(js_node root, spec_scenario *s, ss_err *err)
                         "sequence_parallel (as Megatron-core requires)", tp);
     switch (s->shard.strategy) {
     case SPEC_DDP: case SPEC_ZERO1: case SPEC_SHARD_GRAD_OP: case SPEC_FULL_SHARD:
-    case SPEC_MEGATRON: case SPEC_HYBRID_SHARD: case SPEC_HYBRID_SHARD_ZERO2: return SS_OK;
+    case SPEC_MEGATRON: case SPEC_HYBRID_SHARD: case SPEC_HYBRID_SHARD_ZERO2:
+    case SPEC_NO_SHARD: return SS_OK;
     case SPEC_FSDP2: return fsdp2_layout_check(root, s, err);
+    case SPEC_DEEPSPEED: return ds_layout_check(root, s, err);
     default: {
         js_node n;
         js_get(root, "sharding", &n);
         return js_failf(n, err, "sharding.strategy %s is not modelled inside a model-parallel "
                         "layout (use ddp, zero1, shard_grad_op, full_shard, hybrid_shard, hybrid_shard_zero2, "
-                        "fsdp2 or megatron)",
+                        "fsdp2, deepspeed or megatron)",
                         spec_strategy_names[s->shard.strategy]);
     }
     }

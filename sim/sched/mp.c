@@ -25,8 +25,8 @@
  * that the k-th send of a group meets the k-th receive.
  * Data parallel: the runtime's hooks (mp.h) around each unit, over the
  * dense group (dp x cp) and the expert group (tp cp dp / ep): canonical
- * ZeRO in mp_zero.c, Megatron-core's distributed optimizer in
- * mp_megatron.c. */
+ * ZeRO in mp_zero.c, FSDP in mp_fsdp.c, DeepSpeed in mp_ds.c, Megatron-
+ * core's distributed optimizer in mp_megatron.c. */
 #include "mp.h"
 #include "sched.h"
 
@@ -465,6 +465,7 @@ const mp_rt *mp_rt_find(spec_strategy s)
 {
     switch (s) {
     case SPEC_MEGATRON: return &mp_rt_megatron;
+    case SPEC_DEEPSPEED: return &mp_rt_deepspeed;
     case SPEC_FSDP2:
     case SPEC_SHARD_GRAD_OP:
     case SPEC_HYBRID_SHARD:

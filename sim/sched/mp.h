@@ -95,7 +95,7 @@ struct mp {
 };
 
 /* The runtimes (mp_zero.c, mp_megatron.c). */
-extern const mp_rt mp_rt_zero, mp_rt_megatron, mp_rt_fsdp;
+extern const mp_rt mp_rt_zero, mp_rt_megatron, mp_rt_fsdp, mp_rt_deepspeed;
 const mp_rt *mp_rt_find(spec_strategy s);
 
 /* Gradient buckets (Megatron's param-and-grad buffer buckets, DeepSpeed's

@@ -1,6 +1,6 @@
 /* Canonical ZeRO over a layout's data-parallel groups (the mp_rt of ddp,
  * zero1, shard_grad_op and full_shard inside a layout; mp.h):
- *   ddp: all-reduce of each unit's gradients in the last micro-batch's
+ *   ddp, no_shard: all-reduce of each unit's gradients in the last micro-batch's
  *        backward;
  *   zero1 / shard_grad_op: reduce-scatter there, all-gather of the updated
  *        parameters after the optimizer, without overlap with the next step;
@@ -12,10 +12,14 @@
  * over each group's flat buffer. */
 #include "mp.h"
 
+/* FSDP's NO_SHARD reduces as DDP does. */
+static bool all_reduces(spec_strategy s) { return s == SPEC_DDP || s == SPEC_NO_SHARD; }
+
 static st_kind zero_kind(const plan *pl)
 {
     switch (pl->s->shard.strategy) {
-    case SPEC_DDP: return ST_ZERO0;
+    case SPEC_DDP:
+    case SPEC_NO_SHARD: return ST_ZERO0;
     case SPEC_ZERO1: return ST_ZERO1;
     case SPEC_SHARD_GRAD_OP: return ST_ZERO2;
     default: return ST_ZERO3;
@@ -28,7 +32,7 @@ static void zero_at_rest(const plan *pl, uint64_t part, uint32_t n, uint64_t *pa
     spec_strategy s = pl->s->shard.strategy;
     uint64_t shard = ss_div_ceil(part, n);
     *param = s == SPEC_FULL_SHARD ? shard : part;
-    *optim = s == SPEC_DDP ? part : shard;
+    *optim = all_reduces(s) ? part : shard;
 }
 
 static void unshard(mp *m, mp_unit *u, prog_phase ph)
@@ -94,7 +98,7 @@ static void reduce(mp *m, mp_unit *u, uint32_t mb, uint32_t after)
 {
     const plan *pl = m->pl;
     if (mb + 1 != pl->s->grad_accum) return;
-    bool ddp = pl->s->shard.strategy == SPEC_DDP;
+    bool ddp = all_reduces(pl->s->shard.strategy);
     bool shards = pl->s->shard.strategy == SPEC_SHARD_GRAD_OP ||
                   pl->s->shard.strategy == SPEC_FULL_SHARD;
     if (shards)

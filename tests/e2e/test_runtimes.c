@@ -17,7 +17,11 @@
  * keeps parameters from forward to backward), HSDP (reduce-scatter in the
  * shard group, all-reduce of the shard across it), Megatron's distributed
  * optimizer ("6 + 12/d bytes per parameter", one reduce-scatter and one
- * all-gather per bucket; bucket_size 1 makes every unit a bucket). */
+ * all-gather per bucket; bucket_size 1 makes every unit a bucket), DeepSpeed
+ * (stage_1_and_2.py: ipg buckets of reduce_bucket_size reduce-scattered,
+ * stage 1 once per step, stage 2 every micro-batch; the update all-gathered
+ * in allgather_bucket_size pieces; stage 3 gathers per module; the pipeline
+ * engine refuses stages 2 and 3). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -55,7 +59,13 @@ static const axis axes[] = {
     {"ep", MOE, "{\"dp\": 4, \"ep\": 2}", 1},
 };
 
-typedef enum { R_DDP, R_ZERO1, R_SGO, R_FULL, R_HSDP, R_HSDP2, R_FSDP2, R_MEGATRON, R_N } rt;
+typedef enum {
+    R_DDP, R_ZERO1, R_SGO, R_FULL, R_HSDP, R_HSDP2, R_FSDP2, R_MEGATRON, R_DS1, R_DS2, R_DS3, R_N
+} rt;
+#define DS(stage)                                                                              \
+    "{\"strategy\": \"deepspeed\", \"bf16\": {\"enabled\": true}, \"data_types\":"           \
+    " {\"grad_accum_dtype\": \"fp32\"}, \"communication_data_type\": \"fp32\","                \
+    " \"zero_optimization\": {\"stage\": " #stage "}}"
 static const char *const sharding[R_N] = {
     "{\"strategy\": \"ddp\"}",
     "{\"strategy\": \"zero1\"}",
@@ -65,9 +75,11 @@ static const char *const sharding[R_N] = {
     "{\"strategy\": \"hybrid_shard_zero2\", \"shard_group_size\": 2}",
     "{\"strategy\": \"fsdp2\"}",
     "{\"strategy\": \"megatron\", \"overlap_grad_reduce\": true, \"bucket_size\": 1}",
+    DS(1), DS(2), DS(3),
 };
 
-static void load(const axis *a, rt r, spec_scenario *s)
+/* 0, or the loader's error (DeepSpeed's pipeline engine refuses ZeRO-2/3). */
+static int load(const axis *a, rt r, spec_scenario *s, ss_err *err)
 {
     char text[4096];
     snprintf(text, sizeof text,
@@ -78,10 +90,8 @@ static void load(const axis *a, rt r, spec_scenario *s)
              " \"fp32\", \"master\": \"fp32\", \"optimizer\": \"fp32\"}, \"optimizer\":"
              " {\"type\": \"adamw\", \"impl\": \"fused\"}, \"sharding\": %s}",
              a->model, SS_SOURCE_DIR, a->parallel, a->accum, sharding[r]);
-    ss_err err;
-    ss_err_clear(&err);
-    if (scn_load_text("t.json", text, strlen(text), NULL, 0, s, &err))
-        fail_msg("%s x %s: %s: %s", a->name, sharding[r], err.where, err.msg);
+    ss_err_clear(err);
+    return scn_load_text("t.json", text, strlen(text), NULL, 0, s, err);
 }
 
 /* Rank 0's stage: P, E, U, UE, and the root units (not transformer layers). */
@@ -120,7 +130,9 @@ static dpc dp_colls(const run_result *r)
     for (uint32_t i = 0; i < prog_nops(r->p, 0); i++) {
         const char *n = prog_str_get(r->p, ops[i].name);
         if (ops[i].kind != PROG_OP_COLL) continue;
-        if (strncmp(n, "dp.", 3) && strncmp(n, "zero3.", 6) && strncmp(n, "fsdp.", 5)) continue;
+        if (strncmp(n, "dp.", 3) && strncmp(n, "zero3.", 6) && strncmp(n, "fsdp.", 5) &&
+            strncmp(n, "ds.", 3))
+            continue;
         c.count[ops[i].coll]++, c.bytes[ops[i].coll] += ops[i].bytes;
     }
     return c;
@@ -131,9 +143,15 @@ static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 static void check_cell(const axis *a, rt r)
 {
     spec_scenario s;
-    load(a, r, &s);
     run_result res;
     ss_err err;
+    int rc = load(a, r, &s, &err);
+    if ((r == R_DS2 || r == R_DS3) && strstr(a->name, "pp")) {
+        assert_int_equal(rc, SS_E_INPUT);
+        assert_non_null(strstr(err.msg, "incompatible with pipeline parallelism"));
+        return;
+    }
+    if (rc) fail_msg("%s x %s: %s: %s", a->name, sharding[r], err.where, err.msg);
     ss_err_clear(&err);
     if (run_step(&s, NULL, &res, &err))
         fail_msg("%s x %s: %s: %s", a->name, sharding[r], err.where, err.msg);
@@ -143,11 +161,13 @@ static void check_cell(const axis *a, rt r)
     uint64_t S = r == R_HSDP || r == R_HSDP2 ? 2ull * s.par.cp : D;
     uint64_t M = a->accum, all = st.P + st.E, units = st.U + st.UE;
     uint64_t shard = cdiv(st.P, S) + (st.E ? cdiv(st.E, X) : 0);
-    bool sharded_params = r >= R_SGO && r <= R_FSDP2;
+    bool sharded_params = (r >= R_SGO && r <= R_FSDP2) || r == R_DS3;
+    bool sharded_grads = sharded_params || r == R_DS2;
     bool sharded_optim = r != R_DDP;
     /* states: bf16 params, fp32 grads, fp32 master, AdamW fp32 (two moments) */
     uint64_t p_el = sharded_params ? shard : all, o_el = sharded_optim ? shard : all;
-    uint64_t g_el = sharded_params ? shard : all;
+    uint64_t g_el = sharded_grads ? shard : all;
+    uint64_t parts = (uint64_t)(st.P > 0) + (st.E > 0);
     const st_bytes *b = &res.sum.ranks[0].st;
     print_message("  %-9s x %-18s P %llu E %llu U %u UE %u: states %llu %llu %llu %llu\n",
                   a->name, s.shard.strategy < SPEC_NSTRATEGIES ?
@@ -190,6 +210,18 @@ static void check_cell(const axis *a, rt r)
     case R_FSDP2: /* layers resharded after forward; the root units kept */
         assert_int_equal(n[AG], 2 * M * (units - st.roots) + st.roots);
         assert_int_equal(n[RS], units), assert_int_equal(by[RS], 4 * all);
+        assert_int_equal(n[AR], 0);
+        break;
+    case R_DS1: /* one ipg bucket per part (5e8 elements hold the stage), once per step */
+    case R_DS2: /* in every micro-batch */
+        assert_int_equal(n[RS], (r == R_DS2 ? M : 1) * parts);
+        assert_int_equal(by[RS], (r == R_DS2 ? M : 1) * 4 * all);
+        assert_int_equal(n[AG], parts), assert_int_equal(by[AG], 2 * all);
+        assert_int_equal(n[AR], 0);
+        break;
+    case R_DS3: /* gathered per unit like ZeRO-3; reduced every micro-batch */
+        assert_int_equal(n[AG], 2 * M * units), assert_int_equal(by[AG], 2 * M * 2 * all);
+        assert_int_equal(n[RS], M * parts), assert_int_equal(by[RS], M * 4 * all);
         assert_int_equal(n[AR], 0);
         break;
     default: fail();
