@@ -27,7 +27,8 @@ static const char usage[] =
     "               GPUs; ep up to the model's experts, 1 for a dense model);\n"
     "               dp = world / (tp cp pp), layouts where it is not whole are\n"
     "               left out; sequence_parallel is on whenever tp > 1\n"
-    "  --strategy   sharding strategies, e.g. ddp,zero1,shard_grad_op,full_shard\n"
+    "  --strategy   sharding strategies, e.g. ddp,zero1,full_shard,fsdp2,megatron (each runs\n"
+    "               inside every layout; deepspeed needs its zero_optimization section)\n"
     "               (default: the scenario's)\n"
     "  --recompute  none, selective, full (default: the scenario's)\n"
     "  --global-batch  samples per optimizer step, held across layouts through\n"
@@ -123,7 +124,8 @@ static int parse_value(opts *o, const char *k, const char *v)
     if (!strcmp(k, "--strategy"))
         return parse_list(v, spec_strategy_names, SPEC_NSTRATEGIES, &sp->strategy) ? 0
                : bad("--strategy: expected names among ddp, zero1, shard_grad_op, full_shard, "
-                     "no_shard, hybrid_shard, hybrid_shard_zero2, not %s", v);
+                     "no_shard, hybrid_shard, hybrid_shard_zero2, fsdp2, deepspeed, megatron, "
+                     "not %s", v);
     if (!strcmp(k, "--recompute"))
         return parse_list(v, spec_recompute_names, SPEC_NRECOMP, &sp->recompute) ? 0
                : bad("--recompute: expected names among none, selective, full, not %s", v);
@@ -174,6 +176,7 @@ static int parse(int argc, char **argv, opts *o)
 typedef struct base {
     char name[SPEC_NAME_MAX], topo[SPEC_NAME_MAX];
     uint64_t capacity; /* bytes; 0 = unlimited */
+    spec_strategy strategy; /* the scenario's runtime (its sharding knobs are its own) */
 } base;
 
 static double gib(uint64_t b) { return (double)b / (1024.0 * 1024.0 * 1024.0); }
@@ -244,20 +247,21 @@ static int prepare(opts *o, base *b, ss_err *err)
     snprintf(b->name, sizeof b->name, "%s", s.name);
     snprintf(b->topo, sizeof b->topo, "%s", s.topo.name);
     b->capacity = s.capacity_bytes;
+    b->strategy = s.shard.strategy;
     spec_scenario_fini(&s);
     return rc;
 }
 
 /* Simulate the points; the CSV (header and rows) in *csv. */
-static int simulate(const opts *o, const search_point *pts, size_t n, sweep_fig *figs,
-                    char **csv, ss_err *err)
+static int simulate(const opts *o, const base *b, const search_point *pts, size_t n,
+                    sweep_fig *figs, char **csv, ss_err *err)
 {
     sweep_cfg c = {.scenario = o->scenario, .sets = o->sets, .nsets = o->nsets,
                    .threads = o->threads, .stride = 1, .figs = figs};
     bool tty = isatty(2) && !getenv("CI");
     if (!o->quiet && tty) c.progress = cli_progress_bar;
     char *rows = NULL, *head = NULL;
-    int rc = search_sweep_lists(pts, n, &c, err);
+    int rc = search_sweep_lists(pts, n, b->strategy, &c, err);
     if (!rc && !(head = sweep_header(&c))) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     if (!rc) rc = sweep_run(&c, &rows, err);
     if (!rc && !(*csv = malloc(strlen(head) + strlen(rows) + 1)))
@@ -314,7 +318,7 @@ int search_cmd(int argc, char **argv)
         return fail(&err);
     sweep_fig *figs = calloc(n, sizeof *figs);
     char *csv = NULL;
-    rc = figs ? simulate(&o, pts, n, figs, &csv, &err)
+    rc = figs ? simulate(&o, &b, pts, n, figs, &csv, &err)
               : ss_fail(&err, SS_E_NOMEM, NULL, "out of memory");
     if (!rc && o.csv) rc = cli_write_atomic(o.csv, csv, &err);
     int code = rc ? fail(&err) : report(&o, &b, pts, n, skipped, figs, &err);

@@ -599,7 +599,7 @@ static int mcore_precision(js_node root, js_node sh, spec_scenario *s, ss_err *e
             return js_failf(k, err, "Megatron keeps gradients and reduces them in %s (%s); "
                             "found precision.%s \"%s\"", spec_dtype_names[want],
                             named ? "sharding.grad_reduce_in_fp32"
-                                  : "grad_reduce_in_fp32, on by default with bf16 parameters",
+                                  : "grad_reduce_in_fp32, which precision.grad sets",
                             keys[i], spec_dtype_names[*have[i]]);
         }
         *have[i] = want;
@@ -615,6 +615,16 @@ static int mcore_precision(js_node root, js_node sh, spec_scenario *s, ss_err *e
                         s->prec.master == SPEC_DT_NONE ? "none" : spec_dtype_names[s->prec.master]);
     s->prec.master = SPEC_DT_FP32;
     return SS_OK;
+}
+
+/* grad_reduce_in_fp32's default: an explicit precision.grad decides it;
+ * else Megatron-LM's, on with bf16 parameters. */
+static bool mcore_fp32_default(js_node root, const spec_scenario *s)
+{
+    js_node pr, g;
+    if (js_get(root, "precision", &pr) && js_get(pr, "grad", &g))
+        return s->prec.grad == SPEC_DT_FP32;
+    return s->prec.param == SPEC_DT_BF16;
 }
 
 /* Megatron-core's DistributedDataParallelConfig keys go with strategy
@@ -642,7 +652,7 @@ static int load_megatron(js_node root, spec_scenario *s, ss_err *err)
                       err)) ||
         (rc = js_bool(sh, "overlap_grad_reduce", false, false, &m->overlap_grad_reduce, err)) ||
         (rc = js_bool(sh, "overlap_param_gather", false, false, &m->overlap_param_gather, err)) ||
-        (rc = js_bool(sh, "grad_reduce_in_fp32", false, s->prec.param == SPEC_DT_BF16,
+        (rc = js_bool(sh, "grad_reduce_in_fp32", false, mcore_fp32_default(root, s),
                       &m->grad_reduce_in_fp32, err)) ||
         (rc = js_u64(sh, "bucket_size", false, def, 1, UINT64_MAX / 16, &m->bucket_size, err)))
         return rc;

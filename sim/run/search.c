@@ -137,25 +137,35 @@ static void value_of(const search_point *p, size_t key, char *buf, size_t cap)
     else snprintf(buf, cap, "%u", nums[key]);
 }
 
-static int column(const search_point *pts, size_t n, size_t key, sweep_vary *v)
+/* A point with another runtime than the scenario's gets that runtime's
+ * defaults: its sharding section replaced whole (the scenario's knobs
+ * belong to its own runtime, and some are errors with another). */
+static int column(const search_point *pts, size_t n, size_t key, spec_strategy base,
+                  sweep_vary *v)
 {
     snprintf(v->key, sizeof v->key, "%s", search_keys[key]);
     if (!(v->values = calloc(n ? n : 1, sizeof *v->values))) return 0;
+    if (key == 7 && !(v->sets = calloc(n ? n : 1, sizeof *v->sets))) return 0;
     for (; v->nvalues < n; v->nvalues++) {
-        char buf[64];
-        value_of(&pts[v->nvalues], key, buf, sizeof buf);
+        char buf[64], set[128];
+        const search_point *p = &pts[v->nvalues];
+        value_of(p, key, buf, sizeof buf);
         if (!(v->values[v->nvalues] = strdup(buf))) return 0;
+        if (key != 7 || p->strategy == base) continue;
+        snprintf(set, sizeof set, "sharding={\"strategy\": \"%s\"}", buf);
+        if (!(v->sets[v->nvalues] = strdup(set))) return 0;
     }
     return 1;
 }
 
-int search_sweep_lists(const search_point *pts, size_t n, sweep_cfg *c, ss_err *err)
+int search_sweep_lists(const search_point *pts, size_t n, spec_strategy base, sweep_cfg *c,
+                       ss_err *err)
 {
     c->zip = true;
     c->nvary = SEARCH_NKEYS;
     for (size_t k = 0; k < SEARCH_NKEYS; k++) {
         memset(&c->vary[k], 0, sizeof c->vary[k]);
-        if (column(pts, n, k, &c->vary[k])) continue;
+        if (column(pts, n, k, base, &c->vary[k])) continue;
         for (size_t j = 0; j <= k; j++) sweep_vary_fini(&c->vary[j]);
         c->nvary = 0;
         return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");

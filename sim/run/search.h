@@ -77,8 +77,11 @@ extern const char *const search_keys[SEARCH_NKEYS];
 
 /* Make c a zip-mode sweep of the points: c->vary[k] is the column of
  * search_keys[k] (the values are owned by c; free with sweep_vary_fini).
- * On failure nothing is left allocated. */
-int search_sweep_lists(const search_point *pts, size_t n, sweep_cfg *c, ss_err *err);
+ * A point whose strategy is not `base` (the scenario's) replaces the
+ * sharding section with {"strategy": name}: that runtime's defaults. On
+ * failure nothing is left allocated. */
+int search_sweep_lists(const search_point *pts, size_t n, spec_strategy base, sweep_cfg *c,
+                       ss_err *err);
 
 /* The Pareto front of figs[0..n): *nfront point indices into front (room
  * for n), by step time, then peak reserved, then index; none when nothing

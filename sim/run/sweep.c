@@ -56,9 +56,14 @@ int sweep_vary_parse(const char *arg, sweep_vary *v, ss_err *err)
 
 void sweep_vary_fini(sweep_vary *v)
 {
-    for (size_t i = 0; i < v->nvalues; i++) free(v->values[i]);
+    for (size_t i = 0; i < v->nvalues; i++) {
+        free(v->values[i]);
+        if (v->sets) free(v->sets[i]);
+    }
     free(v->values);
+    free(v->sets);
     v->values = NULL;
+    v->sets = NULL;
     v->nvalues = 0;
 }
 
@@ -157,9 +162,12 @@ static char *run_point(const sweep_cfg *c, size_t i, sweep_fig *fig)
     snprintf(row, ROW_MAX, "%zu,", i);
     const char *vals[SWEEP_MAX_VARY];
     for (size_t k = c->nvary; k-- > 0;) {
-        vals[k] = c->vary[k].values[c->zip ? i : rest % c->vary[k].nvalues];
+        size_t at = c->zip ? i : rest % c->vary[k].nvalues;
+        vals[k] = c->vary[k].values[at];
         rest /= c->vary[k].nvalues;
-        snprintf(sets_buf[k], sizeof sets_buf[k], "%s=%s", c->vary[k].key, vals[k]);
+        const char *own = c->vary[k].sets ? c->vary[k].sets[at] : NULL;
+        if (own) snprintf(sets_buf[k], sizeof sets_buf[k], "%s", own);
+        else snprintf(sets_buf[k], sizeof sets_buf[k], "%s=%s", c->vary[k].key, vals[k]);
     }
     for (size_t k = 0; k < c->nvary; k++) {
         csv_field(row, ROW_MAX, vals[k]);

@@ -33,6 +33,11 @@ typedef struct sweep_vary {
     char key[256];       /* scenario key path */
     char **values;       /* JSON or plain-string values */
     size_t nvalues;
+    /* Optional, one per value (NULL entries allowed): the "key=value" that
+     * is applied instead of key=values[i], while the CSV still shows
+     * values[i] (search: another runtime replaces the whole sharding
+     * section with that runtime's defaults). */
+    char **sets;
 } sweep_vary;
 
 /* A point's figures as numbers, for callers that rank points. */

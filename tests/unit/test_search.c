@@ -175,7 +175,7 @@ static void test_sweep_lists(void **state)
     search_point p[2] = {{1, 1, 2, 1, 4, 2, SPEC_DDP, SPEC_RECOMP_NONE},
                          {4, 2, 1, 1, 1, 8, SPEC_FULL_SHARD, SPEC_RECOMP_SELECTIVE}};
     sweep_cfg c = {0};
-    assert_int_equal(search_sweep_lists(p, 2, &c, NULL), SS_OK);
+    assert_int_equal(search_sweep_lists(p, 2, SPEC_DDP, &c, NULL), SS_OK);
     assert_true(c.zip);
     assert_int_equal(c.nvary, SEARCH_NKEYS);
     assert_int_equal(sweep_points(&c), 2);
@@ -186,6 +186,9 @@ static void test_sweep_lists(void **state)
         assert_string_equal(c.vary[k].key, search_keys[k]);
         for (size_t i = 0; i < 2; i++) assert_string_equal(c.vary[k].values[i], want[i][k]);
     }
+    /* the point with another runtime than the scenario's (ddp) gets its defaults */
+    assert_null(c.vary[7].sets[0]);
+    assert_string_equal(c.vary[7].sets[1], "sharding={\"strategy\": \"full_shard\"}");
     free(c.vary[3].values[1]);
     c.vary[3].nvalues = 1; /* lists of different lengths: no points */
     assert_int_equal(sweep_points(&c), 0);
