@@ -19,9 +19,11 @@
  *   reduce-scattered in the last one; HSDP then all-reduces the shard over
  *   the replicate group.
  * FSDP1 limits the host to two units unsharded (limit_all_gathers); FSDP2
- * bounds them on the device: an all-gather waits for the previous unit's
- * compute to start (its all_gather_state is freed when the next copy-out
- * runs). Expert parameters shard over the expert data-parallel group,
+ * bounds them without a host wait: an all-gather waits on the device for
+ * the previous unit's compute to start, and a resharded unit's memory is
+ * freed in issue order (the post-forward and post-backward hooks run on
+ * the host right after the unit's kernels are issued; the caching
+ * allocator reuses it on the same stream at once). Expert parameters shard over the expert data-parallel group,
  * without a replicate level. States at rest follow canonical ZeRO-3 over
  * the shard group (sharded parameters, gradients and optimizer: FSDP
  * reshards after backward), one flat buffer per group, without FSDP2's
@@ -124,7 +126,10 @@ static void fs_before_block(mp *m, mp_unit *u, uint32_t i, bool fwd)
     bool keep = kept(m, u);
     if (fwd && keep) return;
     if (!fwd && keep && u->held && --u->held) return;
-    em_free_after_block(m->e, u->t_full, PROG_FREE_AT_END);
+    /* FSDP2 frees in issue order on the streams that reuse the memory (the
+     * caching allocator's same-stream reuse: no host wait needed); FSDP1
+     * frees when the block ends, its host held back by the rate limiter. */
+    em_free_after_block(m->e, u->t_full, fsdp2(m) ? PROG_FREE_AT_ISSUE : PROG_FREE_AT_END);
     u->t_full = EM_NONE;
 }
 
