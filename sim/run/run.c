@@ -35,21 +35,19 @@ static int states(run_result *r, ss_err *err)
 }
 
 /* The engine run over the topology's network: the graph with contention
- * when the topology has one, else the flat ring model. */
-static int simulate(const spec_scenario *s, const prog *p, trc **out, ss_err *err)
+ * when the topology has one, else the flat ring model. pf: the scenario's
+ * calibration profile, loaded once per run_step (NULL without one). */
+static int simulate(const spec_scenario *s, const prof *pf, const prog *p, trc **out,
+                    ss_err *err)
 {
     if (!s->topo.graph) {
         cost_net cn = {&s->topo};
         eng_net e = cost_eng_net(&cn);
         return eng_run(p, &e, out, err);
     }
-    prof pf;
-    prof_init(&pf);
-    net_opts no = {(algo_kind)s->net_algo, (algo_proto)s->net_proto, NULL};
+    net_opts no = {(algo_kind)s->net_algo, (algo_proto)s->net_proto, pf};
     net *n = NULL;
-    int rc = SS_OK;
-    if (s->calibration[0] && !(rc = prof_load(s->calibration, &pf, err))) no.profile = &pf;
-    if (!rc) rc = net_new(&s->topo, &no, &n, err);
+    int rc = net_new(&s->topo, &no, &n, err);
     if (rc == SS_E_INPUT && err && !err->where[0]) /* the graph is the topology's */
         snprintf(err->where, sizeof err->where, "%.480s: $.topology", s->file);
     if (!rc) {
@@ -57,13 +55,12 @@ static int simulate(const spec_scenario *s, const prog *p, trc **out, ss_err *er
         rc = eng_run(p, &e, out, err);
     }
     net_free(n);
-    prof_fini(&pf);
     return rc;
 }
 
 /* runtime.jitter: the step again per sample, with every compute op
  * perturbed (vary.h); only the step times are kept. */
-static int jitter_samples(const spec_scenario *s, run_result *r, ss_err *err)
+static int jitter_samples(const spec_scenario *s, const prof *pf, run_result *r, ss_err *err)
 {
     if (!s->jitter_samples) return SS_OK;
     ss_ns *base = vary_save(r->p);
@@ -77,7 +74,7 @@ static int jitter_samples(const spec_scenario *s, run_result *r, ss_err *err)
     for (uint32_t k = 0; k < s->jitter_samples && !rc; k++) {
         trc *t = NULL;
         vary_jitter(s, r->p, base, k);
-        rc = simulate(s, r->p, &t, err);
+        rc = simulate(s, pf, r->p, &t, err);
         if (!rc) r->sum.samples[r->sum.nsamples++] = t->step_ns;
         trc_free(t);
     }
@@ -97,11 +94,15 @@ int run_step(const spec_scenario *s, const run_opts *o, run_result *out, ss_err 
 {
     run_result r = {0};
     double t0 = run_wall_s();
-    int rc = plan_new(&r.pl, s, err);
+    prof pf;
+    prof_init(&pf);
+    int rc = s->calibration[0] && s->topo.graph ? prof_load(s->calibration, &pf, err) : SS_OK;
+    const prof *cal = s->calibration[0] && s->topo.graph ? &pf : NULL;
+    if (!rc) rc = plan_new(&r.pl, s, err);
     if (!rc) rc = sched_build(r.pl, &r.p, err);
     if (!rc) vary_stragglers(s, r.p);
     double t1 = run_wall_s();
-    if (!rc) rc = simulate(s, r.p, &r.t, err);
+    if (!rc) rc = simulate(s, cal, r.p, &r.t, err);
     double t2 = run_wall_s();
     if (!rc) rc = states(&r, err);
     if (!rc) rc = sum_build(s, r.t, r.st, r.pl->n, o && o->series_all, &r.sum, err);
@@ -111,7 +112,8 @@ int run_step(const spec_scenario *s, const run_opts *o, run_result *out, ss_err 
         r.sum.flops_per_token = r.pl->flops_per_token;
         r.sum.peak_flops = s->topo.device.peak_flops[s->prec.compute];
     }
-    if (!rc) rc = jitter_samples(s, &r, err);
+    if (!rc) rc = jitter_samples(s, cal, &r, err);
+    prof_fini(&pf);
     for (uint32_t k = 0; !rc && k < r.pl->n; k++)
         rc = sched_init_peak(r.pl, k, &r.sum.ranks[k].init_peak, err);
     r.wall_s[RUN_T_BUILD] = t1 - t0;
