@@ -453,6 +453,47 @@ void mp_reduce_bucket(mp *m, const mp_bucket *b, bool dist, uint32_t after, cons
     }
 }
 
+void mp_gather_unit(mp *m, mp_unit *u, prog_phase ph, uint32_t g_dense, mp_bound bound,
+                    const char *prefix)
+{
+    const plan *pl = m->pl;
+    const char *unit = pl->blocks[u->b0].group;
+    ss_bytes bytes = mp_padded(u->dense, m->gsize[0], pl->compute_elem) +
+                     mp_padded(u->expert, m->gsize[1], pl->compute_elem);
+    u->t_full = em_tensor(m->e, PROG_MEM_PARAM_UNSHARDED, bytes, false, "%s.unsharded.%s",
+                          prefix, unit);
+    uint32_t last = EM_NONE;
+    for (int k = 0; k < 2; k++) {
+        uint64_t n = k ? u->expert : u->dense;
+        uint32_t g = k ? m->g[G_EDP] : g_dense;
+        if (!n || g == MP_NOGROUP) continue;
+        if (last == EM_NONE && m->prev_first != EM_NONE && bound == MP_BOUND_HOST) {
+            /* at most two units unsharded: the host waits before it
+             * allocates the next buffer */
+            em_begin(m->e, PROG_OP_HOST, PROG_HOST, ph, "%s.rate_limit", prefix);
+            em_cost(m->e, 0, 0, 0);
+            em_dep(m->e, m->prev_first);
+            em_end(m->e);
+        }
+        em_begin(m->e, PROG_OP_COLL, PROG_UNSHARD, ph, "%s.all_gather.%s%s", prefix, unit,
+                 k ? ".experts" : "");
+        em_coll(m->e, PROG_COLL_ALL_GATHER, mp_padded(n, m->gsize[k], pl->compute_elem));
+        em_group(m->e, g);
+        if (bound == MP_BOUND_DEVICE) em_dep(m->e, m->prev_first);
+        if (last == EM_NONE) em_mem(m->e, u->t_full, PROG_ALLOC_AT_ISSUE);
+        last = em_end(m->e);
+    }
+    if (last == EM_NONE) {
+        u->t_full = EM_NONE;
+        return;
+    }
+    char wait[32];
+    snprintf(wait, sizeof wait, "%s.wait", prefix);
+    em_marker_begin(m->e, PROG_COMPUTE, ph, wait);
+    em_dep(m->e, last);
+    em_end(m->e);
+}
+
 uint32_t mp_last_compute(const mp *m)
 {
     const prog_op *ops = prog_ops(m->e->p, m->e->rank);
@@ -486,8 +527,8 @@ static int make_units(mp *m)
         if (!u || u->b1 != i || strcmp(pl->blocks[u->b0].group, b->group) ||
             pl->blocks[u->b0].chunk != b->chunk) {
             u = &m->u[m->nu++];
-            *u = (mp_unit){.b0 = i, .b1 = i, .t_full = EM_NONE, .t_grad = EM_NONE, .t_shard = EM_NONE,
-                           .ag = EM_NONE, .first = EM_NONE};
+            *u = (mp_unit){.b0 = i, .b1 = i, .t_full = EM_NONE, .t_grad = EM_NONE,
+                           .t_shard = EM_NONE};
         }
         u->b1 = i + 1;
         u->dense += b->numel - b->expert_numel;

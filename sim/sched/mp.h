@@ -49,7 +49,6 @@ typedef struct mp_unit {
     uint64_t dense, expert;  /* elements per rank */
     uint32_t t_full, t_grad; /* unsharded params (full_shard), gradients */
     uint32_t t_shard;        /* ZeRO-2/3: the reduced gradient shard */
-    uint32_t ag, first;      /* pending all-gather, its first compute op */
     uint32_t bucket;         /* runtime's bucket of the unit (runtimes with buckets) */
     uint32_t held;           /* micro-batches that gathered it and have not run backward */
 } mp_unit;
@@ -117,6 +116,20 @@ void mp_buckets(mp *m, uint64_t cap, mp_bucket **out, uint32_t *n);
 void mp_reduce_bucket(mp *m, const mp_bucket *b, bool dist, uint32_t after, const char *what);
 /* The last compute op so far (EM_NONE for none). */
 uint32_t mp_last_compute(const mp *m);
+
+/* How a runtime bounds the gathers that run ahead of the compute. HOST:
+ * the host waits for the previous unit's compute before it gathers the
+ * next (FSDP1's limit_all_gathers, DeepSpeed's fetch limiter); DEVICE: the
+ * gather waits for it on the device and the host runs on (FSDP2). */
+typedef enum { MP_BOUND_HOST, MP_BOUND_DEVICE } mp_bound;
+/* Unit u's parameters gathered before its blocks run in phase ph: a new
+ * buffer u->t_full ("<prefix>.unsharded.<unit>", its padded dense and
+ * expert shards in the compute dtype) filled by "<prefix>.all_gather"s,
+ * dense over group g_dense of m->gsize[0] ranks and experts over G_EDP,
+ * then a compute-stream "<prefix>.wait" for them. With nothing to gather
+ * (groups of one) u->t_full is EM_NONE. */
+void mp_gather_unit(mp *m, mp_unit *u, prog_phase ph, uint32_t g_dense, mp_bound bound,
+                    const char *prefix);
 
 /* numel padded to a multiple of n, in bytes of elem. */
 ss_bytes mp_padded(uint64_t numel, uint32_t n, uint32_t elem);

@@ -142,37 +142,7 @@ static void dsl_after_step(mp *m, uint32_t opt)
  * two units ahead (the fetch waits for the previous unit's compute). */
 static void gather(mp *m, mp_unit *u, prog_phase ph)
 {
-    const plan *pl = m->pl;
-    if (cfg(m)->stage != 3) return;
-    ss_bytes bytes = mp_padded(u->dense, m->gsize[0], pl->compute_elem) +
-                     mp_padded(u->expert, m->gsize[1], pl->compute_elem);
-    u->t_full = em_tensor(m->e, PROG_MEM_PARAM_UNSHARDED, bytes, false, "ds.gathered.%s",
-                          pl->blocks[u->b0].group);
-    uint32_t last = EM_NONE;
-    for (int k = 0; k < 2; k++) {
-        uint64_t n = k ? u->expert : u->dense;
-        uint32_t g = m->g[k ? G_EDP : G_DP];
-        if (!n || g == MP_NOGROUP) continue;
-        if (last == EM_NONE && m->prev_first != EM_NONE) {
-            em_begin(m->e, PROG_OP_HOST, PROG_HOST, ph, "ds.fetch_limit");
-            em_cost(m->e, 0, 0, 0);
-            em_dep(m->e, m->prev_first);
-            em_end(m->e);
-        }
-        em_begin(m->e, PROG_OP_COLL, PROG_UNSHARD, ph, "ds.all_gather.%s%s",
-                 pl->blocks[u->b0].group, k ? ".experts" : "");
-        em_coll(m->e, PROG_COLL_ALL_GATHER, mp_padded(n, m->gsize[k], pl->compute_elem));
-        em_group(m->e, g);
-        if (last == EM_NONE) em_mem(m->e, u->t_full, PROG_ALLOC_AT_ISSUE);
-        last = em_end(m->e);
-    }
-    if (last == EM_NONE) {
-        u->t_full = EM_NONE;
-        return;
-    }
-    em_marker_begin(m->e, PROG_COMPUTE, ph, "ds.wait_fetch");
-    em_dep(m->e, last);
-    em_end(m->e);
+    if (cfg(m)->stage == 3) mp_gather_unit(m, u, ph, m->g[G_DP], MP_BOUND_HOST, "ds");
 }
 
 static void dsl_pre_forward(mp *m, mp_unit *u, uint32_t mb)

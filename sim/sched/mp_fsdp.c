@@ -72,37 +72,7 @@ static uint32_t dense_group(const mp *m)
 
 static void gather(mp *m, mp_unit *u, prog_phase ph)
 {
-    const plan *pl = m->pl;
-    ss_bytes bytes = mp_padded(u->dense, pl->shard_n, pl->compute_elem) +
-                     mp_padded(u->expert, pl->expert_dp, pl->compute_elem);
-    u->t_full = em_tensor(m->e, PROG_MEM_PARAM_UNSHARDED, bytes, false, "fsdp.unsharded.%s",
-                          pl->blocks[u->b0].group);
-    uint32_t last = EM_NONE;
-    for (int k = 0; k < 2; k++) {
-        uint64_t n = k ? u->expert : u->dense;
-        uint32_t g = k ? m->g[G_EDP] : dense_group(m), size = k ? pl->expert_dp : pl->shard_n;
-        if (!n || g == MP_NOGROUP) continue;
-        if (last == EM_NONE && m->prev_first != EM_NONE && !fsdp2(m)) {
-            em_begin(m->e, PROG_OP_HOST, PROG_HOST, ph, "fsdp.rate_limit");
-            em_cost(m->e, 0, 0, 0);
-            em_dep(m->e, m->prev_first);
-            em_end(m->e);
-        }
-        em_begin(m->e, PROG_OP_COLL, PROG_UNSHARD, ph, "fsdp.all_gather.%s%s",
-                 pl->blocks[u->b0].group, k ? ".experts" : "");
-        em_coll(m->e, PROG_COLL_ALL_GATHER, mp_padded(n, size, pl->compute_elem));
-        em_group(m->e, g);
-        if (fsdp2(m)) em_dep(m->e, m->prev_first);
-        if (last == EM_NONE) em_mem(m->e, u->t_full, PROG_ALLOC_AT_ISSUE);
-        last = em_end(m->e);
-    }
-    if (last == EM_NONE) { /* one rank: nothing to gather */
-        u->t_full = EM_NONE;
-        return;
-    }
-    em_marker_begin(m->e, PROG_COMPUTE, ph, "fsdp.wait");
-    em_dep(m->e, last);
-    em_end(m->e);
+    mp_gather_unit(m, u, ph, dense_group(m), fsdp2(m) ? MP_BOUND_DEVICE : MP_BOUND_HOST, "fsdp");
 }
 
 static void fs_pre_forward(mp *m, mp_unit *u, uint32_t mb)

@@ -35,41 +35,11 @@ static void zero_at_rest(const plan *pl, uint64_t part, uint32_t n, uint64_t *pa
     *optim = all_reduces(s) ? part : shard;
 }
 
+/* FSDP's limit_all_gathers: the host at most two units ahead. */
 static void unshard(mp *m, mp_unit *u, prog_phase ph)
 {
-    const plan *pl = m->pl;
-    if (pl->s->shard.strategy != SPEC_FULL_SHARD) return;
-    ss_bytes bytes = mp_padded(u->dense, pl->dense_dp, pl->compute_elem) +
-                     mp_padded(u->expert, pl->expert_dp, pl->compute_elem);
-    u->t_full = em_tensor(m->e, PROG_MEM_PARAM_UNSHARDED, bytes, false, "zero3.unsharded.%s",
-                          pl->blocks[u->b0].group);
-    uint32_t last = EM_NONE;
-    for (int k = 0; k < 2; k++) {
-        uint64_t n = k ? u->expert : u->dense;
-        uint32_t g = m->g[k ? G_EDP : G_DP], size = m->gsize[k];
-        if (!n || g == MP_NOGROUP) continue;
-        if (last == EM_NONE && m->prev_first != EM_NONE) {
-            /* The host waits for the previous unit's compute before it
-             * allocates the next buffer: at most two units unsharded (the
-             * rate limit FSDP's limit_all_gathers sets). */
-            em_begin(m->e, PROG_OP_HOST, PROG_HOST, ph, "zero3.rate_limit");
-            em_cost(m->e, 0, 0, 0);
-            em_dep(m->e, m->prev_first);
-            em_end(m->e);
-        }
-        em_begin(m->e, PROG_OP_COLL, PROG_UNSHARD, ph, "zero3.all_gather.%s%s",
-                 pl->blocks[u->b0].group, k ? ".experts" : "");
-        em_coll(m->e, PROG_COLL_ALL_GATHER, mp_padded(n, size, pl->compute_elem));
-        em_group(m->e, g);
-        if (last == EM_NONE) em_mem(m->e, u->t_full, PROG_ALLOC_AT_ISSUE);
-        last = em_end(m->e);
-    }
-    u->ag = last;
-    if (last == EM_NONE) u->t_full = EM_NONE; /* one rank: nothing to gather */
-    if (last == EM_NONE) return;
-    em_marker_begin(m->e, PROG_COMPUTE, ph, "zero3.wait");
-    em_dep(m->e, last);
-    em_end(m->e);
+    if (m->pl->s->shard.strategy == SPEC_FULL_SHARD)
+        mp_gather_unit(m, u, ph, m->g[G_DP], MP_BOUND_HOST, "zero3");
 }
 
 static void unshard_fwd(mp *m, mp_unit *u, uint32_t mb)
