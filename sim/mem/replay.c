@@ -26,7 +26,8 @@ void mem_series_thin(const mem_rank *m, size_t max, void (*f)(void *ctx, const m
 }
 
 typedef struct mev {
-    ss_ns t;
+    ss_ns t;      /* when the allocator sees it: the host's order */
+    ss_ns shown;  /* when the step's timeline shows it: see shown_at */
     uint64_t seq;
     uint32_t sub; /* 0 alloc, 1 free at issue */
     uint32_t idx; /* collection order, for stability */
@@ -73,9 +74,10 @@ static int collect(rp *r)
         const trc_op *o = &r->t->ops[r->rank][i];
         for (uint32_t m = 0; m < ops[i].nmem; m++) {
             const prog_mem *pm = &mems[ops[i].mem0 + m];
-            mev e = {o->issue, o->seq_issue, 0, (uint32_t)r->nev, i, pm->tensor, 1};
+            mev e = {o->issue, o->start, o->seq_issue, 0, (uint32_t)r->nev, i, pm->tensor, 1};
             if (pm->act == PROG_FREE_AT_ISSUE) e.sub = 1, e.alloc = 0;
-            if (pm->act == PROG_FREE_AT_END) e.t = o->end, e.seq = o->seq_end, e.alloc = 0;
+            if (pm->act == PROG_FREE_AT_END)
+                e.t = e.shown = o->end, e.seq = o->seq_end, e.alloc = 0;
             if (e.alloc && ops[i].stream != PROG_HOST) r->stream[pm->tensor] = ops[i].stream;
             r->ev[r->nev++] = e;
         }
@@ -157,15 +159,25 @@ static int carry_over(rp *r)
     return SS_OK;
 }
 
-/* One pass over the step; `m` collects peaks when non-NULL. */
+/* One pass over the step; `m` collects peaks when non-NULL.
+ *
+ * The figures follow the allocator's order: a tensor is allocated and freed
+ * at issue, on the host, as PyTorch's counters see it. The times reported
+ * (the series, the peak's time) are on the step's time base instead: an
+ * event is shown when its op starts on its stream (or ends, for a free at
+ * the end), never before the event shown ahead of it. Without that, a host
+ * that runs ahead of the device (FSDP2 issues a whole step in milliseconds)
+ * would put the peak and the whole series at the start of the step. */
 static int pass(rp *r, mem_rank *m, size_t *peak_ev)
 {
+    ss_ns shown = 0;
     for (size_t i = 0; i < r->nev; i++) {
         bool oom;
         int rc = apply(r, &r->ev[i], &oom);
         if (rc) return rc;
         if (!m) continue;
-        if (m->series) m->series[m->nseries++] = (mem_point){r->ev[i].t, reported(r), reserved_now(r)};
+        if (r->ev[i].shown > shown) shown = r->ev[i].shown;
+        if (m->series) m->series[m->nseries++] = (mem_point){shown, reported(r), reserved_now(r)};
         if (r->ideal > m->ideal_peak) m->ideal_peak = r->ideal;
         /* A request is over capacity when it maps past the HBM, and also
          * when what is already reserved is: the warm-up pass may have left
@@ -174,7 +186,7 @@ static int pass(rp *r, mem_rank *m, size_t *peak_ev)
         if ((oom || over) && m->ooms++ == 0) m->oom_op = r->ev[i].op;
         if (r->ev[i].alloc && reported(r) > m->peak) {
             m->peak = reported(r);
-            m->peak_t = r->ev[i].t;
+            m->peak_t = shown;
             m->peak_op = r->ev[i].op;
             *peak_ev = i;
         }

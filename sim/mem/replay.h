@@ -12,6 +12,11 @@
  *     starts warm, as in a measured steady-state iteration; tensors the step
  *     frees from its start state take over the blocks of the matching
  *     tensors (same category and size) it leaves at its end.
+ * Figures follow that (the allocator's, host-side) order; the times reported
+ * (peak_t, series) are on the step's device time base: an event is shown
+ * when its op starts on its stream (a free at the end: when the op ends),
+ * never before the event shown ahead of it, so a host that runs ahead does
+ * not pile the series up at the start of the step.
  * Reports per rank the bytes at the start and at the end of the step (the
  * steady state at the optimizer boundary), the allocated and reserved peaks,
  * when the allocated peak happened, the op that caused it, and what was live

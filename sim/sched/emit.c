@@ -404,8 +404,8 @@ void em_pair_wait(em *e, em_pair *q, const char *name)
     q->n = 1;
 }
 
-uint32_t em_host_copy(em *e, prog_phase ph, ss_bytes bytes, bool nvme, uint32_t dep,
-                      uint32_t dst, uint32_t src, const char *name)
+static uint32_t host_copy(em *e, prog_phase ph, ss_bytes bytes, bool nvme, uint32_t dep,
+                          uint32_t dst, uint32_t src, prog_memact src_act, const char *name)
 {
     const spec_offload *o = &e->pl->s->off;
     double bw = o->pin_memory ? o->pcie_Bps : o->pcie_Bps / 2;
@@ -414,8 +414,20 @@ uint32_t em_host_copy(em *e, prog_phase ph, ss_bytes bytes, bool nvme, uint32_t 
     em_cost(e, em_launch_ns(e), ss_ns_from_s((double)bytes / bw), 0);
     em_dep(e, dep);
     em_mem(e, dst, PROG_ALLOC_AT_ISSUE);
-    em_mem(e, src, PROG_FREE_AT_END);
+    em_mem(e, src, src_act);
     return em_end(e);
+}
+
+uint32_t em_host_copy(em *e, prog_phase ph, ss_bytes bytes, bool nvme, uint32_t dep,
+                      uint32_t dst, uint32_t src, const char *name)
+{
+    return host_copy(e, ph, bytes, nvme, dep, dst, src, PROG_FREE_AT_END, name);
+}
+
+uint32_t em_host_copy_drop(em *e, prog_phase ph, ss_bytes bytes, uint32_t dep, uint32_t src,
+                           const char *name)
+{
+    return host_copy(e, ph, bytes, false, dep, EM_NONE, src, PROG_FREE_AT_ISSUE, name);
 }
 
 uint32_t em_cpu_optim(em *e, const em_tensors *optim, const uint32_t *deps, uint32_t ndeps)

@@ -132,7 +132,11 @@ void em_pair_wait(em *e, em_pair *q, const char *name);
  * `bytes` on the copy stream at the PCIe rate (pageable buffers at half of
  * it; nvme: no faster than the NVMe rate), after dep; it allocates the
  * device tensor `dst` when it is issued and frees `src` when it ends
- * (either EM_NONE). */
+ * (either EM_NONE). em_host_copy_drop frees `src` when the copy is issued
+ * instead: a runtime that drops its reference at once and relies on the
+ * stream's order (FSDP2's CPUOffloadPolicy, no record_stream). */
+uint32_t em_host_copy_drop(em *e, prog_phase ph, ss_bytes bytes, uint32_t dep, uint32_t src,
+                           const char *name);
 uint32_t em_host_copy(em *e, prog_phase ph, ss_bytes bytes, bool nvme, uint32_t dep,
                       uint32_t dst, uint32_t src, const char *name);
 /* The optimizer stepping the optimizer's tensors on the CPU: a host op (it

@@ -50,7 +50,9 @@
  * gradients live on the host; copy-in first copies the shard to the device
  * (copy stream, pinned or pageable per offload.pin_memory), each reduced
  * gradient shard is copied to the host and dropped on the device, and the
- * optimizer steps on the CPU.
+ * optimizer steps on the CPU. Both device copies are dropped at host time,
+ * as soon as the copy that uses them is issued (the stream orders the reuse):
+ * offload then keeps no shard on the device between uses.
  */
 #include "emit.h"
 #include "sched.h"
@@ -110,7 +112,7 @@ static void f2_unshard(f2 *f, uint32_t u, prog_phase ph)
     em_dep(f->e, post ? f->post_op[u] : EM_NONE);
     em_dep(f->e, copy);
     em_mem(f->e, f->t_ago[u], PROG_ALLOC_AT_ISSUE);
-    em_mem(f->e, t_dev, PROG_FREE_AT_END);
+    em_mem(f->e, t_dev, PROG_FREE_AT_ISSUE); /* CPUOffloadPolicy drops it once copied in */
     uint32_t cin = em_end(f->e);
     em_begin(f->e, PROG_OP_COLL, PROG_UNSHARD, ph, "fsdp2.all_gather.u%u", u);
     em_coll(f->e, PROG_COLL_ALL_GATHER, out);
@@ -260,8 +262,8 @@ static void f2_cast(f2 *f, uint32_t u, uint32_t out, ss_bytes shard, ss_bytes gs
  * it) and is dropped on the device. */
 static void f2_to_host(f2 *f, uint32_t u, ss_bytes gshard)
 {
-    f->reduce[u] = em_host_copy(f->e, PROG_PH_BACKWARD, gshard, false, f->reduce[u], EM_NONE,
-                                f->t_gshard[u], "fsdp2.grad_shard_to_host");
+    f->reduce[u] = em_host_copy_drop(f->e, PROG_PH_BACKWARD, gshard, f->reduce[u], f->t_gshard[u],
+                                     "fsdp2.grad_shard_to_host");
     f->t_gshard[u] = EM_NONE;
     f->have_gshard[u] = false;
 }

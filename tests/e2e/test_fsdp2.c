@@ -377,6 +377,68 @@ static void test_prefetch_unknown(void **state)
     spec_scenario_fini(&s);
 }
 
+/* Defect fixed in issue 19 (a): the host issues FSDP2's whole step in a few
+ * milliseconds, far ahead of the GPU. The peak's time and the memory series
+ * are on the step's time base: the peak is shown no earlier than the start
+ * of its op on the GPU, the series never goes back in time and reaches the
+ * second half of the step. */
+static void test_peak_time_base(void **state)
+{
+    (void)state;
+    spec_scenario s;
+    run_result r;
+    load_run(L8B, NULL, 0, &s, &r);
+    const mem_rank *m = &r.sum.ranks[0].mem;
+    assert_true(m->peak_op != UINT32_MAX);
+    const trc_op *o = &r.t->ops[0][m->peak_op];
+    assert_true(o->issue < o->start); /* the host ran ahead: the case that went wrong */
+    assert_true(m->peak_t >= o->start && m->peak_t <= r.t->step_ns);
+    assert_true(m->nseries > 0);
+    for (size_t i = 1; i < m->nseries; i++) assert_true(m->series[i].t >= m->series[i - 1].t);
+    assert_true(m->series[m->nseries - 1].t > r.t->step_ns / 2);
+    release(&r, &s);
+}
+
+/* Tensors of rank 0 live at its peak whose name ends with `suffix`. */
+static uint32_t live_at_peak(const run_result *r, const char *suffix)
+{
+    const mem_rank *m = &r->sum.ranks[0].mem;
+    const prog_tensor *ts = prog_tensors(r->p, 0);
+    size_t n = strlen(suffix);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < m->npeak_live; i++) {
+        const char *nm = prog_str_get(r->p, ts[m->peak_live[i]].name);
+        size_t l = strlen(nm);
+        k += l >= n && !strcmp(nm + l - n, suffix);
+    }
+    return k;
+}
+
+/* Defect fixed in issue 19 (b): CPUOffloadPolicy drops a unit's device copy
+ * of its shard once the copy-in has used it, and each reduced gradient
+ * shard once its copy to the host is issued (torch/distributed/fsdp/
+ * _fully_shard/_fsdp_collectives.py: no record_stream, the stream orders
+ * the reuse). So at the peak at most the units being gathered (the current
+ * one and one prefetched) hold a device shard, no reduced gradient shard
+ * piles up, and offload lowers the peak by at least the fp32 parameter
+ * shards it moves off the device (8,030,261,248 x 4 / 8 bytes). */
+static void test_offload_frees_device_copies(void **state)
+{
+    (void)state;
+    const char *sets[] = {"offload.params=\"cpu\"", "offload.host_memory_gib=2048",
+                          "precision.param=\"fp32\"", "precision.master=\"none\""};
+    spec_scenario s, s0;
+    run_result r, r0;
+    load_run(L8B, sets, 4, &s, &r);
+    load_run(L8B, sets + 2, 2, &s0, &r0);
+    assert_true(live_at_peak(&r, ".shard.device") <= 2);
+    assert_int_equal(live_at_peak(&r, ".grad_shard.device"), 0);
+    double shard = (double)L8B_NUMEL * 4 / 8;
+    assert_true((double)r.sum.ranks[0].mem.peak <= (double)r0.sum.ranks[0].mem.peak - shard);
+    release(&r, &s);
+    release(&r0, &s0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -386,6 +448,8 @@ int main(void)
         cmocka_unit_test(test_prefetch_order), cmocka_unit_test(test_prefetch_unknown),
         cmocka_unit_test(test_deferred_all_gather),
         cmocka_unit_test(test_reshard_per_unit),
+        cmocka_unit_test(test_peak_time_base),
+        cmocka_unit_test(test_offload_frees_device_copies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
