@@ -899,10 +899,11 @@ static int load_overlaps(js_node par, spec_parallel *p, ss_err *err)
 static int load_parallel(js_node par, spec_scenario *s, ss_err *err)
 {
     spec_parallel *p = &s->par;
-    uint64_t tp, cp, pp, ep, vs;
+    uint64_t tp, cp, pp, ep, etp, vs;
     int sched;
     int rc;
     if ((rc = js_u64(par, "tp", false, 1, 1, 1024, &tp, err)) ||
+        (rc = js_u64(par, "etp", false, 1, 1, 1024, &etp, err)) ||
         (rc = js_u64(par, "cp", false, 1, 1, 1024, &cp, err)) ||
         (rc = js_u64(par, "pp", false, 1, 1, 1024, &pp, err)) ||
         (rc = js_u64(par, "ep", false, 1, 1, 1u << 16, &ep, err)) ||
@@ -916,6 +917,7 @@ static int load_parallel(js_node par, spec_scenario *s, ss_err *err)
         (rc = load_overlaps(par, p, err)))
         return rc;
     p->tp = (uint32_t)tp, p->cp = (uint32_t)cp, p->pp = (uint32_t)pp, p->ep = (uint32_t)ep;
+    p->etp = (uint32_t)etp;
     p->schedule = (spec_pp_schedule)sched;
     p->virtual_stages = (uint32_t)vs;
     return SS_OK;
@@ -1110,6 +1112,16 @@ static int layout_check(js_node root, spec_scenario *s, ss_err *err)
     if (stage % p->ep)
         return par_fail(par, "ep", err, "ep = %llu does not divide a stage's tp x cp x dp = %llu "
                         "ranks", ep, (ull)stage);
+    if (p->etp > 1 && !a->experts)
+        return par_fail(par, "etp", err, "etp = %u splits experts: it needs a model with "
+                        "experts", p->etp);
+    if (p->etp > 1 && a->expert_ffn_hidden % p->etp)
+        return par_fail(par, "etp", err, "etp = %u does not divide the model's "
+                        "expert_ffn_hidden = %llu", p->etp, (ull)a->expert_ffn_hidden);
+    if (stage % ((uint64_t)p->ep * p->etp))
+        return par_fail(par, "etp", err, "ep x etp = %llu does not divide a stage's tp x cp x "
+                        "dp = %llu ranks (experts regroup them as etp x ep x expert dp)",
+                        (ull)p->ep * p->etp, (ull)stage);
     if (a->experts && p->tp > 1 && !p->sequence_parallel)
         return par_fail(par, "sequence_parallel", err, "MoE layers with tp = %llu need "
                         "sequence_parallel (as Megatron-core requires)", tp);
@@ -1137,7 +1149,7 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
     int recomp;
     int rc = js_need(root, "parallel", &par, err);
     if (rc || (rc = js_want_obj(par, err)) ||
-        (rc = js_keys_check(par, KEYS("dp", "tp", "cp", "pp", "ep", "sequence_parallel",
+        (rc = js_keys_check(par, KEYS("dp", "tp", "cp", "pp", "ep", "etp", "sequence_parallel",
                                       "pipeline_schedule", "virtual_stages",
                                       "expert_imbalance", "fold", "pipeline_layers",
                                       "num_layers_in_first_pipeline_stage",

@@ -279,6 +279,7 @@ static void json_layout(cJSON *root, const sum_report *r)
     add_u64(l, "cp", p->cp);
     add_u64(l, "pp", p->pp);
     add_u64(l, "ep", p->ep);
+    add_u64(l, "etp", p->etp);
     add_u64(l, "dp", r->s->dp);
     add_u64(l, "world", (uint64_t)p->tp * p->cp * p->pp * r->s->dp);
     add_u64(l, "simulated_ranks", r->nsim);
@@ -435,8 +436,10 @@ void sum_text(const sum_report *r, FILE *f)
     }
     const spec_parallel *p = &r->s->par;
     if (spec_model_parallel(p)) {
-        fprintf(f, "  layout           tp %u%s, cp %u, pp %u, ep %u, dp %u: %llu GPUs, %u simulated\n",
-                p->tp, p->sequence_parallel ? " + SP" : "", p->cp, p->pp, p->ep, r->s->dp,
+        char etp[32] = "";
+        if (p->etp > 1) snprintf(etp, sizeof etp, " (etp %u)", p->etp);
+        fprintf(f, "  layout           tp %u%s, cp %u, pp %u, ep %u%s, dp %u: %llu GPUs, %u simulated\n",
+                p->tp, p->sequence_parallel ? " + SP" : "", p->cp, p->pp, p->ep, etp, r->s->dp,
                 (unsigned long long)p->tp * p->cp * p->pp * r->s->dp, r->nranks);
         if (p->pp > 1)
             fprintf(f, "  pipeline         %s, %u micro-batches: bubble %.1f%% without communication\n",

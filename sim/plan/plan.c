@@ -434,7 +434,7 @@ int plan_layout(plan *p, ss_err *err)
     p->n = can_fold(p->s) ? p->replica : p->world;
     p->share = uniform(p->s);
     p->dense_dp = p->s->dp * par->cp;
-    p->expert_dp = par->tp * par->cp * p->s->dp / par->ep;
+    p->expert_dp = par->tp * par->cp * p->s->dp / (par->ep * par->etp);
     /* HSDP: shard groups of shard_group_size dp ranks, each with its cp ranks. */
     uint32_t S = p->s->shard.shard_group_size;
     p->shard_n = S ? S * par->cp : p->dense_dp;

@@ -48,6 +48,7 @@ typedef struct plan_block {
     ss_bytes tp_bytes;       /* tp > 1: the activation its TP collectives move */
     ss_bytes cp_bytes;       /* cp > 1: the KV its attention gathers over cp */
     ss_bytes ep_bytes;       /* ep > 1: what one rank dispatches (and combines) */
+    ss_bytes etp_bytes;      /* etp > 1: the routed tokens its ETP group gathers */
     uint64_t expert_numel;   /* of numel: routed-expert parameters (EP-sharded) */
 } plan_block;
 

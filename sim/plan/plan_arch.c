@@ -36,7 +36,7 @@ typedef struct ab {
     int rc;
     /* Layout shares (all 1 without one): tensor parallel, the split of the
      * activations between GEMMs (tp under sequence parallel), experts. */
-    uint64_t tp, sp, ep, cp;
+    uint64_t tp, sp, ep, cp, etp;
     /* torchtitan's op-level selective checkpointing (selective_op): a
      * layer's matmuls are counted in order; the odd-numbered ones keep
      * their outputs, whose forward time and bytes the block sums here. */
@@ -293,27 +293,30 @@ static void mlp(ab *x, unsigned l)
     blk_done(x, b);
 }
 
-/* Experts whole on each rank (expert tensor parallel 1): a rank holds
- * E / ep of them and computes the tokens its EP group routes to them, on
- * average its own routed tokens (ts k cf, ts its share of the sequence),
- * times the imbalance on the busiest rank. */
+/* A rank holds E / ep experts, each split over its ETP group (1 / etp of
+ * every expert FFN, Megatron-core's expert tensor parallel). It receives
+ * from its EP group the tokens routed to its experts, on average its own
+ * routed tokens (ts k cf, ts its share of the sequence) times the
+ * imbalance on the busiest rank; with etp > 1 the ETP group all-gathers
+ * them (etp times as many tokens at 1 / etp of the FFN width: the same
+ * FLOPs, narrower GEMMs) and reduce-scatters the outputs. */
 static void moe(ab *x, unsigned l)
 {
     const spec_arch *a = x->a;
     uint64_t t = x->t, ts = t / x->sp, h = a->hidden, fe = a->expert_ffn_hidden;
-    uint64_t local = a->experts / x->ep;
+    uint64_t local = a->experts / x->ep, fl = fe / x->etp;
     plan_block *b = blk(x, "layers.%u", "layers.%u.moe", l);
     norm(x, b, h);
     param(x, b, h * a->experts, a->experts); /* router: nn.Linear(h, E) */
     gemm(x, b, ts, h, a->experts);
     uint64_t sent = (uint64_t)ceil((double)ts * a->top_k * a->capacity_factor);
-    uint64_t routed = (uint64_t)ceil((double)sent * x->p->s->par.expert_imbalance);
+    uint64_t routed = (uint64_t)ceil((double)sent * x->p->s->par.expert_imbalance) * x->etp;
     uint64_t per = ss_div_ceil(routed, local);
     uint64_t before = b ? b->numel : 0;
-    for (uint64_t e = 0; e < local && !x->rc; e++) mlp_weights(x, b, fe, 0, true);
+    for (uint64_t e = 0; e < local && !x->rc; e++) mlp_weights(x, b, fl, 0, true);
     if (b) b->expert_numel = b->numel - before;
     plan_block one = {0}; /* the costs of one expert's `per` tokens, times E / ep */
-    mlp_weights(x, &one, fe, per, false);
+    mlp_weights(x, &one, fl, per, false);
     if (b) {
         b->fwd_ns += one.fwd_ns * local;
         b->bwd_ns += one.bwd_ns * local;
@@ -323,15 +326,16 @@ static void moe(ab *x, unsigned l)
     for (uint64_t e = 0; e < a->shared_experts; e++) mlp_weights(x, b, fe / x->tp, t, true);
     /* Activations of the routed and shared experts; the routed tokens are
      * permuted into expert order and back (a gather and a scatter). */
-    activation(x, b, routed, fe);
+    activation(x, b, routed, fl);
     if (a->shared_experts) activation(x, b, t * a->shared_experts, fe / x->tp);
     eltwise(x, b, 4 * routed * h * x->c, 4 * routed * h * x->c);
     residual(x, b);
     if (!b) return;
     uint64_t inter = a->act == SPEC_ACT_SWIGLU ? 3 : 2;
-    b->saved_bytes = (ts * h + routed * h + routed * inter * fe +
+    b->saved_bytes = (ts * h + routed * h + routed * inter * fl +
                       t * a->shared_experts * inter * fe / x->tp) * x->c + ts * a->experts * 4;
     if (x->ep > 1) b->ep_bytes = sent * h * x->c;
+    if (x->etp > 1) b->etp_bytes = sent * x->etp * h * x->c;
     if (!a->shared_experts) b->tp_bytes = 0; /* routed tokens stay split over tp */
     blk_done(x, b);
 }
@@ -406,9 +410,9 @@ int plan_arch_blocks(plan *p, ss_err *err)
     const spec_arch *a = &p->s->model.arch;
     const spec_parallel *par = &p->s->par;
     ab x = {.p = p, .a = a, .capb = (uint32_t)(2 * a->layers + 3), .t = p->tokens,
-            .c = p->compute_elem, .err = err, .rc = SS_OK, .tp = 1, .sp = 1, .ep = 1, .cp = 1};
+            .c = p->compute_elem, .err = err, .rc = SS_OK, .tp = 1, .sp = 1, .ep = 1, .cp = 1, .etp = 1};
     if (p->layout) {
-        x.tp = par->tp, x.cp = par->cp, x.ep = par->ep;
+        x.tp = par->tp, x.cp = par->cp, x.ep = par->ep, x.etp = par->etp;
         x.sp = par->sequence_parallel ? par->tp : 1;
         x.t = p->tokens / par->cp;
     }

@@ -33,7 +33,7 @@ uint32_t spec_dtype_size(spec_dtype d)
 
 bool spec_model_parallel(const spec_parallel *p)
 {
-    return p->tp > 1 || p->cp > 1 || p->pp > 1 || p->ep > 1;
+    return p->tp > 1 || p->cp > 1 || p->pp > 1 || p->ep > 1 || p->etp > 1;
 }
 
 void spec_scenario_fini(spec_scenario *s)

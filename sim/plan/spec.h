@@ -414,10 +414,13 @@ typedef enum { SPEC_EXP_NUM, SPEC_EXP_BOOL, SPEC_EXP_STR } spec_exp_kind;
 /* Model-parallel layout (the "parallel" section): world = tp x cp x pp x dp
  * ranks, tp varying fastest, then cp, then pp, dp slowest (so tensor
  * parallel stays inside a node and one data-parallel replica is the
- * consecutive ranks [0, tp cp pp)). Experts (ep > 1) are spread over ep
- * consecutive ranks of a stage's tp x cp x dp ranks, whole (expert tensor
- * parallel 1, Megatron-core's expert_tensor_parallel_size = 1); the expert
- * data-parallel group is the ranks with the same place in their EP group. */
+ * consecutive ranks [0, tp cp pp)). Experts: a stage's tp x cp x dp ranks
+ * are regrouped as etp x ep x edp, etp fastest (Megatron-core's expert
+ * grid, expert_tensor_parallel_size = etp): an expert's FFN is split over
+ * etp consecutive ranks (its ETP group), the E experts over ep such groups
+ * (an EP group: same place in their ETP group), and the expert
+ * data-parallel group is the ranks with the same place in an etp x ep
+ * block. */
 #define SPEC_PP_SCHEDULES(X)                                                   \
     X(ONE_F_ONE_B, "1f1b")                                                     \
     X(INTERLEAVED, "interleaved")
@@ -450,6 +453,7 @@ extern const char *const spec_order_names[SPEC_NORDER];
 
 typedef struct spec_parallel {
     uint32_t tp, cp, pp, ep;  /* 1 = that dimension is off */
+    uint32_t etp;             /* expert tensor parallel: 1 = experts whole */
     bool sequence_parallel;   /* tp > 1: activations split over tp between GEMMs */
     spec_pp_schedule schedule;
     uint32_t virtual_stages;  /* interleaved: model chunks per stage */

@@ -18,7 +18,11 @@
  *              their gradients after its backward (Llama 3's context
  *              parallel; the gather is exposed);
  *   ep:        all-to-all dispatch before the MoE block and combine after,
- *              the same two again in backward.
+ *              the same two again in backward;
+ *   etp:       after the dispatch the ETP group all-gathers the routed
+ *              tokens, before the combine it reduce-scatters the outputs
+ *              (Megatron-core's all-to-all token dispatcher), and in
+ *              backward the same for the gradients.
  * Pipeline: Megatron's 1F1B or interleaved order of (micro-batch, chunk);
  * activations and gradients pass to the next / previous stage with one-way
  * sends on the unordered p2p stream, one group per direction and pair so
@@ -91,8 +95,12 @@ static void members(const plan *pl, int kind, uint32_t r, uint32_t *out, uint32_
     }
     case G_EP:
     case G_EDP:
+    case G_ETP: /* the stage's ranks as etp x ep x edp, etp fastest (spec.h) */
         for (uint32_t q2 = 0; q2 < stage; q2++) {
-            bool in = kind == G_EP ? q2 / x->ep == q / x->ep : q2 % x->ep == q % x->ep;
+            uint32_t e = x->etp, b = x->ep * x->etp;
+            bool in = kind == G_ETP  ? q2 / e == q / e
+                      : kind == G_EP ? q2 / b == q / b && q2 % e == q % e
+                                     : q2 % b == q % b;
             if (!in) continue;
             uint32_t t2 = q2 % x->tp, c2 = (q2 / x->tp) % x->cp, d2 = q2 / (x->tp * x->cp);
             out[k++] = world_rank(pl, t2, c2, p, d2);
@@ -195,7 +203,7 @@ int mp_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err)
     int rc = st_compute(&in, out, err);
     if (rc || !expert) return rc;
     st_bytes e;
-    in.n = pl->expert_dp, in.rank = q / x->ep, in.numels = &expert;
+    in.n = pl->expert_dp, in.rank = q / (x->ep * x->etp), in.numels = &expert;
     rc = st_compute(&in, &e, err);
     if (!rc) st_add(out, &e);
     return rc;
@@ -332,19 +340,43 @@ static uint32_t join(mp *m, prog_phase ph, uint32_t op, uint32_t also)
     return em_end(m->e);
 }
 
+/* Into a MoE block: the all-to-all over the EP group, then the ETP group's
+ * all-gather of what arrived. */
+static uint32_t ep_in(mp *m, const plan_block *b, prog_phase ph, uint32_t dep, const char *a2a,
+                      const char *gather)
+{
+    if (b->ep_bytes)
+        dep = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes, dep, a2a,
+                      b->name);
+    if (b->etp_bytes)
+        dep = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_GATHER, m->g[G_ETP], b->etp_bytes, dep, gather,
+                      b->name);
+    return dep;
+}
+
+/* Out of a MoE block: the ETP group's reduce-scatter, then the all-to-all
+ * back over the EP group. */
+static uint32_t ep_out(mp *m, const plan_block *b, prog_phase ph, uint32_t op, const char *scatter,
+                       const char *a2a)
+{
+    if (b->etp_bytes)
+        op = mp_coll(m, PROG_TP, ph, PROG_COLL_REDUCE_SCATTER, m->g[G_ETP], b->etp_bytes, op,
+                     scatter, b->name);
+    if (b->ep_bytes)
+        op = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes, op, a2a,
+                     b->name);
+    return op;
+}
+
 static void fwd_block(mp *m, uint32_t i)
 {
     const plan_block *b = &m->pl->blocks[i];
     uint32_t rest, ring;
     uint32_t dep = tp_pre(m, b, PROG_PH_FORWARD, &rest);
     dep = cp_pre(m, b, PROG_PH_FORWARD, dep, &ring);
-    if (b->ep_bytes)
-        dep = mp_coll(m, PROG_TP, PROG_PH_FORWARD, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes,
-                      dep, "ep.dispatch", b->name);
+    dep = ep_in(m, b, PROG_PH_FORWARD, dep, "ep.dispatch", "etp.all_gather");
     uint32_t op = join(m, PROG_PH_FORWARD, em_fwd_block(m->e, i, dep), ring);
-    if (b->ep_bytes)
-        op = mp_coll(m, PROG_TP, PROG_PH_FORWARD, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes,
-                     op, "ep.combine", b->name);
+    op = ep_out(m, b, PROG_PH_FORWARD, op, "etp.reduce_scatter", "ep.combine");
     m->dep = tp_post(m, b, PROG_PH_FORWARD, op, rest);
 }
 
@@ -367,12 +399,8 @@ static uint32_t recompute_colls(mp *m, const plan_block *b, uint32_t dep)
                                       ? b->cp_bytes / m->par->cp * (m->par->cp - 1)
                                       : b->cp_bytes,
                       dep, "recompute.cp.kv", b->name);
-    if (b->ep_bytes) {
-        dep = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes, dep,
-                      "recompute.ep.dispatch", b->name);
-        dep = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes, dep,
-                      "recompute.ep.combine", b->name);
-    }
+    dep = ep_in(m, b, ph, dep, "recompute.ep.dispatch", "recompute.etp.all_gather");
+    dep = ep_out(m, b, ph, dep, "recompute.etp.reduce_scatter", "recompute.ep.combine");
     if (b->tp_bytes)
         dep = mp_coll(m, PROG_TP, ph, sp ? PROG_COLL_REDUCE_SCATTER : PROG_COLL_ALL_REDUCE,
                       m->g[G_TP], b->tp_bytes, dep,
@@ -397,13 +425,9 @@ static void bwd_block(mp *m, uint32_t i, const uint32_t *grads, uint32_t ngrads)
         }
     }
     dep = cp_pre(m, b, PROG_PH_BACKWARD, dep, &ring);
-    if (b->ep_bytes)
-        dep = mp_coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes,
-                      dep, "ep.combine_grad", b->name);
+    dep = ep_in(m, b, PROG_PH_BACKWARD, dep, "ep.combine_grad", "etp.all_gather_grad");
     uint32_t op = join(m, PROG_PH_BACKWARD, em_bwd_block(m->e, i, dep, grads, ngrads), ring);
-    if (b->ep_bytes)
-        op = mp_coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes,
-                     op, "ep.dispatch_grad", b->name);
+    op = ep_out(m, b, PROG_PH_BACKWARD, op, "etp.reduce_scatter_grad", "ep.dispatch_grad");
     if (is_attn(b) && b->cp_bytes && m->par->cp_comm == SPEC_CP_ALL_GATHER)
         op = mp_coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_REDUCE_SCATTER, m->g[G_CP],
                      b->cp_bytes, op, "cp.reduce_scatter_dkv", b->name);

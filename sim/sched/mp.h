@@ -41,7 +41,7 @@
 /* Per-rank groups. G_SHARD and G_REPL exist under HSDP only (the dense
  * group cut into shard groups of plan.shard_n ranks, and the ranks with the
  * same place in each): MP_NOGROUP otherwise. */
-enum { G_TP, G_CP, G_DP, G_EP, G_EDP, G_FWD, G_BWD, G_SHARD, G_REPL, G_NKINDS };
+enum { G_TP, G_CP, G_DP, G_EP, G_EDP, G_FWD, G_BWD, G_SHARD, G_REPL, G_ETP, G_NKINDS };
 #define MP_NOGROUP UINT32_MAX
 
 typedef struct mp_unit {

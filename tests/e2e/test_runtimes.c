@@ -6,7 +6,7 @@
  * checks against the model's shapes), its units (U with dense parameters,
  * UE with experts), the micro-batches M, and the group sizes (D = dp x cp
  * dense ranks, S the HSDP shard group: shard_group_size dp ranks with their
- * cp ranks, X = tp cp dp / ep expert ranks).
+ * cp ranks, X = tp cp dp / (ep etp) expert ranks).
  *
  * Dtypes: bf16 parameters and compute, fp32 gradients, reductions, master
  * weights and AdamW states: per element 2 + 4 + 4 + 8 bytes. The models'
@@ -57,6 +57,7 @@ static const axis axes[] = {
     {"pp", DENSE, "{\"dp\": 4, \"pp\": 2}", 4},
     {"uneven pp", DENSE, "{\"dp\": 4, \"pp\": 2, \"pipeline_layers\": [3, 5]}", 4},
     {"ep", MOE, "{\"dp\": 4, \"ep\": 2}", 1},
+    {"etp", MOE, "{\"dp\": 4, \"tp\": 2, \"sequence_parallel\": true, \"ep\": 2, \"etp\": 2}", 1},
 };
 
 typedef enum {
@@ -230,6 +231,77 @@ static void check_cell(const axis *a, rt r)
     spec_scenario_fini(&s);
 }
 
+/* Rank 0's collectives of one kind named `what`.BLOCK: count and bytes. */
+static void named(const run_result *r, const char *what, prog_coll k, uint64_t *n, uint64_t *by)
+{
+    const prog_op *ops = prog_ops(r->p, 0);
+    size_t l = strlen(what);
+    *n = *by = 0;
+    for (uint32_t i = 0; i < prog_nops(r->p, 0); i++) {
+        const char *nm = prog_str_get(r->p, ops[i].name);
+        if (ops[i].kind == PROG_OP_COLL && ops[i].coll == k && !strncmp(nm, what, l) &&
+            nm[l] == '.')
+            (*n)++, *by += ops[i].bytes;
+    }
+}
+
+/* Member i of the world group of rank 0's first collective named
+ * `what`.BLOCK on a MoE block (or `what`.*.experts); UINT32_MAX if none. */
+static uint32_t group_of(const run_result *r, const char *what, uint32_t i)
+{
+    const prog_op *ops = prog_ops(r->p, 0);
+    size_t l = strlen(what);
+    for (uint32_t k = 0; k < prog_nops(r->p, 0); k++) {
+        const char *nm = prog_str_get(r->p, ops[k].name);
+        if (ops[k].kind != PROG_OP_COLL || strncmp(nm, what, l) || nm[l] != '.' ||
+            (!strstr(nm, ".moe") && !strstr(nm, "experts")))
+            continue;
+        prog_group g = prog_group_net(r->p, ops[k].group);
+        return i < g.size ? g.ranks[i] : UINT32_MAX;
+    }
+    return UINT32_MAX;
+}
+
+/* Expert tensor parallel (the etp axis: tp 2 with SP, ep 2, etp 2, dp 4;
+ * Megatron-core's expert grid etp x ep x edp over a stage's 8 ranks): a
+ * rank holds E / ep = 2 experts, each 1 / etp of its SwiGLU FFN (3 h fe /
+ * etp elements), on 8 layers; the expert data-parallel group has
+ * 8 / (ep etp) = 2 ranks. Per MoE layer and micro-batch the ETP group
+ * all-gathers the dispatched tokens and reduce-scatters the outputs, in
+ * forward and again in backward: the tokens a rank sends are its sequence
+ * share under SP (1024 / tp) times top_k 2 (capacity factor 1), so each
+ * collective moves etp x 1024 tokens x h 1024 x 2 bytes (bf16). */
+static void test_etp(void **state)
+{
+    (void)state;
+    spec_scenario s;
+    run_result res;
+    ss_err err;
+    const axis *a = &axes[sizeof axes / sizeof *axes - 1];
+    assert_string_equal(a->name, "etp");
+    if (load(a, R_MEGATRON, &s, &err)) fail_msg("%s: %s", err.where, err.msg);
+    if (run_step(&s, NULL, &res, &err)) fail_msg("%s: %s", err.where, err.msg);
+    assert_int_equal(res.pl->expert_dp, 2);
+    assert_int_equal(stage0(res.pl).E, 8ull * 2 * 3 * 1024 * 1024 / 2);
+    uint64_t n, by, per = 2ull * 1024 * 1024 * 2;
+    named(&res, "etp.all_gather", PROG_COLL_ALL_GATHER, &n, &by);
+    assert_int_equal(n, 8), assert_int_equal(by, 8 * per);
+    named(&res, "etp.reduce_scatter", PROG_COLL_REDUCE_SCATTER, &n, &by);
+    assert_int_equal(n, 8), assert_int_equal(by, 8 * per);
+    named(&res, "etp.all_gather_grad", PROG_COLL_ALL_GATHER, &n, &by);
+    assert_int_equal(n, 8), assert_int_equal(by, 8 * per);
+    named(&res, "etp.reduce_scatter_grad", PROG_COLL_REDUCE_SCATTER, &n, &by);
+    assert_int_equal(n, 8), assert_int_equal(by, 8 * per);
+    /* Groups of world rank 0 (rank = t + tp d here): ETP {0, 1}, EP the
+     * same place in the next ETP group {0, 2}, expert data parallel the
+     * same place in the next etp x ep block {0, 4}. */
+    assert_int_equal(group_of(&res, "etp.all_gather", 1), 1);
+    assert_int_equal(group_of(&res, "ep.dispatch", 1), 2);
+    assert_int_equal(group_of(&res, "dp.reduce_scatter", 1), 4);
+    run_fini(&res);
+    spec_scenario_fini(&s);
+}
+
 static void test_every_cell(void **state)
 {
     (void)state;
@@ -241,6 +313,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_cell),
+        cmocka_unit_test(test_etp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
