@@ -3,9 +3,10 @@
  *
  * Exit codes: 0 success; 2 bad usage or bad input (the message names the
  * file and line or JSON path); 1 anything else (a harness verb in a build
- * without CUDA, an internal error). Profiles are written to a temporary
- * file beside the target and renamed, so no reader sees half a profile, and
- * only after they have been read back through the strict loader. */
+ * without CUDA, an internal error). Profiles are written whole or not at
+ * all (core/ofile.h: a temporary file renamed over the target; pipes and
+ * devices in place), and only after they have been read back through the
+ * strict loader. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 
 #include <gsl/gsl_errno.h>
 
+#include "../sim/core/ofile.h"
 #include "fit/cal.h"
 #ifdef SS_WITH_CUDA
 #include "harness/harness.h"
@@ -144,24 +146,6 @@ static int fit_parse(int argc, char **argv, fit_args *a)
     return 0;
 }
 
-/* Write to a temporary file beside the target, then rename. */
-static int write_atomic(const char *path, const char *text, ss_err *err)
-{
-    if (!strcmp(path, "-")) return fputs(text, stdout) < 0 ? ss_fail(err, SS_E_IO, "stdout", "cannot write") : SS_OK;
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return ss_fail(err, SS_E_IO, path, "cannot write: %s", strerror(errno));
-    int ok = fputs(text, f) >= 0;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
-        remove(tmp);
-        return ss_fail(err, SS_E_IO, path, "cannot write: %s", strerror(e));
-    }
-    return SS_OK;
-}
-
 /* Render, read back through the loader the simulator uses, write. A profile
  * the loader refuses is a fitter bug (exit 1), never a file on disk. */
 static int save(const char *path, const prof *p, ss_err *err)
@@ -175,7 +159,7 @@ static int save(const char *path, const prof *p, ss_err *err)
     rc = prof_load_text(path, text, strlen(text), &back, &e);
     if (rc) rc = ss_fail(err, SS_E_INTERNAL, e.where, "the fitted profile does not load back: %s", e.msg);
     else prof_fini(&back);
-    if (!rc) rc = write_atomic(path, text, err);
+    if (!rc) rc = of_write_text(path, text, err);
     free(text);
     return rc;
 }

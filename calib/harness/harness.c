@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../sim/core/ofile.h"
 #include "../../sim/io/scenario.h"
 #include "../../sim/out/diff.h"
 #include "../../sim/run/run.h"
@@ -502,9 +503,9 @@ static void print_plan(const rplan *rp, const char *file)
 static int replay_outputs(const hx_args *a, rp_state *x, ss_err *err)
 {
     int rc = SS_OK;
-    if (a->out) rc = meas_write_text(a->out, x->js, err);
-    if (!rc && a->trace) rc = meas_write_text(a->trace, x->tr, err);
-    if (!rc && a->predicted) rc = meas_write_text(a->predicted, x->pred, err);
+    if (a->out) rc = of_write_text(a->out, x->js, err);
+    if (!rc && a->trace) rc = of_write_text(a->trace, x->tr, err);
+    if (!rc && a->predicted) rc = of_write_text(a->predicted, x->pred, err);
     if (!rc) rc = diff_text(x->pred, "predicted", x->js, "measured", stdout, err);
     return rc;
 }

@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../sim/core/ofile.h"
+
 struct meas {
     cJSON *root;
     cJSON *gemm, *copy, *coll;
@@ -164,33 +166,11 @@ int meas_peaks_from(meas *m, const char *device_file, ss_err *err)
     return SS_OK;
 }
 
-int meas_write_text(const char *path, const char *text, ss_err *err)
-{
-    if (!strcmp(path, "-")) {
-        return fputs(text, stdout) >= 0 && fputc('\n', stdout) != EOF
-                   ? SS_OK
-                   : ss_fail(err, SS_E_IO, "stdout", "cannot write");
-    }
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return ss_fail(err, SS_E_IO, path, "cannot write: %s", strerror(errno));
-    size_t n = strlen(text);
-    bool ok = fwrite(text, 1, n, f) == n && (n && text[n - 1] == '\n' ? true : fputc('\n', f) != EOF);
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
-        remove(tmp);
-        return ss_fail(err, SS_E_IO, path, "cannot write: %s", strerror(e));
-    }
-    return SS_OK;
-}
-
 int meas_write(const meas *m, const char *path, ss_err *err)
 {
     char *text = cJSON_Print(m->root);
     if (!text) return nomem(err);
-    int rc = meas_write_text(path, text, err);
+    int rc = of_write_text(path, text, err);
     free(text);
     return rc;
 }

@@ -50,10 +50,8 @@ int meas_coll(meas *m, const char *op, uint32_t ranks, uint32_t nodes, uint64_t 
               double time_us, ss_err *err);
 bool meas_empty(const meas *m);
 
-/* Write the document to `path` (temporary file beside it, then rename). */
+/* Write the document to `path` (core/ofile.h: whole or not at all, "-"
+ * is stdout, pipes and devices in place). */
 int meas_write(const meas *m, const char *path, ss_err *err);
-
-/* Write text to `path` the same way ("-" is stdout). */
-int meas_write_text(const char *path, const char *text, ss_err *err);
 
 #endif

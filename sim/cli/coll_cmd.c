@@ -174,7 +174,7 @@ static int emit(const opts *o, const char *topo_name, coll_table *t, size_t n, s
         if (!rc && !append(&all, s)) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     }
     if (!rc) {
-        if (o->out) rc = cli_write_atomic(o->out, all, err);
+        if (o->out) rc = of_write_text(o->out, all, err);
         else fputs(all, stdout);
     }
     free(all);

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../core/ofile.h"
 #include "../io/scenario.h"
 #include "../out/chrome.h"
 #include "../out/diff.h"
@@ -210,40 +211,52 @@ typedef struct sim_one {
     uint32_t nfailed;
 } sim_one;
 
-/* The DOT text of the timeline. Caller frees. */
-static int dot_text(const sim_one *o, const dot_opts *view, char **text, ss_err *err)
+/* A scratch file in $TMPDIR (or /tmp) for Graphviz's input and output;
+ * path receives its name, which the caller removes. */
+static FILE *scratch(char *path, size_t n, ss_err *err)
 {
-    size_t len = 0;
-    FILE *f = open_memstream(text, &len);
-    if (!f) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, n, "%s/shardsim-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(path);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "w+b");
+    if (!f) {
+        if (fd >= 0) close(fd), remove(path);
+        ss_fail(err, SS_E_IO, path, "cannot create a scratch file: %s", strerror(errno));
+    }
+    return f;
+}
+
+/* The timeline as DOT text to f, which is then closed (fclose reports
+ * a late write error, ENOSPC included). */
+static int dot_to(const sim_one *o, const dot_opts *view, FILE *f, const char *path, ss_err *err)
+{
     int rc = dot_write(&o->r.sum, o->r.t, view, f, err);
-    if (fclose(f) && !rc) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    int e = fflush(f) ? errno : ferror(f) ? EIO : 0;
+    if (fclose(f) && !e) e = errno;
+    if (!rc && e) rc = ss_fail(err, SS_E_IO, path, "cannot write: %s", strerror(e));
     return rc;
 }
 
-/* neato -n2 -Tsvg DOT -o TMP, then rename TMP to SVG: Graphviz draws, we
- * only place. A Graphviz that is missing or complains is an error. */
-static int render_svg(const char *dotfile, const char *svg, ss_err *err)
+/* neato -n2 -Tsvg DOTFILE with its output on out's descriptor: Graphviz
+ * draws, we only place. A Graphviz that is missing or complains is an
+ * error naming svg, the output the user asked for. */
+static int render_svg(const char *dotfile, FILE *out, const char *svg, ss_err *err)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", svg, (long)getpid());
-    char *argv[] = {"neato", "-n2", "-Tsvg", "-o", tmp, (char *)dotfile, NULL};
+    char *argv[] = {"neato", "-n2", "-Tsvg", (char *)dotfile, NULL};
+    posix_spawn_file_actions_t fa;
     pid_t pid;
-    int status = 0;
+    int status = 0, rc = SS_OK;
     extern char **environ;
-    if (posix_spawnp(&pid, "neato", NULL, NULL, argv, environ) != 0)
-        return ss_fail(err, SS_E_IO, svg, "cannot run Graphviz's neato: is graphviz installed?");
-    if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        remove(tmp);
-        return ss_fail(err, SS_E_IO, svg, "neato failed to render %s", dotfile);
-    }
-    if (rename(tmp, svg) != 0) {
-        remove(tmp);
-        return ss_fail(err, SS_E_IO, svg, "cannot write: %s", strerror(errno));
-    }
-    return SS_OK;
+    fflush(out);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fileno(out), 1);
+    if (posix_spawnp(&pid, "neato", &fa, NULL, argv, environ) != 0)
+        rc = ss_fail(err, SS_E_IO, svg, "cannot run Graphviz's neato: is graphviz installed?");
+    else if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        rc = ss_fail(err, SS_E_IO, svg, "neato failed to render %s", dotfile);
+    posix_spawn_file_actions_destroy(&fa);
+    return rc;
 }
-
 
 static void sim_fini(sim_one *o)
 {
@@ -294,23 +307,64 @@ static int window_by_names(const cli_args *a, const sim_one *o, dot_opts *view, 
     return SS_OK;
 }
 
-/* --dot and --svg: the SVG is rendered from the DOT file (a temporary one
- * when no --dot was asked for). */
-static int write_timeline(const cli_args *a, const sim_one *o, ss_err *err)
+/* --dot and --svg into their (open) outputs, each closed on success. The
+ * SVG is rendered from the DOT output's bytes, or from a scratch DOT file
+ * when no --dot was asked for. */
+static int write_timeline(const cli_args *a, const sim_one *o, of_file *dot, of_file *svg,
+                          ss_err *err)
 {
-    char *text = NULL, tmp[4096];
     dot_opts view = a->view;
+    char tmp[4096] = "";
     int rc = a->win_from[0] ? window_by_names(a, o, &view, err) : SS_OK;
-    if (!rc) rc = dot_text(o, &view, &text, err);
-    const char *dotfile = a->dot;
-    if (!dotfile) {
-        snprintf(tmp, sizeof tmp, "%s.dot.tmp.%ld", a->svg, (long)getpid());
-        dotfile = tmp;
+    if (rc) return rc;
+    FILE *f = dot ? of_stream(dot) : scratch(tmp, sizeof tmp, err);
+    if (!f) return err->code;
+    if (dot) {
+        rc = dot_write(&o->r.sum, o->r.t, &view, f, err);
+        if (!rc) rc = of_close(dot, err);
+    } else {
+        rc = dot_to(o, &view, f, tmp, err);
     }
-    if (!rc) rc = cli_write_atomic(dotfile, text, err);
-    if (!rc && a->svg) rc = render_svg(dotfile, a->svg, err);
-    if (!a->dot) remove(tmp);
-    free(text);
+    if (!rc && svg) rc = render_svg(dot ? of_written_path(dot) : tmp, of_stream(svg), a->svg, err);
+    if (!rc && svg) rc = of_close(svg, err);
+    if (tmp[0]) remove(tmp);
+    return rc;
+}
+
+/* The trace into its output, closed on success; a write error is the
+ * stream's, which of_close names. */
+static int write_trace(const sim_one *o, of_file *f, const char *path, ss_err *err)
+{
+    int w = chrome_write(&o->r.sum, o->r.t, of_stream(f), NULL);
+    fputc('\n', of_stream(f));
+    int rc = of_close(f, err);
+    return rc ? rc : w ? ss_fail(err, SS_E_IO, path, "cannot write the trace") : SS_OK;
+}
+
+/* Every output of `run`, all or nothing (ofile.h): each is opened, written
+ * and closed, and they are published only once all of them have been; on
+ * any error none is left behind (in-place outputs, a pipe or a device,
+ * keep what they were sent). */
+static int write_outputs(const cli_args *a, const sim_one *o, ss_err *err)
+{
+    enum { JSON, DOT, SVG, TRACE, N };
+    const char *path[N] = {a->json, a->dot, a->svg, a->trace};
+    of_file *f[N] = {NULL};
+    int rc = SS_OK;
+    for (int k = 0; k < N && !rc; k++)
+        if (path[k]) rc = of_open(&f[k], path[k], err);
+    if (!rc && f[JSON]) {
+        fputs(o->json, of_stream(f[JSON]));
+        fputc('\n', of_stream(f[JSON]));
+        rc = of_close(f[JSON], err);
+    }
+    if (!rc && (f[DOT] || f[SVG])) rc = write_timeline(a, o, f[DOT], f[SVG], err);
+    if (!rc && f[TRACE]) rc = write_trace(o, f[TRACE], a->trace, err);
+    for (int k = 0; k < N; k++) {
+        if (!rc && f[k]) rc = of_publish(f[k], err);
+        else of_abort(f[k]);
+        f[k] = NULL;
+    }
     return rc;
 }
 
@@ -334,14 +388,7 @@ static int cmd_run(const cli_args *a)
     ss_err_clear(&err);
     sim_one o;
     int rc = sim_run(a->files[0], a, &o, &err);
-    if (!rc && a->json) rc = cli_write_atomic(a->json, o.json, &err);
-    if (!rc && (a->dot || a->svg)) rc = write_timeline(a, &o, &err);
-    if (!rc && a->trace) {
-        char *tr = chrome_json(&o.r.sum, o.r.t);
-        rc = tr ? cli_write_atomic(a->trace, tr, &err)
-                : ss_fail(&err, SS_E_NOMEM, NULL, "out of memory rendering the trace");
-        free(tr);
-    }
+    if (!rc) rc = write_outputs(a, &o, &err);
     if (!rc && !a->quiet) {
         sum_text(&o.r.sum, stdout);
         if (o.s.nexpects) {
@@ -433,7 +480,7 @@ static char *svg_body(const char *path, double *width, double *height, ss_err *e
 /* Two timelines on one time scale, A above B, as one SVG of two nested ones. */
 static int diff_svg(const cli_args *a, const sim_one *o, ss_err *err)
 {
-    char dots[2][4096], svgs[2][4096];
+    char dots[2][4096] = {"", ""}, svgs[2][4096] = {"", ""};
     double w[2], h[2];
     char *body[2] = {NULL, NULL};
     dot_opts view = a->view;
@@ -441,17 +488,15 @@ static int diff_svg(const cli_args *a, const sim_one *o, ss_err *err)
     if (!view.t_hi) view.t_hi = ta > tb ? ta : tb;
     int rc = SS_OK;
     for (int k = 0; k < 2 && !rc; k++) {
-        char *text = NULL;
-        snprintf(dots[k], sizeof dots[k], "%s.%c.dot.tmp.%ld", a->svg, 'a' + k, (long)getpid());
-        snprintf(svgs[k], sizeof svgs[k], "%s.%c.svg.tmp.%ld", a->svg, 'a' + k, (long)getpid());
-        rc = dot_text(&o[k], &view, &text, err);
-        if (!rc) rc = cli_write_atomic(dots[k], text, err);
-        if (!rc) rc = render_svg(dots[k], svgs[k], err);
+        FILE *d = scratch(dots[k], sizeof dots[k], err), *g = NULL;
+        rc = d ? dot_to(&o[k], &view, d, dots[k], err) : err->code;
+        if (!rc && !(g = scratch(svgs[k], sizeof svgs[k], err))) rc = err->code;
+        if (!rc) rc = render_svg(dots[k], g, a->svg, err);
+        if (g && fclose(g) && !rc) rc = ss_fail(err, SS_E_IO, svgs[k], "cannot write: %s", strerror(errno));
         if (!rc && !(body[k] = svg_body(svgs[k], &w[k], &h[k], err)))
             rc = ss_fail(err, SS_E_IO, svgs[k], "cannot read the rendered SVG");
-        free(text);
-        remove(dots[k]);
-        remove(svgs[k]);
+        if (dots[k][0]) remove(dots[k]);
+        if (svgs[k][0]) remove(svgs[k]);
     }
     if (!rc) {
         size_t n = strlen(body[0]) + strlen(body[1]) + 512;
@@ -462,7 +507,7 @@ static int diff_svg(const cli_args *a, const sim_one *o, ss_err *err)
                      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0fpt\" height=\"%.0fpt\">\n"
                      "<svg x=\"0\" y=\"0\"%s\n<svg x=\"0\" y=\"%.0fpt\"%s\n</svg>\n",
                      w[0] > w[1] ? w[0] : w[1], h[0] + h[1], body[0] + 4, h[0], body[1] + 4);
-            rc = cli_write_atomic(a->svg, all, err);
+            rc = of_write_text(a->svg, all, err);
             free(all);
         }
     }
@@ -530,7 +575,7 @@ static int cmd_sweep(cli_args *a)
     if (!rc && root) {
         strcpy(all, head);
         strcat(all, rows);
-        if (a->out) rc = cli_write_atomic(a->out, all, &err);
+        if (a->out) rc = of_write_text(a->out, all, &err);
         else fputs(all, stdout);
     }
     free(all);

@@ -320,7 +320,7 @@ int search_cmd(int argc, char **argv)
     char *csv = NULL;
     rc = figs ? simulate(&o, &b, pts, n, figs, &csv, &err)
               : ss_fail(&err, SS_E_NOMEM, NULL, "out of memory");
-    if (!rc && o.csv) rc = cli_write_atomic(o.csv, csv, &err);
+    if (!rc && o.csv) rc = of_write_text(o.csv, csv, &err);
     int code = rc ? fail(&err) : report(&o, &b, pts, n, skipped, figs, &err);
     free(csv);
     free(figs);

@@ -1,6 +1,8 @@
 #include "chrome.h"
 
-#include <cjson/cJSON.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 
 /* Counter events per rank at most (mem_series_thin keeps the peaks). */
@@ -8,30 +10,99 @@
 
 static double us(ss_ns t) { return (double)t / 1000.0; }
 
-static cJSON *event(const char *name, const char *ph, double ts, uint32_t pid, uint32_t tid)
+/* A number as cJSON 1.7's printer writes it: an integer when the value
+ * equals its int conversion (saturated at INT_MIN/INT_MAX), else the
+ * shortest of %.15g and %.17g that reads back as the same double. */
+static void num(FILE *f, double d)
 {
-    cJSON *e = cJSON_CreateObject();
-    cJSON_AddStringToObject(e, "name", name);
-    cJSON_AddStringToObject(e, "ph", ph);
-    cJSON_AddNumberToObject(e, "ts", ts);
-    cJSON_AddNumberToObject(e, "pid", pid);
-    cJSON_AddNumberToObject(e, "tid", tid);
-    return e;
+    int vi = d >= (double)INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
+    if (isnan(d) || isinf(d)) {
+        fputs("null", f);
+    } else if (d == (double)vi) {
+        fprintf(f, "%d", vi);
+    } else {
+        char buf[32];
+        double back = 0;
+        snprintf(buf, sizeof buf, "%1.15g", d);
+        double m = fabs(d);
+        if (sscanf(buf, "%lg", &back) != 1 || fabs(back - d) > (fabs(back) > m ? fabs(back) : m) * DBL_EPSILON)
+            snprintf(buf, sizeof buf, "%1.17g", d);
+        fputs(buf, f);
+    }
 }
 
-static void metadata(cJSON *evs, uint32_t r)
+/* A string as cJSON escapes it: quote, backslash and the named control
+ * characters by name, other bytes below 32 as \u00XX, the rest as is. */
+static void str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"': fputs("\\\"", f); break;
+        case '\\': fputs("\\\\", f); break;
+        case '\b': fputs("\\b", f); break;
+        case '\f': fputs("\\f", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
+        default:
+            if (*p < 32) fprintf(f, "\\u%04x", *p);
+            else fputc(*p, f);
+        }
+    }
+    fputc('"', f);
+}
+
+/* ,"key":value  (sep is ',' or '{' for an object's first member) */
+static void kv_str(FILE *f, char sep, const char *k, const char *v)
+{
+    fputc(sep, f);
+    str(f, k);
+    fputc(':', f);
+    str(f, v);
+}
+
+static void kv_num(FILE *f, char sep, const char *k, double v)
+{
+    fputc(sep, f);
+    str(f, k);
+    fputc(':', f);
+    num(f, v);
+}
+
+/* The members every event opens with; the caller adds its own and '}'.
+ * Events after the first are preceded by a comma. */
+typedef struct cw {
+    FILE *f;
+    bool first;
+} cw;
+
+static void event(cw *w, const char *name, const char *ph, double ts, uint32_t pid, uint32_t tid)
+{
+    if (!w->first) fputc(',', w->f);
+    w->first = false;
+    kv_str(w->f, '{', "name", name);
+    kv_str(w->f, ',', "ph", ph);
+    kv_num(w->f, ',', "ts", ts);
+    kv_num(w->f, ',', "pid", pid);
+    kv_num(w->f, ',', "tid", tid);
+}
+
+static void name_event(cw *w, const char *what, uint32_t r, uint32_t tid, const char *name)
+{
+    event(w, what, "M", 0, r, tid);
+    fputs(",\"args\":", w->f);
+    kv_str(w->f, '{', "name", name);
+    fputs("}}", w->f);
+}
+
+static void metadata(cw *w, uint32_t r)
 {
     char name[32];
     snprintf(name, sizeof name, "rank %u", r);
-    cJSON *p = event("process_name", "M", 0, r, 0);
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(p, "args"), "name", name);
-    cJSON_AddItemToArray(evs, p);
-    for (int s = 0; s < PROG_NSTREAMS; s++) {
-        cJSON *th = event("thread_name", "M", 0, r, (uint32_t)s);
-        cJSON *a = cJSON_AddObjectToObject(th, "args");
-        cJSON_AddStringToObject(a, "name", prog_stream_name((prog_stream)s));
-        cJSON_AddItemToArray(evs, th);
-    }
+    name_event(w, "process_name", r, 0, name);
+    for (int s = 0; s < PROG_NSTREAMS; s++)
+        name_event(w, "thread_name", r, (uint32_t)s, prog_stream_name((prog_stream)s));
 }
 
 static const char *category(const prog_op *op)
@@ -41,38 +112,48 @@ static const char *category(const prog_op *op)
     return prog_phase_name((prog_phase)op->phase);
 }
 
-static cJSON *op_event(const trc *t, uint32_t r, uint32_t i)
+static void op_event(cw *w, const trc *t, uint32_t r, uint32_t i)
 {
     const prog_op *op = &prog_ops(t->p, r)[i];
     const trc_op *x = &t->ops[r][i];
-    cJSON *e = event(prog_str_get(t->p, op->name), "X", us(x->start), r, op->stream);
-    cJSON_AddStringToObject(e, "cat", category(op));
-    cJSON_AddNumberToObject(e, "dur", us(x->end - x->start));
-    cJSON *a = cJSON_AddObjectToObject(e, "args");
-    cJSON_AddNumberToObject(a, "op", i);
-    cJSON_AddStringToObject(a, "phase", prog_phase_name((prog_phase)op->phase));
-    cJSON_AddNumberToObject(a, "issue_us", us(x->issue));
+    FILE *f = w->f;
+    event(w, prog_str_get(t->p, op->name), "X", us(x->start), r, op->stream);
+    kv_str(f, ',', "cat", category(op));
+    kv_num(f, ',', "dur", us(x->end - x->start));
+    fputs(",\"args\":", f);
+    kv_num(f, '{', "op", i);
+    kv_str(f, ',', "phase", prog_phase_name((prog_phase)op->phase));
+    kv_num(f, ',', "issue_us", us(x->issue));
     if (op->kind == PROG_OP_COLL) {
-        cJSON_AddStringToObject(a, "collective", prog_coll_name((prog_coll)op->coll));
-        cJSON_AddNumberToObject(a, "bytes", (double)op->bytes);
+        kv_str(f, ',', "collective", prog_coll_name((prog_coll)op->coll));
+        kv_num(f, ',', "bytes", (double)op->bytes);
         uint32_t g = prog_op_group(t->p, r, i);
-        cJSON_AddNumberToObject(a, "group", g);
-        cJSON_AddNumberToObject(a, "group_size", prog_group_get(t->p, g).size);
+        kv_num(f, ',', "group", g);
+        kv_num(f, ',', "group_size", prog_group_get(t->p, g).size);
     }
-    if (op->flops) cJSON_AddNumberToObject(a, "flops", (double)op->flops);
-    return e;
+    if (op->flops) kv_num(f, ',', "flops", (double)op->flops);
+    fputs("}}", f);
 }
 
 /* Ops of one stream are in program order, which is their start order. */
-static void op_events(cJSON *evs, const trc *t, uint32_t r)
+static void op_events(cw *w, const trc *t, uint32_t r)
 {
     for (int s = 0; s < PROG_NSTREAMS; s++)
         for (uint32_t i = 0; i < prog_nops(t->p, r); i++)
-            if (prog_ops(t->p, r)[i].stream == s) cJSON_AddItemToArray(evs, op_event(t, r, i));
+            if (prog_ops(t->p, r)[i].stream == s) op_event(w, t, r, i);
+}
+
+static void flow_end(cw *w, const char *ph, ss_ns t, uint32_t r, uint32_t stream, uint64_t id)
+{
+    event(w, "wait", ph, us(t), r, stream);
+    kv_str(w->f, ',', "cat", "dependency");
+    kv_num(w->f, ',', "id", (double)id);
+    if (ph[0] == 'f') kv_str(w->f, ',', "bp", "e");
+    fputc('}', w->f);
 }
 
 /* An arrow from a collective to each op of another stream that waits on it. */
-static void flow_events(cJSON *evs, const trc *t, uint32_t r, uint64_t *next_id)
+static void flow_events(cw *w, const trc *t, uint32_t r, uint64_t *next_id)
 {
     const prog_op *ops = prog_ops(t->p, r);
     const uint32_t *deps = prog_deps(t->p, r);
@@ -81,56 +162,57 @@ static void flow_events(cJSON *evs, const trc *t, uint32_t r, uint64_t *next_id)
             uint32_t j = deps[ops[i].dep0 + d];
             if (ops[j].kind != PROG_OP_COLL || ops[j].stream == ops[i].stream) continue;
             uint64_t id = (*next_id)++;
-            cJSON *s = event("wait", "s", us(t->ops[r][j].start), r, ops[j].stream);
-            cJSON *f = event("wait", "f", us(t->ops[r][i].start), r, ops[i].stream);
-            cJSON_AddStringToObject(s, "cat", "dependency");
-            cJSON_AddStringToObject(f, "cat", "dependency");
-            cJSON_AddNumberToObject(s, "id", (double)id);
-            cJSON_AddNumberToObject(f, "id", (double)id);
-            cJSON_AddStringToObject(f, "bp", "e");
-            cJSON_AddItemToArray(evs, s);
-            cJSON_AddItemToArray(evs, f);
+            flow_end(w, "s", t->ops[r][j].start, r, ops[j].stream, id);
+            flow_end(w, "f", t->ops[r][i].start, r, ops[i].stream, id);
         }
 }
 
 typedef struct counter_ctx {
-    cJSON *evs;
+    cw *w;
     uint32_t rank;
 } counter_ctx;
 
 static void counter_event(void *ctx, const mem_point *p)
 {
     counter_ctx *c = ctx;
-    cJSON *e = event("memory", "C", us(p->t), c->rank, 0);
-    cJSON *args = cJSON_AddObjectToObject(e, "args");
-    cJSON_AddNumberToObject(args, "allocated_MiB", (double)p->allocated / (double)SS_MIB);
-    cJSON_AddNumberToObject(args, "reserved_MiB", (double)p->reserved / (double)SS_MIB);
-    cJSON_AddItemToArray(c->evs, e);
+    event(c->w, "memory", "C", us(p->t), c->rank, 0);
+    fputs(",\"args\":", c->w->f);
+    kv_num(c->w->f, '{', "allocated_MiB", (double)p->allocated / (double)SS_MIB);
+    kv_num(c->w->f, ',', "reserved_MiB", (double)p->reserved / (double)SS_MIB);
+    fputs("}}", c->w->f);
 }
 
-static void counter_events(cJSON *evs, const mem_rank *m, uint32_t r)
+int chrome_write(const sum_report *r, const trc *t, FILE *f, ss_err *err)
 {
-    counter_ctx c = {evs, r};
-    mem_series_thin(m, CHROME_MAX_COUNTERS, counter_event, &c);
+    cw w = {f, true};
+    uint64_t flow_id = 1;
+    fputs("{\"traceEvents\":[", f);
+    for (uint32_t k = 0; k < t->nranks && !ferror(f); k++) {
+        metadata(&w, k);
+        op_events(&w, t, k);
+        flow_events(&w, t, k, &flow_id);
+        counter_ctx c = {&w, k};
+        mem_series_thin(&r->ranks[k].mem, CHROME_MAX_COUNTERS, counter_event, &c);
+    }
+    fputc(']', f);
+    kv_str(f, ',', "displayTimeUnit", "ns");
+    fputs(",\"otherData\":", f);
+    kv_str(f, '{', "scenario", r->s->name);
+    kv_str(f, ',', "shardsim_version", SHARDSIM_VERSION);
+    fputs("}}", f);
+    return ferror(f) ? ss_fail(err, SS_E_IO, NULL, "cannot write the trace") : SS_OK;
 }
 
 char *chrome_json(const sum_report *r, const trc *t)
 {
-    cJSON *root = cJSON_CreateObject();
-    if (!root) return NULL;
-    cJSON *evs = cJSON_AddArrayToObject(root, "traceEvents");
-    uint64_t flow_id = 1;
-    for (uint32_t k = 0; k < t->nranks; k++) {
-        metadata(evs, k);
-        op_events(evs, t, k);
-        flow_events(evs, t, k, &flow_id);
-        counter_events(evs, &r->ranks[k].mem, k);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return NULL;
+    int rc = chrome_write(r, t, f, NULL);
+    if (fclose(f) != 0 || rc) {
+        free(text);
+        return NULL;
     }
-    cJSON_AddStringToObject(root, "displayTimeUnit", "ns");
-    cJSON *other = cJSON_AddObjectToObject(root, "otherData");
-    cJSON_AddStringToObject(other, "scenario", r->s->name);
-    cJSON_AddStringToObject(other, "shardsim_version", SHARDSIM_VERSION);
-    char *txt = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    return txt;
+    return text;
 }

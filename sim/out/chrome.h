@@ -9,14 +9,25 @@
  * (displayTimeUnit "ns"). Events of a thread are in start order. Output is
  * deterministic.
  *
- * Reads only the trace, its program and the report. chrome_json returns a
- * string the caller frees with free(), NULL when out of memory.
+ * The text is written as it is produced, in constant memory whatever the
+ * step's size (a 6,144-GPU pipelined step is hundreds of MB of trace). It
+ * is the canonical form cJSON prints unformatted (numbers as cJSON's
+ * printer writes them, strings escaped as it escapes them), so a trace read
+ * back and printed again by cJSON is byte for byte the same.
+ *
+ * Reads only the trace, its program and the report. chrome_write returns
+ * SS_E_IO when writing to f fails (the stream's error; the caller names
+ * the file). chrome_json returns the same text as a string the caller frees
+ * with free(), NULL when out of memory: for small steps (tests, replays).
  */
 #ifndef CHROME_H
 #define CHROME_H
 
+#include <stdio.h>
+
 #include "summary.h"
 
+int chrome_write(const sum_report *r, const trc *t, FILE *f, ss_err *err);
 char *chrome_json(const sum_report *r, const trc *t);
 
 #endif

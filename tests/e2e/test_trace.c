@@ -91,8 +91,49 @@ static void test_trace_format(void **state)
     cJSON_Delete(root);
 }
 
+/* The streamed trace is the canonical text cJSON prints: parsed and printed
+ * again by cJSON (an independent printer), it comes back byte for byte.
+ * Checked on steps with fractional microseconds, byte counts above 2^31,
+ * FLOP counts above 2^53 and op names of every runtime in a layout. */
+static void test_trace_canonical(void **state)
+{
+    (void)state;
+    const char *files[] = {"seed002/zero3_full_shard_pre.json",
+                           "examples/tiny-gpt-megatron-tp2-pp2-overlap.json",
+                           "examples/tiny-gpt-fsdp2-tp2-cp2-ring.json",
+                           "published/torchtitan-llama3.1-8b-fsdp2-sac-8xh100.json"};
+    for (size_t k = 0; k < sizeof files / sizeof *files; k++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/scenarios/%s", SS_SOURCE_DIR, files[k]);
+        ss_err err;
+        ss_err_clear(&err);
+        spec_scenario s;
+        run_result r;
+        run_opts o = {true};
+        if (scn_load(path, NULL, 0, &s, &err) || run_step(&s, &o, &r, &err))
+            fail_msg("%s: %s", err.where, err.msg);
+        char *txt = chrome_json(&r.sum, r.t);
+        assert_non_null(txt);
+        cJSON *root = cJSON_Parse(txt);
+        assert_non_null(root);
+        char *again = cJSON_PrintUnformatted(root);
+        assert_non_null(again);
+        if (strcmp(txt, again)) {
+            size_t i = 0;
+            while (txt[i] == again[i]) i++;
+            fail_msg("%s: differs at byte %zu: \"%.40s\" vs \"%.40s\"", files[k], i, txt + i, again + i);
+        }
+        free(again);
+        free(txt);
+        cJSON_Delete(root);
+        run_fini(&r);
+        spec_scenario_fini(&s);
+    }
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_trace_format)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_trace_format),
+                                       cmocka_unit_test(test_trace_canonical)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

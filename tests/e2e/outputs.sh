@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Output files from the command line (core/ofile.h, docs/ROBUSTNESS.md):
+# all or nothing across one run's outputs (a failed --trace leaves no
+# --json, and no temporary file anywhere); pipes and descriptor links are
+# written in place and get the same bytes as a file; what a path names
+# (a FIFO, a link) survives. Device nodes are covered by unit.ofile.
+set -u
+bin=$1
+cd "$2" || exit 1
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+fails=0 n=0
+check() { n=$((n + 1)); if ! eval "$2"; then echo "FAIL: $1"; fails=$((fails + 1)); fi; }
+sc=scenarios/seed002/zero3_full_shard_pre.json
+"$bin" run $sc --quiet --json "$d/ref.json" --trace "$d/ref.trace"
+check "the reference run writes its outputs" '[ -s "$d/ref.json" ] && [ -s "$d/ref.trace" ]'
+
+mkdir "$d/out"
+"$bin" run $sc --quiet --json "$d/out/a.json" --trace /dev/full 2>"$d/err"
+rc=$?
+check "a trace to a full device fails with exit 2" '[ $rc -eq 2 ] && grep -q "No space left" "$d/err"'
+check "... and leaves no summary and no temporary file" '[ -z "$(ls -A "$d/out")" ]'
+
+mkdir "$d/out/dir"
+"$bin" run $sc --quiet --json "$d/out/a.json" --dot "$d/out/a.dot" --trace "$d/out/dir" 2>"$d/err"
+check "a trace path that is a folder is refused by name" 'grep -q "out/dir: cannot write: it is a directory" "$d/err"'
+check "... before anything is written" '[ "$(ls -A "$d/out")" = dir ]'
+
+echo old >"$d/out/a.json"
+"$bin" run $sc --quiet --json "$d/out/a.json" --svg "$d/out/dir" 2>/dev/null
+check "a failed run keeps the old summary" '[ "$(cat "$d/out/a.json")" = old ] && [ "$(ls -A "$d/out" | wc -l)" -eq 2 ]'
+
+"$bin" run $sc --quiet --json /dev/stdout | cat >"$d/piped.json"
+check "--json /dev/stdout into a pipe gives the file's bytes" 'cmp -s "$d/piped.json" "$d/ref.json"'
+"$bin" run $sc --quiet --json - >"$d/dash.json"
+check "--json - gives the file's bytes" 'cmp -s "$d/dash.json" "$d/ref.json"'
+
+mkfifo "$d/fifo"
+cat "$d/fifo" >"$d/fromfifo.trace" &
+"$bin" run $sc --quiet --trace "$d/fifo"
+wait
+check "--trace to a FIFO streams the trace through it" 'cmp -s "$d/fromfifo.trace" "$d/ref.trace"'
+check "... and the FIFO is still a FIFO" '[ -p "$d/fifo" ]'
+
+echo "$((n - fails)) passed, $fails failed"
+[ $fails -eq 0 ]
