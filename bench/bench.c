@@ -16,8 +16,9 @@
  *            H100s, the 5T MoE layout at 1,024, 4,096 and 16,384 ranks;
  *   sweep    1,000 points of the 70B scenario on 2 threads;
  *   growth   how wall time grows with ranks (5T, every rank) and with
- *            layers (70B, every rank): the least-squares exponent of
- *            time ~ size^k over the rows above.
+ *            layers (70B, every rank; a 1B-wide model folded from 8,192
+ *            to 65,536 layers): the least-squares exponent of time ~
+ *            size^k over the rows above.
  *
  * Every case runs in a child process, so that its peak RSS (from wait4)
  * is its own. Usage: shardsim-bench [SOURCE_DIR] [--quick] [--engine R OPS]
@@ -340,6 +341,8 @@ static void engine_once(uint32_t ranks, uint32_t ops)
     prog_free(p);
 }
 
+static void deep(const char *dir, const char *file, bool quick);
+
 static void steps(const char *dir, bool quick)
 {
     const char *fs = "scenarios/seed002/zero3_full_shard_pre.json";
@@ -379,6 +382,32 @@ static void steps(const char *dir, bool quick)
         ly[i] = f.ok ? f.wall : 0;
     }
     growth("70B every rank, 20..160 layers", lx, ly, 4);
+    deep(dir, b70, quick);
+}
+
+/* Deep models, folded: the build, the engine and the memory replay (with
+ * the caching allocator over capacity, where empty_cache runs on every new
+ * segment) must stay linear in layers; the exponent is the figure. */
+static void deep(const char *dir, const char *file, bool quick)
+{
+    char m[512];
+    double lx[4], ly[4];
+    int n = quick ? 3 : 4;
+    for (int i = 0; i < n; i++) {
+        char size[64];
+        lx[i] = 8192 << i;
+        snprintf(m, sizeof m,
+                 "model={\"name\": \"deep\", \"architecture\": {\"type\": \"transformer\", "
+                 "\"layers\": %d, \"hidden\": 1024, \"heads\": 8, \"kv_heads\": 8, "
+                 "\"ffn_hidden\": 4096, \"activation\": \"swiglu\", \"vocab\": 32000, "
+                 "\"norm\": \"rmsnorm\"}}",
+                 (int)lx[i]);
+        snprintf(size, sizeof size, "1B-wide FSDP, 64 H100, %5.0f layers, folded", lx[i]);
+        step_arg a = {dir, file, {m}, 1};
+        fig f = step_row("step", size, &a);
+        ly[i] = f.ok ? f.wall : 0;
+    }
+    growth("deep models, folded, 8k..64k layers", lx, ly, n);
 }
 
 int main(int argc, char **argv)

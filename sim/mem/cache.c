@@ -15,6 +15,8 @@
 typedef struct cblk {
     ss_bytes addr, size;
     uint32_t prev, next; /* neighbours in the segment */
+    uint32_t wprev, wnext; /* in the list of whole free segments, while free and whole */
+    uint32_t tl, tr;       /* children in the tree of free blocks, while free */
     uint32_t stream;
     bool small, free, expandable, dead;
 } cblk;
@@ -23,10 +25,12 @@ struct mem_cache {
     mem_cache_cfg cfg;
     cblk *b;
     uint32_t nb, capb;
-    uint32_t *freel; /* ids of free blocks, ordered by key() */
-    uint32_t nfree, capfree;
+    uint32_t root; /* the free blocks: a treap ordered by key_cmp */
+    uint32_t whole_head; /* free blocks that are a whole segment: what empty_cache releases */
     uint32_t *spare; /* ids of dead block records, for reuse */
     uint32_t nspare, capspare;
+    uint32_t *tail; /* tail[stream]: the last block of its expandable segment */
+    uint32_t ntail;
     ss_bytes next_addr;
     mem_cache_stats st;
 };
@@ -45,6 +49,7 @@ int mem_cache_new(mem_cache **out, const mem_cache_cfg *cfg, ss_err *err)
     mem_cache *c = calloc(1, sizeof *c);
     if (!c) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for the allocator model");
     c->cfg = *cfg;
+    c->whole_head = c->root = MEM_CACHE_NONE;
     *out = c;
     return SS_OK;
 }
@@ -53,9 +58,29 @@ void mem_cache_free(mem_cache *c)
 {
     if (!c) return;
     free(c->b);
-    free(c->freel);
     free(c->spare);
+    free(c->tail);
     free(c);
+}
+
+/* The expandable segment's last block of a stream, or MEM_CACHE_NONE. Kept
+ * as blocks split, merge and die, so that growing the segment does not scan
+ * every block (which made a step quadratic in its tensors). */
+static uint32_t tail_of(const mem_cache *c, uint32_t stream)
+{
+    return stream < c->ntail ? c->tail[stream] : MEM_CACHE_NONE;
+}
+
+static bool tail_set(mem_cache *c, uint32_t stream, uint32_t id)
+{
+    if (stream >= c->ntail) {
+        uint32_t cap = c->ntail;
+        if (!ss_grow((void **)&c->tail, &cap, stream + 1, sizeof *c->tail)) return false;
+        for (uint32_t i = c->ntail; i < cap; i++) c->tail[i] = MEM_CACHE_NONE;
+        c->ntail = cap;
+    }
+    c->tail[stream] = id;
+    return true;
 }
 
 static uint32_t blk_new(mem_cache *c)
@@ -65,8 +90,12 @@ static uint32_t blk_new(mem_cache *c)
     return c->nb++;
 }
 
-/* Free blocks are kept sorted by (pool, stream, size, address), as
- * PyTorch's block sets are, so that the best fit is one binary search. */
+/* Free blocks are kept ordered by (pool, stream, size, address), as
+ * PyTorch's block sets are, so that the best fit is one descent. The order
+ * is a treap (a search tree heap-ordered by a hash of the block id, so its
+ * shape is deterministic and its depth logarithmic in expectation): a
+ * sorted array made every free and reuse O(free blocks), quadratic over a
+ * step with tens of thousands of layers. */
 static int key_cmp(const cblk *k, bool small, uint32_t stream, ss_bytes size, ss_bytes addr)
 {
     if (k->small != small) return k->small < small ? -1 : 1;
@@ -75,44 +104,126 @@ static int key_cmp(const cblk *k, bool small, uint32_t stream, ss_bytes size, ss
     return (k->addr > addr) - (k->addr < addr);
 }
 
-/* Position of the first free block not below the key. */
+static bool before(const mem_cache *c, uint32_t a, uint32_t b)
+{
+    const cblk *k = &c->b[b];
+    return key_cmp(&c->b[a], k->small, k->stream, k->size, k->addr) < 0;
+}
+
+static uint32_t prio(uint32_t id) /* splitmix32-style mix */
+{
+    uint32_t x = id * 0x9e3779b9u;
+    x = (x ^ (x >> 16)) * 0x85ebca6bu;
+    x = (x ^ (x >> 13)) * 0xc2b2ae35u;
+    return x ^ (x >> 16);
+}
+
+/* The nodes of t before id into *l, the rest into *r. */
+static void t_split(mem_cache *c, uint32_t t, uint32_t id, uint32_t *l, uint32_t *r)
+{
+    if (t == MEM_CACHE_NONE) {
+        *l = *r = MEM_CACHE_NONE;
+    } else if (before(c, t, id)) {
+        *l = t;
+        t_split(c, c->b[t].tr, id, &c->b[t].tr, r);
+    } else {
+        *r = t;
+        t_split(c, c->b[t].tl, id, l, &c->b[t].tl);
+    }
+}
+
+/* Every key of l is before every key of r. */
+static uint32_t t_merge(mem_cache *c, uint32_t l, uint32_t r)
+{
+    if (l == MEM_CACHE_NONE) return r;
+    if (r == MEM_CACHE_NONE) return l;
+    if (prio(l) > prio(r)) {
+        c->b[l].tr = t_merge(c, c->b[l].tr, r);
+        return l;
+    }
+    c->b[r].tl = t_merge(c, l, c->b[r].tl);
+    return r;
+}
+
+static uint32_t t_insert(mem_cache *c, uint32_t t, uint32_t id)
+{
+    if (t == MEM_CACHE_NONE) return id;
+    if (prio(id) > prio(t)) {
+        t_split(c, t, id, &c->b[id].tl, &c->b[id].tr);
+        return id;
+    }
+    if (before(c, id, t)) c->b[t].tl = t_insert(c, c->b[t].tl, id);
+    else c->b[t].tr = t_insert(c, c->b[t].tr, id);
+    return t;
+}
+
+static uint32_t t_erase(mem_cache *c, uint32_t t, uint32_t id)
+{
+    if (t == MEM_CACHE_NONE) return t;
+    if (t == id) return t_merge(c, c->b[t].tl, c->b[t].tr);
+    if (before(c, id, t)) c->b[t].tl = t_erase(c, c->b[t].tl, id);
+    else c->b[t].tr = t_erase(c, c->b[t].tr, id);
+    return t;
+}
+
+/* The first free block not below the key, or MEM_CACHE_NONE. */
 static uint32_t lower(const mem_cache *c, bool small, uint32_t stream, ss_bytes size, ss_bytes addr)
 {
-    uint32_t lo = 0, hi = c->nfree;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (key_cmp(&c->b[c->freel[mid]], small, stream, size, addr) < 0) lo = mid + 1;
-        else hi = mid;
+    uint32_t t = c->root, best = MEM_CACHE_NONE;
+    while (t != MEM_CACHE_NONE) {
+        if (key_cmp(&c->b[t], small, stream, size, addr) < 0) {
+            t = c->b[t].tr;
+        } else {
+            best = t;
+            t = c->b[t].tl;
+        }
     }
-    return lo;
+    return best;
+}
+
+/* A block's neighbours change only while it is out of the free list, so
+ * the list of whole free segments, kept as blocks enter and leave it, stays
+ * exact, and empty_cache visits only what it releases. */
+static bool whole(const cblk *k) { return k->prev == MEM_CACHE_NONE && k->next == MEM_CACHE_NONE; }
+
+static void whole_link(mem_cache *c, uint32_t id)
+{
+    c->b[id].wprev = MEM_CACHE_NONE;
+    c->b[id].wnext = c->whole_head;
+    if (c->whole_head != MEM_CACHE_NONE) c->b[c->whole_head].wprev = id;
+    c->whole_head = id;
+}
+
+static void whole_unlink(mem_cache *c, uint32_t id)
+{
+    cblk *k = &c->b[id];
+    if (k->wprev != MEM_CACHE_NONE) c->b[k->wprev].wnext = k->wnext;
+    else c->whole_head = k->wnext;
+    if (k->wnext != MEM_CACHE_NONE) c->b[k->wnext].wprev = k->wprev;
 }
 
 static bool free_add(mem_cache *c, uint32_t id)
 {
-    if (!ss_grow((void **)&c->freel, &c->capfree, c->nfree + 1, sizeof *c->freel)) return false;
-    const cblk *k = &c->b[id];
-    uint32_t i = lower(c, k->small, k->stream, k->size, k->addr);
-    memmove(c->freel + i + 1, c->freel + i, (c->nfree - i) * sizeof *c->freel);
-    c->freel[i] = id;
-    c->nfree++;
+    cblk *k = &c->b[id];
+    k->tl = k->tr = MEM_CACHE_NONE;
+    c->root = t_insert(c, c->root, id);
+    if (whole(&c->b[id])) whole_link(c, id);
     c->b[id].free = true;
     return true;
 }
 
 static void free_del(mem_cache *c, uint32_t id)
 {
-    const cblk *k = &c->b[id];
-    uint32_t i = lower(c, k->small, k->stream, k->size, k->addr);
-    if (i < c->nfree && c->freel[i] == id) {
-        memmove(c->freel + i, c->freel + i + 1, (c->nfree - i - 1) * sizeof *c->freel);
-        c->nfree--;
-    }
+    if (!c->b[id].free) return;
+    c->root = t_erase(c, c->root, id);
+    if (whole(&c->b[id])) whole_unlink(c, id);
     c->b[id].free = false;
 }
 
 static void blk_kill(mem_cache *c, uint32_t id)
 {
     c->b[id].dead = true;
+    if (tail_of(c, c->b[id].stream) == id) c->tail[c->b[id].stream] = MEM_CACHE_NONE;
     if (ss_grow((void **)&c->spare, &c->capspare, c->nspare + 1, sizeof *c->spare))
         c->spare[c->nspare++] = id;
 }
@@ -122,26 +233,20 @@ static void blk_kill(mem_cache *c, uint32_t id)
 static uint32_t best_fit(const mem_cache *c, ss_bytes rs, bool small, uint32_t stream)
 {
     uint32_t i = lower(c, small, stream, rs, 0);
-    if (i == c->nfree) return MEM_CACHE_NONE;
-    const cblk *k = &c->b[c->freel[i]];
-    return k->small == small && k->stream == stream ? c->freel[i] : MEM_CACHE_NONE;
+    if (i == MEM_CACHE_NONE) return MEM_CACHE_NONE;
+    const cblk *k = &c->b[i];
+    return k->small == small && k->stream == stream ? i : MEM_CACHE_NONE;
 }
 
 /* empty_cache: unmap every segment that is one whole free block. */
 static void release_cached(mem_cache *c)
 {
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < c->nfree; i++) {
-        uint32_t id = c->freel[i];
-        cblk *k = &c->b[id];
-        if (k->prev != MEM_CACHE_NONE || k->next != MEM_CACHE_NONE) {
-            c->freel[n++] = id;
-            continue;
-        }
-        c->st.reserved -= k->size;
+    while (c->whole_head != MEM_CACHE_NONE) {
+        uint32_t id = c->whole_head;
+        free_del(c, id);
+        c->st.reserved -= c->b[id].size;
         blk_kill(c, id);
     }
-    c->nfree = n;
 }
 
 static uint32_t map_segment(mem_cache *c, ss_bytes size, bool small, uint32_t stream, bool *oom)
@@ -155,8 +260,8 @@ static uint32_t map_segment(mem_cache *c, ss_bytes size, bool small, uint32_t st
     }
     uint32_t id = blk_new(c);
     if (id == MEM_CACHE_NONE) return id;
-    c->b[id] = (cblk){c->next_addr, size, MEM_CACHE_NONE, MEM_CACHE_NONE, stream, small, false,
-                      false, false};
+    c->b[id] = (cblk){.addr = c->next_addr, .size = size, .prev = MEM_CACHE_NONE,
+                      .next = MEM_CACHE_NONE, .stream = stream, .small = small};
     c->next_addr += size + ROUND_LARGE; /* a gap: segments never touch */
     c->st.reserved += size;
     c->st.segments_mapped++;
@@ -167,13 +272,7 @@ static uint32_t map_segment(mem_cache *c, ss_bytes size, bool small, uint32_t st
 /* expandable_segments: extend this stream's large segment at its end. */
 static uint32_t expand_segment(mem_cache *c, ss_bytes rs, uint32_t stream, bool *oom)
 {
-    uint32_t tail = MEM_CACHE_NONE;
-    for (uint32_t i = 0; i < c->nb; i++) {
-        const cblk *k = &c->b[i];
-        if (!k->dead && k->expandable && k->stream == stream && k->next == MEM_CACHE_NONE &&
-            (tail == MEM_CACHE_NONE || k->addr > c->b[tail].addr))
-            tail = i;
-    }
+    uint32_t tail = tail_of(c, stream);
     bool tail_free = tail != MEM_CACHE_NONE && c->b[tail].free;
     ss_bytes need = round_up(tail_free ? rs - c->b[tail].size : rs, ROUND_LARGE);
     if (c->cfg.capacity && c->st.reserved + need > c->cfg.capacity) {
@@ -194,9 +293,10 @@ static uint32_t expand_segment(mem_cache *c, ss_bytes rs, uint32_t stream, bool 
         c->next_addr += (ss_bytes)1 << 40; /* room for the segment to grow */
         c->st.segments_mapped++;
     }
-    c->b[id] = (cblk){addr, need, tail, MEM_CACHE_NONE, stream, false, false, true, false};
+    c->b[id] = (cblk){.addr = addr, .size = need, .prev = tail, .next = MEM_CACHE_NONE,
+                      .stream = stream, .expandable = true};
     if (tail != MEM_CACHE_NONE) c->b[tail].next = id;
-    return free_add(c, id) ? id : MEM_CACHE_NONE;
+    return tail_set(c, stream, id) && free_add(c, id) ? id : MEM_CACHE_NONE;
 }
 
 static bool split(mem_cache *c, uint32_t id, ss_bytes rs)
@@ -207,9 +307,10 @@ static bool split(mem_cache *c, uint32_t id, ss_bytes rs)
     uint32_t n = blk_new(c);
     if (n == MEM_CACHE_NONE) return false;
     k = &c->b[id]; /* blk_new may have moved the array */
-    c->b[n] = (cblk){k->addr + rs, rest, id, k->next, k->stream, k->small, false,
-                     k->expandable, false};
+    c->b[n] = (cblk){.addr = k->addr + rs, .size = rest, .prev = id, .next = k->next,
+                     .stream = k->stream, .small = k->small, .expandable = k->expandable};
     if (k->next != MEM_CACHE_NONE) c->b[k->next].prev = n;
+    else if (k->expandable && tail_of(c, k->stream) == id) c->tail[k->stream] = n;
     k->next = n;
     k->size = rs;
     return free_add(c, n);
@@ -239,6 +340,7 @@ static void merge_next(mem_cache *c, uint32_t id)
     uint32_t n = c->b[id].next;
     if (n == MEM_CACHE_NONE || !c->b[n].free) return;
     free_del(c, n);
+    if (tail_of(c, c->b[n].stream) == n) c->tail[c->b[n].stream] = id;
     c->b[id].size += c->b[n].size;
     c->b[id].next = c->b[n].next;
     if (c->b[n].next != MEM_CACHE_NONE) c->b[c->b[n].next].prev = id;

@@ -22,9 +22,10 @@
  * Constants: c10/cuda/CUDACachingAllocator.cpp (kMinBlockSize, kSmallSize,
  * kSmallBuffer, kLargeBuffer, kMinLargeAlloc, kRoundLarge).
  *
- * Deterministic: addresses are assigned in order of segment creation. Free
- * lists are linear arrays (O(free blocks) per request): fine for one step's
- * few thousand tensors; a size-ordered tree is the upgrade for huge models.
+ * Deterministic: addresses are assigned in order of segment creation. The
+ * free blocks are a search tree (O(log free blocks) expected per request)
+ * and empty_cache visits only the segments it releases, so a step's replay
+ * is linear in its requests up to that log factor.
  * Ownership: mem_cache_new / mem_cache_free. Knows nothing about tensors,
  * ops or time: callers give sizes and streams and get block ids back.
  */
