@@ -15,6 +15,10 @@ static double us(ss_ns t) { return (double)t / 1000.0; }
  * shortest of %.15g and %.17g that reads back as the same double. */
 static void num(FILE *f, double d)
 {
+    if (d == floor(d) && fabs(d) < 1e15) { /* both of cJSON's forms give the digits */
+        fprintf(f, "%lld", (long long)d);
+        return;
+    }
     int vi = d >= (double)INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
     if (isnan(d) || isinf(d)) {
         fputs("null", f);
@@ -29,6 +33,29 @@ static void num(FILE *f, double d)
             snprintf(buf, sizeof buf, "%1.17g", d);
         fputs(buf, f);
     }
+}
+
+/* us(t) as num() prints it, from the integer: the exact decimal t / 1000
+ * has at most 15 significant digits below 10^15 ns, so it is what %.15g
+ * prints of the double nearest to it (DBL_DIG), trailing zeros trimmed;
+ * printing from the integer skips the float formatting, which was most of
+ * the time of writing a large trace. */
+static void num_us(FILE *f, ss_ns t)
+{
+    if (t >= 1000000000000000ull) {
+        num(f, us(t));
+        return;
+    }
+    char buf[32], *p = buf + sizeof buf;
+    unsigned frac = (unsigned)(t % 1000), digits = 3;
+    while (frac && frac % 10 == 0) frac /= 10, digits--;
+    if (frac) {
+        for (unsigned i = 0; i < digits; i++, frac /= 10) *--p = (char)('0' + frac % 10);
+        *--p = '.';
+    }
+    uint64_t whole = t / 1000;
+    do *--p = (char)('0' + whole % 10); while (whole /= 10);
+    fwrite(p, 1, (size_t)(buf + sizeof buf - p), f);
 }
 
 /* A string as cJSON escapes it: quote, backslash and the named control
@@ -70,6 +97,14 @@ static void kv_num(FILE *f, char sep, const char *k, double v)
     num(f, v);
 }
 
+static void kv_us(FILE *f, char sep, const char *k, ss_ns t)
+{
+    fputc(sep, f);
+    str(f, k);
+    fputc(':', f);
+    num_us(f, t);
+}
+
 /* The members every event opens with; the caller adds its own and '}'.
  * Events after the first are preceded by a comma. */
 typedef struct cw {
@@ -77,13 +112,13 @@ typedef struct cw {
     bool first;
 } cw;
 
-static void event(cw *w, const char *name, const char *ph, double ts, uint32_t pid, uint32_t tid)
+static void event(cw *w, const char *name, const char *ph, ss_ns ts, uint32_t pid, uint32_t tid)
 {
     if (!w->first) fputc(',', w->f);
     w->first = false;
     kv_str(w->f, '{', "name", name);
     kv_str(w->f, ',', "ph", ph);
-    kv_num(w->f, ',', "ts", ts);
+    kv_us(w->f, ',', "ts", ts);
     kv_num(w->f, ',', "pid", pid);
     kv_num(w->f, ',', "tid", tid);
 }
@@ -117,13 +152,13 @@ static void op_event(cw *w, const trc *t, uint32_t r, uint32_t i)
     const prog_op *op = &prog_ops(t->p, r)[i];
     const trc_op *x = &t->ops[r][i];
     FILE *f = w->f;
-    event(w, prog_str_get(t->p, op->name), "X", us(x->start), r, op->stream);
+    event(w, prog_str_get(t->p, op->name), "X", x->start, r, op->stream);
     kv_str(f, ',', "cat", category(op));
-    kv_num(f, ',', "dur", us(x->end - x->start));
+    kv_us(f, ',', "dur", x->end - x->start);
     fputs(",\"args\":", f);
     kv_num(f, '{', "op", i);
     kv_str(f, ',', "phase", prog_phase_name((prog_phase)op->phase));
-    kv_num(f, ',', "issue_us", us(x->issue));
+    kv_us(f, ',', "issue_us", x->issue);
     if (op->kind == PROG_OP_COLL) {
         kv_str(f, ',', "collective", prog_coll_name((prog_coll)op->coll));
         kv_num(f, ',', "bytes", (double)op->bytes);
@@ -145,7 +180,7 @@ static void op_events(cw *w, const trc *t, uint32_t r)
 
 static void flow_end(cw *w, const char *ph, ss_ns t, uint32_t r, uint32_t stream, uint64_t id)
 {
-    event(w, "wait", ph, us(t), r, stream);
+    event(w, "wait", ph, t, r, stream);
     kv_str(w->f, ',', "cat", "dependency");
     kv_num(w->f, ',', "id", (double)id);
     if (ph[0] == 'f') kv_str(w->f, ',', "bp", "e");
@@ -175,7 +210,7 @@ typedef struct counter_ctx {
 static void counter_event(void *ctx, const mem_point *p)
 {
     counter_ctx *c = ctx;
-    event(c->w, "memory", "C", us(p->t), c->rank, 0);
+    event(c->w, "memory", "C", p->t, c->rank, 0);
     fputs(",\"args\":", c->w->f);
     kv_num(c->w->f, '{', "allocated_MiB", (double)p->allocated / (double)SS_MIB);
     kv_num(c->w->f, ',', "reserved_MiB", (double)p->reserved / (double)SS_MIB);
