@@ -135,6 +135,13 @@ static void linear_row(ab *x, plan_block *b, uint64_t k, uint64_t n, uint64_t m)
     gemm(x, b, m, k / x->tp, n);
 }
 
+/* Qwen2's biases on q, k and v alone (n features of this rank), added
+ * inside the GEMMs: parameters, no time of their own. */
+static void qkv_bias(ab *x, plan_block *b, uint64_t n)
+{
+    if (x->a->qkv_bias && !x->a->bias) param(x, b, n, n);
+}
+
 static void norm(ab *x, plan_block *b, uint64_t dim)
 {
     param(x, b, dim, dim);
@@ -229,6 +236,7 @@ static void attention(ab *x, unsigned l)
         linear_col(x, b, h, a->heads * dqk, t);
         linear(x, b, h, kvh * dqk, t);
         linear(x, b, h, kvh * dv, t);
+        qkv_bias(x, b, a->heads / x->tp * dqk + kvh * (dqk + dv));
         kv_saved = kv_cp = t * kvh * (dqk + dv);
         rope_heads = heads + kvh, rope_dim = a->head_dim;
     }
