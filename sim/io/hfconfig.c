@@ -386,17 +386,32 @@ static int check_class(js_node c, const hf_family *f, ss_err *err)
                               "first \"%s\"", f->cls, f->type, n, n == 1 ? "" : "es", cls);
 }
 
+/* Whether a member before the i-th has the key k. */
+static bool seen_before(js_node c, size_t i, const char *k)
+{
+    const char *prev;
+    for (size_t j = 0; j < i; j++) {
+        js_member(c, j, &prev);
+        if (strcmp(prev, k) == 0) return true;
+    }
+    return false;
+}
+
+/* Every field listed, once (cJSON would read the first of two silently). */
 static int check_fields(js_node c, const hf_family *f, ss_err *err)
 {
-    size_t common = sizeof common_keys / sizeof common_keys[0];
-    for (size_t i = 0; i < js_nmembers(c); i++) {
+    size_t common = sizeof common_keys / sizeof common_keys[0], n = js_nmembers(c);
+    for (size_t i = 0; i < n; i++) {
         const char *k;
         js_node v = js_member(c, i, &k);
-        if (listed(k, common_keys, common) || listed(k, f->keys, f->nkeys)) continue;
-        return js_failf(v, err, "unknown field \"%s\" for model_type \"%s\": expected a field "
-                                "that sets the architecture or one known to change neither "
-                                "parameters nor compute (docs/DECISIONS.md); remove it only "
-                                "if it does neither", k, f->type);
+        if (!listed(k, common_keys, common) && !listed(k, f->keys, f->nkeys))
+            return js_failf(v, err, "unknown field \"%s\" for model_type \"%s\": expected a "
+                                    "field that sets the architecture or one known to change "
+                                    "neither parameters nor compute (sim/io/hfconfig.c, "
+                                    "docs/DECISIONS.md 59); found one that is neither", k,
+                            f->type);
+        if (seen_before(c, i, k))
+            return js_failf(v, err, "expected each field once, found \"%s\" twice", k);
     }
     return SS_OK;
 }
