@@ -166,17 +166,15 @@ static int map_qwen2(js_node c, cJSON *a, ss_err *err)
     return rc ? rc : put_bool(a, "qkv_bias", true, err);
 }
 
-/* Qwen3 normalises each query and key head (q_norm, k_norm: 2 x head_dim
- * parameters and a memory-bound pass per layer), which the architecture
- * cannot express; counting it as Qwen2 would be silently wrong. */
+/* Qwen3: Llama's shape with an RMSNorm on every query and key head
+ * (q_norm, k_norm) and an explicit head_dim; attention_bias would put
+ * biases on q, k, v and o, which the architecture has no form for. */
 static int map_qwen3(js_node c, cJSON *a, ss_err *err)
 {
-    (void)a;
-    js_node t;
-    js_get(c, "model_type", &t);
-    return js_failf(t, err, "expected a model_type the architecture can express; found \"qwen3\", "
-                            "whose per-head RMSNorm on queries and keys (q_norm, k_norm) it "
-                            "has no part for");
+    int rc = must_be_false(c, "attention_bias", "biases on the attention projections alone "
+                                                "have no equivalent in the architecture", err);
+    if (rc || (rc = map_mistral(c, a, err))) return rc;
+    return put_bool(a, "qk_norm", true, err);
 }
 
 static int map_mixtral(js_node c, cJSON *a, ss_err *err)
@@ -364,7 +362,6 @@ static int find_family(js_node c, const hf_family **out, ss_err *err)
             *out = &families[i];
             return SS_OK;
         }
-        if (families[i].map == map_qwen3) continue;
         snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
                  families[i].type);
     }

@@ -6,13 +6,13 @@
  * scenario.c then reads that object with the same parser, so the checks on
  * an architecture live in one place.
  *
- * Families (model_type): llama, mistral, qwen2 (q/k/v biases), mixtral
- * (MoE), deepseek_v2 and deepseek_v3 (MLA, shared experts, leading dense
+ * Families (model_type): llama, mistral, qwen2 (q/k/v biases), qwen3
+ * (q/k norms), mixtral (MoE), deepseek_v2 and deepseek_v3 (MLA, shared experts, leading dense
  * layers) and gpt2 (learned positions). Every field of the config is either
  * mapped, or on an explicit list of fields that change neither the
  * parameters nor the compute of a training step (dtypes, token ids, rope
  * settings, dropout, routing-loss coefficients, ...); any other field, a
- * value the architecture cannot express (Qwen3's q/k norms, biases on only
+ * value the architecture cannot express (biases on only
  * some projections of a Llama, DeepSeek-V2-Lite's direct query projection)
  * and an unknown model_type are errors naming the file, the JSON path, what
  * was expected and what was found. max_position_embeddings of a rotary

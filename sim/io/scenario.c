@@ -91,7 +91,8 @@ static int load_arch(js_node a, spec_model *m, ss_err *err)
     int rc = js_want_obj(a, err);
     if (rc || (rc = js_keys_check(a, KEYS("type", "layers", "hidden", "heads", "kv_heads", "head_dim",
                                           "ffn_hidden", "activation", "vocab", "tied_embeddings",
-                                          "bias", "qkv_bias", "norm", "max_positions", "moe", "mla"),
+                                          "bias", "qkv_bias", "qk_norm", "norm", "max_positions",
+                                          "moe", "mla"),
                                  err)) ||
         (rc = js_str(a, "type", true, "", &norm, err)))
         return rc;
@@ -111,6 +112,7 @@ static int load_arch(js_node a, spec_model *m, ss_err *err)
         (rc = js_bool(a, "tied_embeddings", false, false, &x.tied_embeddings, err)) ||
         (rc = js_bool(a, "bias", false, false, &x.bias, err)) ||
         (rc = js_bool(a, "qkv_bias", false, false, &x.qkv_bias, err)) ||
+        (rc = js_bool(a, "qk_norm", false, false, &x.qk_norm, err)) ||
         (rc = js_str(a, "norm", false, "rmsnorm", &norm, err)) ||
         (rc = js_u64(a, "max_positions", false, 0, 0, 1u << 24, &x.max_positions, err)) ||
         (rc = load_moe(a, &x, err)) || (rc = load_mla(a, &x, err)))
@@ -125,6 +127,12 @@ static int load_arch(js_node a, spec_model *m, ss_err *err)
         js_get(a, "kv_heads", &t);
         return js_failf(t, err, "%llu heads do not divide into %llu key/value heads",
                         (unsigned long long)x.heads, (unsigned long long)x.kv_heads);
+    }
+    if (x.qk_norm && x.kv_lora_rank) {
+        js_node t;
+        js_get(a, "qk_norm", &t);
+        return js_failf(t, err, "expected false with \"mla\" (MLA normalises its latents, "
+                                "not its heads), found true");
     }
     x.act = (spec_activation)act;
     x.layernorm = !strcmp(norm, "layernorm");

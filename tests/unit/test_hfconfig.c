@@ -208,6 +208,30 @@ static void test_qwen2(void **state)
     assert_true(active == total);
 }
 
+/* Qwen3-8B (Qwen/Qwen3-8B config.json, inline): head_dim 128 given, q/k
+ * RMSNorms of 128 each per layer, untied: 8,190,735,360 parameters (the
+ * count Hugging Face shows for the checkpoint), 36 x 256 more than the same
+ * shape without q/k norms. */
+static void test_qwen3(void **state)
+{
+    (void)state;
+    const char *cfg =
+        "{\"hf_config\": {\"architectures\": [\"Qwen3ForCausalLM\"], \"attention_bias\": false,"
+        " \"attention_dropout\": 0.0, \"bos_token_id\": 151643, \"eos_token_id\": 151645,"
+        " \"head_dim\": 128, \"hidden_act\": \"silu\", \"hidden_size\": 4096,"
+        " \"initializer_range\": 0.02, \"intermediate_size\": 12288,"
+        " \"max_position_embeddings\": 40960, \"max_window_layers\": 36, \"model_type\": \"qwen3\","
+        " \"num_attention_heads\": 32, \"num_hidden_layers\": 36, \"num_key_value_heads\": 8,"
+        " \"rms_norm_eps\": 1e-06, \"rope_scaling\": null, \"rope_theta\": 1000000,"
+        " \"sliding_window\": null, \"tie_word_embeddings\": false, \"torch_dtype\": \"bfloat16\","
+        " \"transformers_version\": \"4.51.0\", \"use_cache\": true, \"use_sliding_window\": false,"
+        " \"vocab_size\": 151936}}";
+    uint64_t total, active;
+    counts(cfg, &total, &active);
+    assert_true(total == 8190735360ull);
+    assert_true(total == hf_dense(36, 4096, 32, 8, 12288, 151936, 0, 0) + 36 * 2 * 128);
+}
+
 /* hf_arch on an inline config (file "c.json"): fails with SS_E_INPUT at
  * `where` (the JSON path) with `msg` in the message. */
 static void bad(const char *text, const char *where, const char *msg)
@@ -235,8 +259,8 @@ static void test_errors(void **state)
     bad("{" LLAMA ", \"some_new_field\": 1}", "$.some_new_field",
         "unknown field \"some_new_field\" for model_type \"llama\"");
     bad("{\"model_type\": \"falcon\"}", "$.model_type",
-        "expected a supported model_type (llama, mistral, qwen2, mixtral, deepseek_v2, "
-        "deepseek_v3, gpt2), found \"falcon\"");
+        "expected a supported model_type (llama, mistral, qwen2, qwen3, mixtral, "
+        "deepseek_v2, deepseek_v3, gpt2), found \"falcon\"");
     bad("{\"hidden_size\": 8}", "$", "missing required key \"model_type\"");
     bad("{" LLAMA ", \"hidden_size\": 32}", "$.hidden_size", "found \"hidden_size\" twice");
     bad("{" LLAMA ", \"architectures\": [\"MistralForCausalLM\"]}", "$.architectures",
@@ -247,7 +271,8 @@ static void test_errors(void **state)
         "missing required field \"num_hidden_layers\"");
     bad("{" LLAMA ", \"num_key_value_heads\": 2.5}", "$.num_key_value_heads",
         "expected an integer");
-    bad("{\"model_type\": \"qwen3\", \"head_dim\": 128}", "$.model_type", "q_norm, k_norm");
+    bad("{\"model_type\": \"qwen3\", \"attention_bias\": true}", "$.attention_bias",
+        "expected false, found true");
     bad("{\"model_type\": \"deepseek_v2\", \"num_hidden_layers\": 2, \"hidden_size\": 64,"
         " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100,"
         " \"q_lora_rank\": null}", "$.q_lora_rank", "DeepSeek-V2-Lite");
@@ -287,7 +312,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_architecture), cmocka_unit_test(test_parameter_counts),
-        cmocka_unit_test(test_qwen2),            cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_qwen2),            cmocka_unit_test(test_qwen3),
+        cmocka_unit_test(test_errors),
         cmocka_unit_test(test_single_validation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
