@@ -11,14 +11,15 @@
 /* Fields of every family that change neither the parameters nor the compute
  * of a training step: names, dtypes (the scenario's precision decides),
  * token ids, initialisation, inference caches, norm epsilons, rotary
- * settings (rope_theta, rope_scaling: frequencies, not tensors), dropout,
- * and max_position_embeddings, which for a rotary model only bounds the
- * cos/sin cache (it is not a learned table). */
+ * settings (rope_theta, rope_scaling, rope_parameters: frequencies, not
+ * tensors), dropout, Llama's pretraining_tp (a numerics split of the same
+ * GEMMs) and max_position_embeddings, which for a rotary model only bounds
+ * the cos/sin cache (it is not a learned table). */
 static const char *const common_keys[] = {
     "_name_or_path", "architectures", "model_type", "auto_map", "torch_dtype", "dtype",
     "transformers_version", "bos_token_id", "eos_token_id", "pad_token_id",
     "initializer_range", "use_cache", "rms_norm_eps", "rope_theta", "rope_scaling",
-    "attention_dropout", "max_position_embeddings", "pretraining_tp",
+    "attention_dropout", "max_position_embeddings", "pretraining_tp", "rope_parameters",
 };
 
 typedef int (*hf_map_fn)(js_node c, cJSON *a, ss_err *err);
@@ -308,7 +309,7 @@ static int map_gpt2(js_node c, cJSON *a, ss_err *err)
 /* Fields each family maps or knowingly ignores, besides common_keys. */
 #define ROTARY "num_hidden_layers", "hidden_size", "num_attention_heads", \
     "num_key_value_heads", "intermediate_size", "vocab_size", "hidden_act", "tie_word_embeddings"
-#define WINDOW "sliding_window", "use_sliding_window", "max_window_layers"
+#define WINDOW "sliding_window", "use_sliding_window", "max_window_layers", "layer_types"
 /* Routing details: which experts a token picks and how the loss weighs
  * them, not how many or how large they are. */
 #define ROUTING "num_experts_per_tok", "output_router_logits", "router_aux_loss_coef", \
@@ -317,7 +318,7 @@ static int map_gpt2(js_node c, cJSON *a, ss_err *err)
 
 static const hf_family families[] = {
     {"llama", "LlamaForCausalLM", map_llama,
-     LIST(ROTARY, "head_dim", "attention_bias", "mlp_bias")},
+     LIST(ROTARY, "head_dim", "attention_bias", "mlp_bias", "max_sequence_length")},
     {"mistral", "MistralForCausalLM", map_mistral, LIST(ROTARY, "head_dim", WINDOW)},
     {"qwen2", "Qwen2ForCausalLM", map_qwen2, LIST(ROTARY, WINDOW)},
     {"qwen3", "Qwen3ForCausalLM", map_qwen3,
