@@ -7,11 +7,13 @@
  *
  * Exact totals and where they come from:
  *  - Llama 3 8B 8,030,261,248; 70B 70,553,706,496; 3.1 405B 405,853,388,800:
- *    the parameter counts Hugging Face shows for meta-llama/Meta-Llama-3-8B,
- *    Meta-Llama-3-70B and Llama-3.1-405B (the sum of their safetensors
- *    tensors, bf16 checkpoints: total_size / 2 of model.safetensors.index.json).
- *  - Mixtral 8x7B 46,702,792,704 (mistralai/Mixtral-8x7B-v0.1, the same
- *    count; Mistral AI's announcement: 46.7B total, 12.9B active).
+ *    meta-llama/Meta-Llama-3-8B, Meta-Llama-3-70B and Llama-3.1-405B, the
+ *    tensors of their bf16 checkpoints (model.safetensors.index.json
+ *    total_size / 2 bytes), as tests/e2e/test_models.c and the model files
+ *    cite them.
+ *  - Mixtral 8x7B 46,702,792,704 (mistralai/Mixtral-8x7B-v0.1, its bf16
+ *    index total_size / 2; Mistral AI's announcement: 46.7B total, 12.9B
+ *    active).
  *  - GPT-2 XL 1,557,611,200 (openai-community/gpt2-xl, the GPT2LMHeadModel
  *    count; lm_head tied to wte).
  *  - Qwen2.5-0.5B 494,032,768 (Qwen/Qwen2.5-0.5B model card "0.49B";
@@ -209,9 +211,9 @@ static void test_qwen2(void **state)
 }
 
 /* Qwen3-8B (Qwen/Qwen3-8B config.json, inline): head_dim 128 given, q/k
- * RMSNorms of 128 each per layer, untied: 8,190,735,360 parameters (the
- * count Hugging Face shows for the checkpoint), 36 x 256 more than the same
- * shape without q/k norms. */
+ * RMSNorms of 128 each per layer, untied: 8,190,735,360 parameters by the
+ * closed form (the model card's 8.2B, 8.19B on the checkpoint's page),
+ * 36 x 256 more than the same shape without q/k norms. */
 static void test_qwen3(void **state)
 {
     (void)state;
