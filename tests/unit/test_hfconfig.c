@@ -39,6 +39,7 @@
 #include "../../sim/io/json.h"
 #include "../../sim/io/scenario.h"
 #include "../../sim/plan/plan.h"
+#include "../../sim/run/run.h"
 
 /* A scenario around `model` (a JSON value) on 8 H100s. */
 static int load(const char *model, spec_scenario *s, ss_err *err)
@@ -187,6 +188,35 @@ static void test_parameter_counts(void **state)
     assert_true(active >= 37e9 && active < 38e9);
 }
 
+/* The whole step from an imported config is the step from its model file:
+ * same time, same peak memory, and the summary's parameter counts (the
+ * JSON renders these fields). */
+static void test_same_step(void **state)
+{
+    (void)state;
+    const char *pairs[][2] = {{"llama3-8b", "llama3-8b"}, {"deepseek-v3", "deepseek-v3"}};
+    for (size_t i = 0; i < 2; i++) {
+        char a[256], b[256];
+        spec_scenario x, y;
+        run_result rx, ry;
+        snprintf(a, sizeof a, "{\"hf_config\": \"../models/hf/%s.json\"}", pairs[i][0]);
+        snprintf(b, sizeof b, "\"../models/%s.json\"", pairs[i][1]);
+        load_ok(a, &x);
+        load_ok(b, &y);
+        assert_int_equal(run_step(&x, NULL, &rx, NULL), SS_OK);
+        assert_int_equal(run_step(&y, NULL, &ry, NULL), SS_OK);
+        assert_true(rx.sum.step_ns == ry.sum.step_ns && rx.sum.step_ns > 0);
+        assert_true(rx.sum.ranks[0].mem.peak == ry.sum.ranks[0].mem.peak);
+        assert_true(rx.sum.parameters == ry.sum.parameters && rx.sum.parameters > 0);
+        assert_true(rx.sum.active_parameters == ry.sum.active_parameters);
+        assert_int_equal(rx.sum.moe, i == 1);
+        run_fini(&rx);
+        run_fini(&ry);
+        spec_scenario_fini(&x);
+        spec_scenario_fini(&y);
+    }
+}
+
 /* Qwen2.5-0.5B (Qwen/Qwen2.5-0.5B config.json, inline): q/k/v biases and
  * tied embeddings, 494,032,768 parameters; dropping the biases would lose
  * 24 x (896 + 2 x 128). */
@@ -314,6 +344,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_architecture), cmocka_unit_test(test_parameter_counts),
+        cmocka_unit_test(test_same_step),
         cmocka_unit_test(test_qwen2),            cmocka_unit_test(test_qwen3),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_single_validation),
