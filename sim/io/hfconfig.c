@@ -395,7 +395,9 @@ static bool seen_before(js_node c, size_t i, const char *k)
     return false;
 }
 
-/* Every field listed, once (cJSON would read the first of two silently). */
+/* Every field listed, once (cJSON would read the first of two silently).
+ * Quadratic in the fields, which stop at the first unlisted or repeated
+ * one, so at most the ~60 a family lists are scanned. */
 static int check_fields(js_node c, const hf_family *f, ss_err *err)
 {
     size_t common = sizeof common_keys / sizeof common_keys[0], n = js_nmembers(c);
