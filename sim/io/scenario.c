@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "dsconfig.h"
+#include "hfconfig.h"
 #include "json.h"
 #include "machine.h"
 #include "profile.h"
@@ -90,7 +91,9 @@ static int load_arch(js_node a, spec_model *m, ss_err *err)
     int rc = js_want_obj(a, err);
     if (rc || (rc = js_keys_check(a, KEYS("type", "layers", "hidden", "heads", "kv_heads", "head_dim",
                                           "ffn_hidden", "activation", "vocab", "tied_embeddings",
-                                          "bias", "norm", "max_positions", "moe", "mla"), err)) ||
+                                          "bias", "qkv_bias", "qk_norm", "norm", "max_positions",
+                                          "moe", "mla"),
+                                 err)) ||
         (rc = js_str(a, "type", true, "", &norm, err)))
         return rc;
     if (strcmp(norm, "transformer") != 0) {
@@ -108,6 +111,8 @@ static int load_arch(js_node a, spec_model *m, ss_err *err)
         (rc = js_u64(a, "vocab", true, 0, 1, 1u << 24, &x.vocab, err)) ||
         (rc = js_bool(a, "tied_embeddings", false, false, &x.tied_embeddings, err)) ||
         (rc = js_bool(a, "bias", false, false, &x.bias, err)) ||
+        (rc = js_bool(a, "qkv_bias", false, false, &x.qkv_bias, err)) ||
+        (rc = js_bool(a, "qk_norm", false, false, &x.qk_norm, err)) ||
         (rc = js_str(a, "norm", false, "rmsnorm", &norm, err)) ||
         (rc = js_u64(a, "max_positions", false, 0, 0, 1u << 24, &x.max_positions, err)) ||
         (rc = load_moe(a, &x, err)) || (rc = load_mla(a, &x, err)))
@@ -123,6 +128,12 @@ static int load_arch(js_node a, spec_model *m, ss_err *err)
         return js_failf(t, err, "%llu heads do not divide into %llu key/value heads",
                         (unsigned long long)x.heads, (unsigned long long)x.kv_heads);
     }
+    if (x.qk_norm && x.kv_lora_rank) {
+        js_node t;
+        js_get(a, "qk_norm", &t);
+        return js_failf(t, err, "expected false with \"mla\" (MLA normalises its latents, "
+                                "not its heads), found true");
+    }
     x.act = (spec_activation)act;
     x.layernorm = !strcmp(norm, "layernorm");
     if (!x.head_dim) x.head_dim = x.hidden / x.heads;
@@ -131,12 +142,48 @@ static int load_arch(js_node a, spec_model *m, ss_err *err)
     return SS_OK;
 }
 
+/* The architecture hfconfig.c builds from a config.json, read by
+ * load_arch under the config's file name (its errors name the
+ * architecture key the config's fields became). */
+static int load_hf_arch(js_node cfg, spec_model *m, ss_err *err)
+{
+    js_doc doc = {0};
+    int rc = hf_arch(cfg, &doc.root, err);
+    if (rc) return rc;
+    snprintf(doc.file, sizeof doc.file, "%.900s (as an architecture)", cfg.file);
+    rc = load_arch(js_root(&doc), m, err);
+    js_doc_fini(&doc);
+    return rc;
+}
+
+/* {"hf_config": PATH} (relative to the file that names it) or an inline
+ * config; the name defaults to the config's _name_or_path, else its path. */
+static int load_hf_model(js_node n, spec_model *m, ss_err *err)
+{
+    js_doc doc = {0};
+    js_node cfg, ref;
+    const char *name = "";
+    int rc = js_keys_check(n, KEYS("name", "source", "hf_config"), err);
+    if (rc || (rc = js_load_ref(n, "hf_config", &doc, &cfg, err)) ||
+        (rc = js_str(cfg, "_name_or_path", false, "", &name, err)) ||
+        (rc = load_hf_arch(cfg, m, err)))
+        goto out;
+    js_get(n, "hf_config", &ref);
+    if (!*name) name = js_is_str(ref) ? ref.j->valuestring : "hf_config";
+    rc = js_copy_name(n, "name", false, m->name, err);
+    if (!rc && !m->name[0]) snprintf(m->name, sizeof m->name, "%s", name);
+out:
+    js_doc_fini(&doc);
+    return rc;
+}
+
 static int load_model(js_node n, spec_model *m, ss_err *err)
 {
     js_node arr, a;
     size_t len;
     uint64_t total;
-    int rc = js_keys_check(n, KEYS("name", "source", "blocks", "architecture"), err);
+    if (js_get(n, "hf_config", &a)) return load_hf_model(n, m, err);
+    int rc = js_keys_check(n, KEYS("name", "source", "blocks", "architecture", "hf_config"), err);
     if (rc || (rc = js_copy_name(n, "name", true, m->name, err))) return rc;
     if (js_get(n, "architecture", &a)) {
         if (js_get(n, "blocks", &arr))

@@ -271,6 +271,15 @@ static double bubble_fraction(const spec_parallel *p, uint32_t m)
     return p->pp > 1 ? (p->pp - 1.0) / (v * m + p->pp - 1.0) : 0.0;
 }
 
+/* Parameters as the Hugging Face implementation counts them; MoE models
+ * add those one token uses (embeddings included). */
+static void json_model(cJSON *root, const sum_report *r)
+{
+    cJSON *m = cJSON_AddObjectToObject(root, "model");
+    add_u64(m, "parameters", r->parameters);
+    if (r->moe) add_u64(m, "active_parameters", r->active_parameters);
+}
+
 static void json_layout(cJSON *root, const sum_report *r)
 {
     const spec_parallel *p = &r->s->par;
@@ -344,6 +353,7 @@ char *sum_json(const sum_report *r)
         cJSON_AddNumberToObject(sd, "min_s", d.min);
         cJSON_AddNumberToObject(sd, "max_s", d.max);
     }
+    json_model(root, r);
     json_layout(root, r);
     json_deepspeed(root, r);
     json_time(root, r);
@@ -422,6 +432,29 @@ static void text_memory(const sum_report *r, FILE *f)
                 host_fits(r) ? "" : ", MORE THAN THE NODE HAS");
 }
 
+/* 8030261248 as "8,030,261,248". */
+static const char *grouped(uint64_t v, char *buf, size_t len)
+{
+    char d[24];
+    int n = snprintf(d, sizeof d, "%llu", (unsigned long long)v), o = 0;
+    for (int i = 0; i < n && (size_t)o + 2 < len; i++) {
+        if (i && (n - i) % 3 == 0) buf[o++] = ',';
+        buf[o++] = d[i];
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+static void text_model(const sum_report *r, FILE *f)
+{
+    char all[32], active[32];
+    fprintf(f, "  model            %s parameters", grouped(r->parameters, all, sizeof all));
+    if (r->moe)
+        fprintf(f, ", %s active per token",
+                grouped(r->active_parameters, active, sizeof active));
+    fputc('\n', f);
+}
+
 void sum_text(const sum_report *r, FILE *f)
 {
     char stage[16] = "";
@@ -434,6 +467,7 @@ void sum_text(const sum_report *r, FILE *f)
         fprintf(f, "  with jitter      p50 %.3f ms, p90 %.3f ms, max %.3f ms (%u samples, cv %.3g)\n",
                 d.p50 * 1e3, d.p90 * 1e3, d.max * 1e3, r->nsamples, r->s->jitter_cv);
     }
+    text_model(r, f);
     const spec_parallel *p = &r->s->par;
     if (spec_model_parallel(p)) {
         char etp[32] = "";

@@ -45,6 +45,10 @@ typedef struct sum_report {
     uint64_t tokens;        /* per rank per step */
     double flops_per_token; /* 6 N + 12 L H Q T (torchtitan) */
     double peak_flops;      /* the device's dense rate in the compute dtype */
+    /* set by the caller from the plan: the model's parameters, every one
+     * once (tied embeddings once), and those a token uses (MoE) */
+    uint64_t parameters, active_parameters;
+    bool moe;
     /* set by the caller under runtime.jitter: the step time of each sample
      * (owned; sum_fini frees it) */
     ss_ns *samples;

@@ -381,6 +381,19 @@ static uint32_t sim_ranks(const plan *p)
     return 1;
 }
 
+/* The whole model's parameters less, in each MoE block, the routed experts
+ * (E - top_k of E, each expert_numel / E) a token is not sent to. Read
+ * from the first, undivided pass. */
+static uint64_t active_numel(const plan *p)
+{
+    const spec_arch *a = &p->s->model.arch;
+    uint64_t n = p->total_numel;
+    if (!p->s->model.is_arch || !a->experts) return n;
+    for (uint32_t i = 0; i < p->nblocks; i++)
+        n -= p->blocks[i].expert_numel / a->experts * (a->experts - a->top_k);
+    return n;
+}
+
 int plan_new(plan **out, const spec_scenario *s, ss_err *err)
 {
     int rc = check_device(s, err);
@@ -399,6 +412,7 @@ int plan_new(plan **out, const spec_scenario *s, ss_err *err)
     rc = s->model.is_arch ? plan_arch_blocks(p, err) : add_params(p, err);
     if (!rc) rc = add_flops_per_token(p);
     p->model_numel = p->total_numel;
+    p->active_numel = active_numel(p);
     p->world = p->dense_dp = p->expert_dp = p->n;
     p->replica = 1;
     p->chunks = 1;

@@ -96,6 +96,8 @@ typedef struct plan {
     uint32_t chunks;          /* pp x virtual_stages */
     bool share;               /* ranks of a stage share one program (prog_rank_share): no variation */
     uint64_t model_numel;     /* the whole model's parameters (total_numel is one rank's) */
+    uint64_t active_numel;    /* of those, what one token uses: all but the routed experts
+                                 it is not sent to (model_numel without MoE) */
     /* FSDP2 explicit prefetch, [0] forward, [1] backward: unit u prefetches
      * units pf[k][pf0[k][u] .. pf0[k][u + 1]) in that order; explicit[k][u]
      * says it was given a list (backward: which replaces the implicit

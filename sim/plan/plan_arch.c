@@ -135,6 +135,13 @@ static void linear_row(ab *x, plan_block *b, uint64_t k, uint64_t n, uint64_t m)
     gemm(x, b, m, k / x->tp, n);
 }
 
+/* Qwen2's biases on q, k and v alone (n features of this rank), added
+ * inside the GEMMs: parameters, no time of their own. */
+static void qkv_bias(ab *x, plan_block *b, uint64_t n)
+{
+    if (x->a->qkv_bias && !x->a->bias) param(x, b, n, n);
+}
+
 static void norm(ab *x, plan_block *b, uint64_t dim)
 {
     param(x, b, dim, dim);
@@ -150,6 +157,19 @@ static void eltwise(ab *x, plan_block *b, uint64_t fwd_bytes, uint64_t bwd_bytes
     if (!b) return;
     b->fwd_ns += plan_mem_ns(x->p, fwd_bytes);
     b->bwd_ns += plan_mem_ns(x->p, bwd_bytes);
+}
+
+/* Qwen3's RMSNorm on every query and key head (q_norm, k_norm: one
+ * head_dim weight each, shared by the heads): a memory-bound pass over the
+ * n query and key elements of this rank, whose inputs it saves. Returns
+ * those saved elements. */
+static uint64_t qk_norm(ab *x, plan_block *b, uint64_t n)
+{
+    if (!x->a->qk_norm) return 0;
+    param(x, b, x->a->head_dim, x->a->head_dim);
+    param(x, b, x->a->head_dim, x->a->head_dim);
+    eltwise(x, b, 2 * n * x->c, 3 * n * x->c);
+    return n;
 }
 
 /* The residual add closing a block: two reads and a write of the stream
@@ -210,7 +230,7 @@ static void attention(ab *x, unsigned l)
     norm(x, b, h);
     /* rope_heads x rope_dim: the query and key features rotary embedding
      * touches (MLA: one key head of qk_rope_dim shared by all queries). */
-    uint64_t dqk, dv, kv_saved, kv_cp = 0, rope_heads, rope_dim;
+    uint64_t dqk, dv, kv_saved, kv_cp = 0, rope_heads, rope_dim, qk_saved = 0;
     if (a->kv_lora_rank) { /* MLA: down projections whole on every TP rank */
         dqk = a->qk_nope_dim + a->qk_rope_dim, dv = a->v_head_dim;
         linear(x, b, h, a->q_lora_rank, t);
@@ -229,6 +249,8 @@ static void attention(ab *x, unsigned l)
         linear_col(x, b, h, a->heads * dqk, t);
         linear(x, b, h, kvh * dqk, t);
         linear(x, b, h, kvh * dv, t);
+        qkv_bias(x, b, a->heads / x->tp * dqk + kvh * (dqk + dv));
+        qk_saved = qk_norm(x, b, t * (heads + kvh) * dqk);
         kv_saved = kv_cp = t * kvh * (dqk + dv);
         rope_heads = heads + kvh, rope_dim = a->head_dim;
     }
@@ -252,7 +274,7 @@ static void attention(ab *x, unsigned l)
     b->fwd_ns += core_ns;
     b->bwd_ns += ss_ns_from_s(2.5 * core / plan_attn_rate(x->p, q, g, true));
     uint64_t in = t * h / sp * x->c, out = t * heads * dv * x->c, lse = t * heads * 4;
-    b->saved_bytes = in + (t * heads * dqk + kv_saved) * x->c + out + lse;
+    b->saved_bytes = in + (t * heads * dqk + kv_saved + qk_saved) * x->c + out + lse;
     b->recompute_bytes = out;
     /* selective_op keeps the layer's input and the attention output with
      * its logsumexp; the kernel's own time is not re-run. */
@@ -427,7 +449,7 @@ int plan_arch_blocks(plan *p, ss_err *err)
                        "$.training.recompute: \"selective_op\" is modelled without tensor "
                        "parallelism (tp = %u): use none, selective or full",
                        (unsigned)par->tp);
-    uint64_t per_layer = 16 + (a->experts + a->shared_experts) * 6;
+    uint64_t per_layer = 20 + (a->experts + a->shared_experts) * 6;
     if (a->layers * per_layer + 16 > UINT32_MAX)
         return ss_fail(err, SS_E_INPUT, p->s->file, "model %s has too many parameter tensors",
                        p->s->model.name);

@@ -131,6 +131,8 @@ typedef struct spec_arch {
     uint64_t max_positions; /* learned position embeddings; 0 = rotary */
     spec_activation act;
     bool tied_embeddings, bias, layernorm; /* layernorm has a bias; rmsnorm not */
+    bool qkv_bias;          /* biases on q, k, v only (Qwen2), when bias is false */
+    bool qk_norm;           /* RMSNorm on each query and key head (Qwen3); not with MLA */
     /* MoE (experts > 0) */
     uint64_t experts, top_k, shared_experts, expert_ffn_hidden, dense_layers;
     double capacity_factor;

@@ -111,6 +111,9 @@ int run_step(const spec_scenario *s, const run_opts *o, run_result *out, ss_err 
         r.sum.tokens = r.pl->tokens * s->grad_accum / r.pl->replica;
         r.sum.flops_per_token = r.pl->flops_per_token;
         r.sum.peak_flops = s->topo.device.peak_flops[s->prec.compute];
+        r.sum.parameters = r.pl->model_numel;
+        r.sum.active_parameters = r.pl->active_numel;
+        r.sum.moe = s->model.is_arch && s->model.arch.experts > 0;
     }
     if (!rc) rc = jitter_samples(s, cal, &r, err);
     prof_fini(&pf);
