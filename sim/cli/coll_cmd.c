@@ -8,6 +8,7 @@
 #include "../io/machine.h"
 #include "../io/profile.h"
 #include "../run/coll.h"
+#include "hint.h"
 #include "out.h"
 
 static const char usage[] =
@@ -48,6 +49,18 @@ static int bad(const char *fmt, const char *arg)
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\n\n%s", usage);
     return 2;
+}
+
+static int unknown(const char *k)
+{
+    static const char *const known[] = {"--topology", "--compare", "--table", "-o",    "--op",
+                                       "--calibration", "--ranks", "--nodes", "-f", "-b",
+                                       "-e", "--algo", "--proto"};
+    const char *hit = cli_nearest(k, known, sizeof known / sizeof *known);
+    char m[256];
+    snprintf(m, sizeof m, "unknown option %.100s%s%s%s", k, hit ? " (did you mean " : "", hit ? hit : "",
+             hit ? "?)" : "");
+    return bad("%s", m);
 }
 
 /* "64", "8K", "1M", "8G" (powers of 1024, as nccl-tests). */
@@ -109,7 +122,7 @@ static int parse_one(opts *o, const char *k, const char *v)
             return bad("--proto: expected auto, ll, ll128 or simple, not %s", v);
         o->net.proto = (algo_proto)x;
     } else {
-        return bad("unknown option %s", k);
+        return unknown(k);
     }
     return 0;
 }
@@ -117,11 +130,12 @@ static int parse_one(opts *o, const char *k, const char *v)
 static int parse(int argc, char **argv, opts *o)
 {
     *o = (opts){.f = 2, .b = 8, .e = 8ull << 30};
-    for (int i = 0; i < argc; i += 2) { /* every option takes a value */
+    for (int i = 0; i < argc; i++) /* --help anywhere wins, as for the other commands */
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(usage, stdout);
             return -1;
         }
+    for (int i = 0; i < argc; i += 2) { /* every option takes a value */
         if (i + 1 >= argc) return bad("%s needs a value", argv[i]);
         int rc = parse_one(o, argv[i], argv[i + 1]);
         if (rc) return rc;

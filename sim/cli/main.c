@@ -3,6 +3,7 @@
  * Exit codes: 0 success; 1 a violated expectation (check) or an internal
  * error; 2 bad input or usage (the message names the file and JSON path). */
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include "../run/sweep.h"
 #include "coll_cmd.h"
 #include "dist.h"
+#include "hint.h"
 #include "out.h"
 #include "search_cmd.h"
 
@@ -101,6 +103,24 @@ static int usage_error(const char *fmt, const char *arg)
     return 2;
 }
 
+/* An option no command of this kind takes, with the nearest one it does. */
+static int unknown_option(const char *s, int is_run)
+{
+    static const char *const run[] = {"--json", "--trace", "--dot",    "--svg",   "--window",
+                                      "--ranks", "--set",  "--memory", "--quiet", "--timing"};
+    static const char *const sweep[] = {"--set", "--vary", "-o", "-j"};
+    static const char *const diff[] = {"--set", "--svg", "--window", "--ranks"};
+    static const char *const check[] = {"--set"};
+    const char *hit = is_run == 1   ? cli_nearest(s, run, sizeof run / sizeof *run)
+                      : is_run == 2 ? cli_nearest(s, sweep, sizeof sweep / sizeof *sweep)
+                      : is_run == 3 ? cli_nearest(s, diff, sizeof diff / sizeof *diff)
+                                    : cli_nearest(s, check, 1);
+    fprintf(stderr, "shardsim: unknown option %s", s);
+    if (hit) fprintf(stderr, " (did you mean %s?)", hit);
+    fprintf(stderr, "\n%s", usage);
+    return 2;
+}
+
 /* "A..B": a window in ms (--window) or a rank range (--ranks). */
 static int parse_range(const char *opt, const char *v, dot_opts *view, cli_args *names)
 {
@@ -119,8 +139,12 @@ static int parse_range(const char *opt, const char *v, dot_opts *view, cli_args 
     }
     if (end == a || *end) return usage_error("expected A..B, not %s", v);
     double hi = strtod(b, &end);
-    if (end == b || *end || hi < lo || lo < 0)
-        return usage_error("expected A..B with 0 <= A <= B, not %s", v);
+    if (end == b || *end || !isfinite(lo) || !isfinite(hi) || hi < lo || lo < 0)
+        return usage_error("expected A..B with 0 <= A <= B, both finite, not %s", v);
+    if (opt[2] == 'r' && (lo != floor(lo) || hi != floor(hi) || hi > (double)UINT32_MAX - 1))
+        return usage_error("expected ranks A..B, whole numbers below 2^32 - 1, not %s", v);
+    if (opt[2] == 'w' && hi > 1e9)
+        return usage_error("expected a window within 10^9 ms (11 days), not %s", v);
     if (opt[2] == 'w') {
         view->t_lo = ss_ns_from_s(lo * 1e-3);
         view->t_hi = ss_ns_from_s(hi * 1e-3);
@@ -181,7 +205,7 @@ static int parse_opt(int argc, char **argv, int *i, cli_args *a, int is_run)
     } else if (is_run == 1 && !strcmp(s, "--timing")) {
         a->timing = 1;
     } else {
-        return usage_error("unknown option %s", s);
+        return unknown_option(s, is_run);
     }
     return 0;
 }
@@ -585,6 +609,16 @@ static int cmd_sweep(cli_args *a)
     return rc ? report(&err) : 0;
 }
 
+static int unknown_command(const char *s)
+{
+    static const char *const verbs[] = {"run", "check", "diff", "sweep", "search", "coll"};
+    const char *hit = cli_nearest(s, verbs, sizeof verbs / sizeof *verbs);
+    fprintf(stderr, "shardsim: unknown command %s", s);
+    if (hit) fprintf(stderr, " (did you mean %s?)", hit);
+    fprintf(stderr, "\n%s", usage);
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) return usage_error("%s", "no command given");
@@ -600,8 +634,12 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "search")) return search_cmd(argc - 2, argv + 2);
     int is_diff = !strcmp(argv[1], "diff");
     int is_run = !strcmp(argv[1], "run") ? 1 : !strcmp(argv[1], "sweep") ? 2 : is_diff ? 3 : 0;
-    if (!is_run && !is_diff && strcmp(argv[1], "check") != 0)
-        return usage_error("unknown command %s", argv[1]);
+    if (!is_run && !is_diff && strcmp(argv[1], "check") != 0) return unknown_command(argv[1]);
+    for (int i = 2; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        }
     static cli_args a;
     a.view = (dot_opts){0, UINT32_MAX, 0, 0, 16.0};
     int rc = parse_args(argc, argv, &a, is_run);

@@ -11,6 +11,7 @@
 #include "../io/scenario.h"
 #include "../run/search.h"
 #include "../run/sweep.h"
+#include "hint.h"
 #include "out.h"
 
 #define MAX_SETS 256
@@ -139,7 +140,13 @@ static int parse_value(opts *o, const char *k, const char *v)
     else if (!strcmp(k, "--world") || !strcmp(k, "--global-batch") || !strcmp(k, "--max-points"))
         return bad("%s: expected a count >= 1, not %s", k, v);
     else if (!strcmp(k, "-j")) return bad("-j takes 1 to 64 threads, not %s", v);
-    else return bad("unknown option %s", k);
+    else {
+        static const char *const known[] = {"--world", "--tp", "--cp", "--pp", "--ep", "--strategy",
+                                           "--recompute", "--global-batch", "--set", "-j", "--csv",
+                                           "--max-points", "--quiet"};
+        const char *hit = cli_nearest(k, known, sizeof known / sizeof *known);
+        return hit ? bad("unknown option %s (did you mean %s?)", k, hit) : bad("unknown option %s", k);
+    }
     return 0;
 }
 
