@@ -1341,7 +1341,21 @@ int scn_read_summary(const char *file, char **text, bool *is_summary, ss_err *er
     *is_summary = false;
     int rc = js_doc_load(&doc, file, err);
     if (!rc && js_get(js_root(&doc), "shardsim_version", &v)) {
-        *is_summary = true;
+        /* what every summary since the first has; without them diff would
+         * print a table of dashes and exit 0 */
+        static const char *const need[] = {"scenario", "step_time_s", "memory"};
+        for (size_t k = 0; k < 3 && !rc; k++)
+            if (!js_get(js_root(&doc), need[k], &v)) {
+                char where[512];
+                snprintf(where, sizeof where, "%s: $.%s", file, need[k]);
+                rc = ss_fail(err, SS_E_INPUT, where,
+                             "missing: a file with \"shardsim_version\" is read as a summary "
+                             "(shardsim run --json), which has \"scenario\", \"step_time_s\" "
+                             "and \"memory\"");
+            }
+        *is_summary = !rc;
+    }
+    if (*is_summary) {
         *text = cJSON_PrintUnformatted(doc.root);
         if (!*text) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     }

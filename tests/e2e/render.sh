@@ -28,6 +28,9 @@ check "diff --svg of a summary is an input error" '[ $? -eq 2 ] && [ ! -e "$d/e.
 check "a window by op names draws those ops" 'grep -q "fwd.layers.4" "$d/n.dot" && ! grep -q "bwd.layers.2" "$d/n.dot"'
 "$bin" run scenarios/seed002/zero3_full_shard_pre.json --quiet --dot "$d/m.dot" --window fwd.nope..x 2>/dev/null
 check "a window naming no op exits 2" '[ $? -eq 2 ]'
+echo '{"shardsim_version": "0.1.0"}' >"$d/fake.json"
+"$bin" diff "$d/fake.json" "$d/fake.json" >/dev/null 2>"$d/err"
+check "diff of files that are not summaries is an input error" '[ $? -eq 2 ] && grep -q "fake.json: \$.scenario: missing" "$d/err"'
 rm -rf "$d"
-echo "$((11 - fails)) passed, $fails failed"
+echo "$((12 - fails)) passed, $fails failed"
 [ $fails -eq 0 ]
