@@ -114,9 +114,43 @@ static void line_col(const char *text, const char *at, unsigned *line, unsigned 
 
 static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
+/* cJSON's arrays and objects are linked lists: the i-th member is i steps
+ * from the first, so a loop over js_at(arr, i) was quadratic (a scenario
+ * with 40,000 assumptions took 2 s to load, a 5 MB one minutes). The
+ * document remembers where its last few walks stopped, one per container,
+ * so a loop in order takes one step per member, nested loops included. */
+#define JS_CURSORS 8
+
+typedef struct js_cursor {
+    const cJSON *container, *item;
+    size_t idx;
+} js_cursor;
+
+struct js_cache {
+    js_cursor c[JS_CURSORS];
+    unsigned next; /* the cursor replaced next, round robin */
+};
+
+static const cJSON *nth(struct js_cache *k, const cJSON *container, size_t i)
+{
+    js_cursor *cur = NULL;
+    for (unsigned u = 0; k && u < JS_CURSORS && !cur; u++)
+        if (k->c[u].container == container) cur = &k->c[u];
+    const cJSON *c = container ? container->child : NULL;
+    size_t at = 0;
+    if (cur && cur->idx <= i) c = cur->item, at = cur->idx;
+    for (; c && at < i; at++) c = c->next;
+    if (k && c) {
+        if (!cur) cur = &k->c[k->next++ % JS_CURSORS];
+        *cur = (js_cursor){container, c, i};
+    }
+    return c;
+}
+
 int js_doc_parse(js_doc *d, const char *file, const char *text, size_t len, ss_err *err)
 {
     d->root = NULL;
+    d->cache = NULL;
     snprintf(d->file, sizeof d->file, "%s", file);
     size_t i = 0;
     while (i < len && is_space(text[i])) i++;
@@ -135,6 +169,7 @@ int js_doc_parse(js_doc *d, const char *file, const char *text, size_t len, ss_e
         return ss_fail(err, SS_E_INPUT, file, "malformed JSON at line %u, column %u", line, col);
     }
     d->root = root;
+    d->cache = calloc(1, sizeof *d->cache); /* NULL: walks from the start */
     return SS_OK;
 }
 
@@ -143,6 +178,7 @@ int js_doc_load(js_doc *d, const char *file, ss_err *err)
     char *text = NULL;
     size_t len = 0;
     d->root = NULL;
+    d->cache = NULL;
     snprintf(d->file, sizeof d->file, "%s", file);
     FILE *f = fopen(file, "rb");
     if (!f) return ss_fail(err, SS_E_IO, file, "cannot read file: %s", strerror(errno));
@@ -159,11 +195,13 @@ void js_doc_fini(js_doc *d)
     if (!d) return;
     cJSON_Delete(d->root);
     d->root = NULL;
+    free(d->cache);
+    d->cache = NULL;
 }
 
 js_node js_root(const js_doc *d)
 {
-    js_node n = {d->root, d->file, "$"};
+    js_node n = {d->root, d->file, "$", d->cache};
     return n;
 }
 
@@ -186,6 +224,7 @@ static js_node make_child(js_node parent, const cJSON *j, const char *key, size_
     js_node c;
     c.j = j;
     c.file = parent.file;
+    c.cache = parent.cache;
     child_path(c.path, parent.path, key, idx);
     return c;
 }
@@ -263,7 +302,7 @@ size_t js_nmembers(js_node obj)
 
 js_node js_member(js_node obj, size_t i, const char **key)
 {
-    const cJSON *c = i <= INT_MAX ? cJSON_GetArrayItem(obj.j, (int)i) : NULL;
+    const cJSON *c = cJSON_IsObject(obj.j) ? nth(obj.cache, obj.j, i) : NULL;
     *key = c && c->string ? c->string : "";
     return make_child(obj, c, c && c->string ? c->string : NULL, i);
 }
@@ -286,7 +325,7 @@ int js_arr(js_node n, const char *key, bool required, js_node *arr, size_t *len,
 
 js_node js_at(js_node arr, size_t i)
 {
-    const cJSON *c = i <= INT_MAX ? cJSON_GetArrayItem(arr.j, (int)i) : NULL;
+    const cJSON *c = cJSON_IsArray(arr.j) ? nth(arr.cache, arr.j, i) : NULL;
     return make_child(arr, c, NULL, i);
 }
 
@@ -574,6 +613,7 @@ int js_doc_set(js_doc *d, const char *assignment, ss_err *err)
     if (rc) return rc;
     cJSON *v = parse_value(strchr(assignment, '=') + 1);
     if (!v) return ss_fail(err, SS_E_NOMEM, where, "out of memory");
+    if (d->cache) memset(d->cache, 0, sizeof *d->cache); /* items may be replaced */
     cJSON *cur = d->root;
     set_tok t;
     for (size_t pos = 0; rc == 0; pos = t.end) {

@@ -29,15 +29,19 @@
 
 struct cJSON;
 
+struct js_cache; /* where the last walks through arrays stopped (json.c) */
+
 typedef struct js_doc {
     struct cJSON *root;
     char file[JS_FILE_MAX]; /* as given by the caller, for messages */
+    struct js_cache *cache; /* owned; NULL when it could not be allocated */
 } js_doc;
 
 typedef struct js_node {
     const struct cJSON *j;
     const char *file;       /* points into the js_doc */
     char path[JS_PATH_MAX]; /* "$", "$.a", "$.a[3].b" */
+    struct js_cache *cache; /* the js_doc's */
 } js_node;
 
 /* Read and parse a file. Errors: missing/unreadable file (SS_E_IO), empty

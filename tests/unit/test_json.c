@@ -393,6 +393,54 @@ static void test_resolve(void **state)
     assert_string_equal(tiny, "dir/lon.json");
 }
 
+/* Members by index in any order (forward, backward, strided, nested loops
+ * over more arrays than the document remembers walks, an override in
+ * between) are the members at those indexes: the walk cache never answers
+ * for another container or a replaced item. */
+static void test_walk_any_order(void **state)
+{
+    (void)state;
+    enum { N = 12, M = 40 };
+    char text[16384];
+    size_t at = (size_t)snprintf(text, sizeof text, "{\"o\": {\"a\": 0, \"b\": 1, \"c\": 2}");
+    for (int a = 0; a < N; a++) {
+        at += (size_t)snprintf(text + at, sizeof text - at, ", \"x%d\": [", a);
+        for (int i = 0; i < M; i++)
+            at += (size_t)snprintf(text + at, sizeof text - at, "%s%d", i ? ", " : "", a * 1000 + i);
+        at += (size_t)snprintf(text + at, sizeof text - at, "]");
+    }
+    snprintf(text + at, sizeof text - at, "}");
+    js_doc d;
+    parse(&d, text);
+    js_node arr[N];
+    for (int a = 0; a < N; a++) {
+        char key[8];
+        snprintf(key, sizeof key, "x%d", a);
+        assert_true(js_get(js_root(&d), key, &arr[a]));
+    }
+    for (int i = 0; i < M; i++) /* nested: every array's i-th, twelve walks at once */
+        for (int a = 0; a < N; a++) assert_int_equal(js_at(arr[a], (size_t)i).j->valueint, a * 1000 + i);
+    for (int i = M - 1; i >= 0; i -= 3) assert_int_equal(js_at(arr[5], (size_t)i).j->valueint, 5000 + i);
+    assert_null(js_at(arr[2], M).j);
+    assert_int_equal(js_at(arr[2], 7).j->valueint, 2007);
+    const char *key;
+    js_node o;
+    assert_true(js_get(js_root(&d), "o", &o));
+    assert_int_equal(js_member(o, 2, &key).j->valueint, 2);
+    assert_string_equal(key, "c");
+    assert_int_equal(js_member(o, 0, &key).j->valueint, 0);
+    assert_string_equal(key, "a");
+    assert_null(js_at(o, 0).j); /* an object is not an array */
+    ss_err err;
+    ss_err_clear(&err);
+    assert_int_equal(js_at(arr[3], 10).j->valueint, 3010); /* remembered, then replaced: */
+    assert_int_equal(js_doc_set(&d, "x3[10]=77", &err), SS_OK);
+    assert_true(js_get(js_root(&d), "x3", &arr[3]));
+    assert_int_equal(js_at(arr[3], 10).j->valueint, 77);
+    assert_int_equal(js_at(arr[3], 11).j->valueint, 3011);
+    js_doc_fini(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -401,7 +449,7 @@ int main(void)
         cmocka_unit_test(test_types),          cmocka_unit_test(test_integers),
         cmocka_unit_test(test_enum_and_paths), cmocka_unit_test(test_long_path),
         cmocka_unit_test(test_set_applies),    cmocka_unit_test(test_set_errors),
-        cmocka_unit_test(test_resolve),
+        cmocka_unit_test(test_resolve),        cmocka_unit_test(test_walk_any_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
