@@ -9,6 +9,7 @@
 #include "../io/profile.h"
 #include "../run/coll.h"
 #include "hint.h"
+#include "limit.h"
 #include "out.h"
 
 static const char usage[] =
@@ -63,27 +64,10 @@ static int unknown(const char *k)
     return bad("%s", m);
 }
 
-/* "64", "8K", "1M", "8G" (powers of 1024, as nccl-tests). */
-static int parse_size(const char *v, uint64_t *out)
-{
-    char *end;
-    unsigned long long n = strtoull(v, &end, 10);
-    if (end == v || v[0] == '-') return 0;
-    uint64_t mul = 1;
-    if (*end == 'K' || *end == 'k') mul = 1ull << 10;
-    else if (*end == 'M' || *end == 'm') mul = 1ull << 20;
-    else if (*end == 'G' || *end == 'g') mul = 1ull << 30;
-    else if (*end) return 0;
-    if (mul > 1 && end[1]) return 0;
-    if (n > UINT64_MAX / mul) return 0;
-    *out = (uint64_t)n * mul;
-    return 1;
-}
-
 static int parse_u32(const char *v, uint32_t lo, uint32_t *out)
 {
     uint64_t x;
-    if (!parse_size(v, &x) || strpbrk(v, "KkMmGg") || x < lo || x > UINT32_MAX) return 0;
+    if (!cli_parse_size(v, &x) || strpbrk(v, "KkMmGg") || x < lo || x > UINT32_MAX) return 0;
     *out = (uint32_t)x;
     return 1;
 }
@@ -110,8 +94,8 @@ static int parse_one(opts *o, const char *k, const char *v)
     else if (!strcmp(k, "--ranks")) return parse_u32(v, 1, &o->ranks) ? 0 : bad("--ranks: expected a count >= 1, not %s", v);
     else if (!strcmp(k, "--nodes")) return parse_u32(v, 1, &o->nodes) ? 0 : bad("--nodes: expected a count >= 1, not %s", v);
     else if (!strcmp(k, "-f")) return parse_u32(v, 2, &o->f) ? 0 : bad("-f: expected a factor >= 2, not %s", v);
-    else if (!strcmp(k, "-b")) return parse_size(v, &o->b) ? 0 : bad("-b: expected a size like 8, 64K, 1M, not %s", v);
-    else if (!strcmp(k, "-e")) return parse_size(v, &o->e) ? 0 : bad("-e: expected a size like 8G, not %s", v);
+    else if (!strcmp(k, "-b")) return cli_parse_size(v, &o->b) ? 0 : bad("-b: expected a size like 8, 64K, 1M, not %s", v);
+    else if (!strcmp(k, "-e")) return cli_parse_size(v, &o->e) ? 0 : bad("-e: expected a size like 8G, not %s", v);
     else if (!strcmp(k, "--algo")) {
         if (!pick_name(v, algo_kind_names, ALGO_NKINDS, &x))
             return bad("--algo: expected auto, ring, tree, nvls, nvls_tree, hierarchical or "

@@ -23,6 +23,7 @@
 #include "coll_cmd.h"
 #include "dist.h"
 #include "hint.h"
+#include "limit.h"
 #include "out.h"
 #include "search_cmd.h"
 
@@ -32,7 +33,7 @@
 static const char usage[] =
     "usage: shardsim run SCENARIO [--json FILE] [--trace FILE] [--dot FILE] [--svg FILE]\n"
     "                    [--window MS..MS] [--ranks A..B] [--set PATH=VALUE]...\n"
-    "                    [--memory] [--quiet] [--timing]\n"
+    "                    [--memory] [--quiet] [--timing] [--max-memory SIZE]\n"
     "       shardsim check SCENARIO... [--set PATH=VALUE]...\n"
     "       shardsim diff A B [--set PATH=VALUE]... [--svg FILE] [--ranks A..B]\n"
     "       shardsim sweep SCENARIO --vary PATH=V1,V2,... [--vary ...] [--set ...]\n"
@@ -70,7 +71,10 @@ static const char usage[] =
     "  --set    override a scenario key, e.g. --set sharding.strategy=full_shard\n"
     "  --memory print every tensor live at rank 0's memory peak, by category\n"
     "  --quiet  do not print the text summary\n"
-    "  --timing print the wall time of each stage (and of the outputs) to stderr\n";
+    "  --timing print the wall time of each stage (and of the outputs) to stderr\n"
+    "  --max-memory  cap the process's memory (address space) at SIZE, e.g. 8G;\n"
+    "           a run that needs more stops with \"out of memory\" and the budget\n"
+    "           (run, check, diff, sweep; default: no cap)\n";
 
 typedef struct cli_args {
     const char *json, *trace, *dot, *svg;
@@ -81,6 +85,7 @@ typedef struct cli_args {
     const char *sets[MAX_SETS];
     size_t nsets;
     int quiet, memory, timing;
+    uint64_t max_memory; /* --max-memory: bytes of address space, 0 = none */
     const char *out;
     unsigned threads;
     sweep_cfg sweep;
@@ -88,10 +93,19 @@ typedef struct cli_args {
 
 static int exit_code(int rc) { return rc == SS_E_INPUT || rc == SS_E_IO ? 2 : 1; }
 
+/* --max-memory, set once in main before any command runs: what an
+ * "out of memory" is measured against. */
+static uint64_t max_memory;
+
 static int report(const ss_err *err)
 {
     char buf[1200];
     fprintf(stderr, "shardsim: error: %s\n", ss_err_str(err, buf, sizeof buf));
+    if (err->code == SS_E_NOMEM && max_memory)
+        fprintf(stderr, "shardsim: the run needed more than --max-memory %.0f MiB of address space; "
+                        "fold the layout (--set parallel.fold=true), leave out --trace and --dot, "
+                        "or raise the budget\n",
+                (double)max_memory / (double)(1ull << 20));
     return exit_code(err->code);
 }
 
@@ -107,14 +121,15 @@ static int usage_error(const char *fmt, const char *arg)
 static int unknown_option(const char *s, int is_run)
 {
     static const char *const run[] = {"--json", "--trace", "--dot",    "--svg",   "--window",
-                                      "--ranks", "--set",  "--memory", "--quiet", "--timing"};
-    static const char *const sweep[] = {"--set", "--vary", "-o", "-j"};
-    static const char *const diff[] = {"--set", "--svg", "--window", "--ranks"};
-    static const char *const check[] = {"--set"};
+                                      "--ranks", "--set",  "--memory", "--quiet", "--timing",
+                                      "--max-memory"};
+    static const char *const sweep[] = {"--set", "--vary", "-o", "-j", "--max-memory"};
+    static const char *const diff[] = {"--set", "--svg", "--window", "--ranks", "--max-memory"};
+    static const char *const check[] = {"--set", "--max-memory"};
     const char *hit = is_run == 1   ? cli_nearest(s, run, sizeof run / sizeof *run)
                       : is_run == 2 ? cli_nearest(s, sweep, sizeof sweep / sizeof *sweep)
                       : is_run == 3 ? cli_nearest(s, diff, sizeof diff / sizeof *diff)
-                                    : cli_nearest(s, check, 1);
+                                    : cli_nearest(s, check, 2);
     fprintf(stderr, "shardsim: unknown option %s", s);
     if (hit) fprintf(stderr, " (did you mean %s?)", hit);
     fprintf(stderr, "\n%s", usage);
@@ -184,7 +199,14 @@ static int parse_opt(int argc, char **argv, int *i, cli_args *a, int is_run)
     bool has_val = *i + 1 < argc;
     if (is_run == 2 && (!strcmp(s, "-o") || !strcmp(s, "-j") || !strcmp(s, "--vary")))
         return parse_sweep_opt(argc, argv, i, a);
-    if (!strcmp(s, "--set")) {
+    if (!strcmp(s, "--max-memory")) {
+        uint64_t b = 0;
+        if (!has_val) return usage_error("%s needs a value", s);
+        if (!cli_parse_size(argv[++*i], &b) || b < (64ull << 20))
+            return usage_error("--max-memory: expected a size of at least 64M like 512M or 8G, not %s",
+                               argv[*i]);
+        a->max_memory = b;
+    } else if (!strcmp(s, "--set")) {
         if (!has_val) return usage_error("%s needs a value", s);
         if (a->nsets == MAX_SETS) return usage_error("too many --set (%s)", "max 256");
         a->sets[a->nsets++] = argv[++*i];
@@ -644,6 +666,12 @@ int main(int argc, char **argv)
     a.view = (dot_opts){0, UINT32_MAX, 0, 0, 16.0};
     int rc = parse_args(argc, argv, &a, is_run);
     if (rc) return rc;
+    if (a.max_memory) {
+        ss_err err;
+        ss_err_clear(&err);
+        if (cli_limit_memory(a.max_memory, &err)) return report(&err);
+        max_memory = a.max_memory;
+    }
     if (is_run == 2) return cmd_sweep(&a);
     return is_run == 1 ? cmd_run(&a) : is_diff ? cmd_diff(&a) : cmd_check(&a);
 }
