@@ -26,6 +26,7 @@
 #define JS_PATH_MAX 384
 #define JS_FILE_MAX 1024
 #define JS_MAX_FILE_BYTES (64u * 1024u * 1024u) /* larger input is refused */
+#define JS_MAX_DEPTH 64 /* objects and arrays nested deeper are refused */
 
 struct cJSON;
 
@@ -129,7 +130,8 @@ int js_load_ref(js_node parent, const char *key, js_doc *doc, js_node *out,
                 ss_err *err);
 
 /* Copy the string at n[key] (or "" when absent and not required) into a
- * buffer of SPEC_NAME_MAX (128) bytes, truncating. */
+ * buffer of SPEC_NAME_MAX (128) bytes, cutting a longer one at 127 bytes or
+ * less, on a character boundary (core/utf8.h). */
 int js_copy_name(js_node n, const char *key, bool required, char *dst,
                  ss_err *err);
 
