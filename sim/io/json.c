@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define EXACT_MAX 9007199254740992.0 /* 2^53: above it doubles skip integers */
 #define READ_CHUNK (64u * 1024u)
@@ -229,6 +230,7 @@ static void line_col(const char *text, const char *at, unsigned *line, unsigned 
 static int text_check(const char *text, size_t len, js_node root, ss_err *err)
 {
     tscan s = {.t = text, .len = len};
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) s.i = 3; /* cJSON skips a BOM */
     if (ts_value(&s, root)) return SS_OK;
     unsigned line, col;
     line_col(text, text + s.bad_at, &line, &col);
@@ -873,6 +875,14 @@ int js_load_ref(js_node parent, const char *key, js_doc *doc, js_node *out,
     if ((rc = js_str_val(n, &rel, err)) ||
         (rc = js_path_resolve(parent.file, rel, path, sizeof path, err)))
         return rc;
+    /* A file that names itself would be read as the other kind and blamed
+     * for its own keys ("unknown key \"model\"" from a scenario read as a
+     * topology): the error belongs to the key that names it. */
+    struct stat a, b;
+    if (stat(path, &a) == 0 && stat(parent.file, &b) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino)
+        return js_failf(n, err, "\"%s\" names this file itself: expected the file of the "
+                        "%s (or the %s inline, as an object)", rel, key, key);
     if ((rc = js_doc_load(doc, path, err))) {
         if (err && !strstr(err->msg, "referenced"))
             snprintf(err->msg + strlen(err->msg), sizeof err->msg - strlen(err->msg),

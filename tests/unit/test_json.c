@@ -331,6 +331,9 @@ static void test_text_checks(void **state)
     }
     parse(&d, "{\"a\": \"caf\xc3\xa9 \xf0\x9f\x98\x80\"}"); /* 2- and 4-byte characters */
     js_doc_fini(&d);
+    const char *bom = "\xEF\xBB\xBF{\"a\": \"\xff\"}"; /* after a byte-order mark too */
+    parse_bad(bom, strlen(bom), &err);
+    has(&err, "t.json: $.a", "holds bytes that are not UTF-8");
     const char *big = "{\"n\": [9007199254740993]}";
     parse_bad(big, strlen(big), &err);
     has(&err, "t.json: $.n[0]", "9007199254740993 is too large to be exact");
