@@ -135,6 +135,7 @@ typedef struct tscan {
     size_t bad_at;    /* its offset in t */
     bool bad_key;     /* in a member's key rather than a value */
     bool bad_int;     /* an inexact integer rather than a string */
+    const char *key;  /* the last key scanned */
     js_node where;    /* the node (for a key: its object) */
 } tscan;
 
@@ -212,6 +213,7 @@ static bool ts_value(tscan *s, js_node n)
         ts_ws(s);
         js_node cn = make_child(n, ch, c == '{' ? ch->string : NULL, k);
         if (c == '{') {
+            s->key = ch->string; /* as cJSON holds it: cut at a NUL */
             if (!ts_string(s, n, true)) return false;
             ts_ws(s);
             s->i++; /* ':' */
@@ -223,10 +225,8 @@ static bool ts_value(tscan *s, js_node n)
     return true;
 }
 
-static void line_col(const char *text, const char *at, unsigned *line, unsigned *col);
-
 /* Walk text (which cJSON parsed into root's tree) and fail on the first
- * string holding a NUL or non-UTF-8 bytes, or inexact integer. */
+ * string holding a NUL or bytes that are not UTF-8, or inexact integer. */
 static int text_check(const char *text, size_t len, js_node root, ss_err *err)
 {
     tscan s = {.t = text, .len = len};
@@ -234,6 +234,12 @@ static int text_check(const char *text, size_t len, js_node root, ss_err *err)
     if (ts_value(&s, root)) return SS_OK;
     unsigned line, col;
     line_col(text, text + s.bad_at, &line, &col);
+    if (s.bad_key && text[s.bad_at] == '\\') { /* a NUL: the key before it was checked */
+        char head[61];
+        ss_utf8_copy(head, sizeof head, s.key ? s.key : "");
+        return js_failf(s.where, err, "the key \"%s\" at line %u, column %u holds %s: "
+                        "expected UTF-8 text without NUL", head, line, col, s.bad);
+    }
     if (s.bad_key)
         return js_failf(s.where, err, "a key at line %u, column %u holds %s: expected "
                         "UTF-8 text without NUL", line, col, s.bad);

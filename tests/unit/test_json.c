@@ -318,7 +318,7 @@ static void test_text_checks(void **state)
     has(&err, "t.json: $.a.s", "line 1, column 15 holds a NUL character");
     const char *nulkey = "{\"a\": {\"s\\u0000t\": 1}}";
     parse_bad(nulkey, strlen(nulkey), &err);
-    has(&err, "t.json: $.a", "a key at line 1, column 10 holds a NUL character");
+    has(&err, "t.json: $.a", "the key \"s\" at line 1, column 10 holds a NUL character");
     const char *esc = "{\"a\": \"x\\\\u0000\"}"; /* an escaped backslash, then text */
     js_doc d;
     parse(&d, esc);
@@ -405,6 +405,12 @@ static void test_copy_name_utf8(void **state)
     assert_false(ss_utf8_copy(b3, sizeof b3, "a\xc3\xa9z"));
     assert_string_equal(b3, "a");
     assert_true(ss_utf8_copy(b4, sizeof b4, "abc"));
+    char cut[] = "ab\xe2\x82"; /* a euro sign (E2 82 AC) cut after 2 of its bytes */
+    ss_utf8_trim(cut);
+    assert_string_equal(cut, "ab");
+    char whole[] = "ab\xe2\x82\xac";
+    ss_utf8_trim(whole);
+    assert_string_equal(whole, "ab\xe2\x82\xac");
     js_doc d;
     char name[SPEC_NAME_MAX_FOR_TEST];
     char text[400] = "{\"name\": \"";
