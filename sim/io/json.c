@@ -1,6 +1,8 @@
 /* json.c - strict, path-aware reading of JSON input (contract in json.h). */
 #include "json.h"
 
+#include "../core/utf8.h"
+
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
@@ -10,10 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define EXACT_MAX 9007199254740992.0 /* 2^53: above it doubles skip integers */
 #define READ_CHUNK (64u * 1024u)
 #define WHERE_MAX 512 /* sizeof ss_err.where: longer text is cut there anyway */
+
+static js_node make_child(js_node parent, const cJSON *j, const char *key, size_t idx);
 
 static const char *type_name(const cJSON *j)
 {
@@ -147,6 +152,164 @@ static const cJSON *nth(struct js_cache *k, const cJSON *container, size_t i)
     return c;
 }
 
+/* ---- what cJSON's tree cannot show ----
+ *
+ * cJSON ends a string at a \u0000 escape (its strings are NUL-terminated),
+ * copies bytes that are not UTF-8 as they are, and rounds integers past 2^53
+ * to a neighbour. So a key "strategy\u0000junk" would read as "strategy", a
+ * path would open another file and 2^53 + 1 would read as 2^53, all
+ * silently. The parsed text is walked beside the tree (same shape, same
+ * order) to refuse these with the node's path and the line and column. */
+
+typedef struct tscan {
+    const char *t;
+    size_t len, i;
+    const char *bad;  /* what is wrong; NULL while all is well */
+    size_t bad_at;    /* its offset in t */
+    bool bad_key;     /* in a member's key rather than a value */
+    bool bad_int;     /* an inexact integer rather than a string */
+    const char *key;  /* the last key scanned */
+    js_node where;    /* the node (for a key: its object) */
+} tscan;
+
+static void ts_ws(tscan *s)
+{
+    while (s->i < s->len && is_space(s->t[s->i])) s->i++;
+}
+
+static bool ts_flag(tscan *s, size_t at, const char *what, js_node n, bool key)
+{
+    s->bad = what;
+    s->bad_at = at;
+    s->bad_key = key;
+    s->where = n;
+    return false;
+}
+
+/* The string opening at s->t[s->i]; on success s->i is past its quote. */
+static bool ts_string(tscan *s, js_node n, bool key)
+{
+    size_t i = s->i + 1;
+    while (i < s->len && s->t[i] != '"') {
+        const unsigned char *u = (const unsigned char *)s->t + i;
+        if (*u == '\\') {
+            if (i + 6 <= s->len && u[1] == 'u' && memcmp(u + 2, "0000", 4) == 0)
+                return ts_flag(s, i, "a NUL character (\\u0000), which would cut it short", n,
+                               key);
+            i += u[1] == 'u' ? 6 : 2;
+            continue;
+        }
+        size_t k = ss_utf8_char(u, s->len - i);
+        if (!k) return ts_flag(s, i, "bytes that are not UTF-8", n, key);
+        i += k;
+    }
+    s->i = i + 1;
+    return true;
+}
+
+/* An integer literal (no fraction, no exponent) must be the double cJSON
+ * made of it; below 2^53 every integer is. "%.0f" prints a double's exact
+ * decimal value (C11 7.21.6.1 with glibc), up to 309 digits. */
+static bool ts_number(tscan *s, js_node n)
+{
+    size_t b = s->i;
+    while (s->i < s->len && strchr("+-0123456789.eE", s->t[s->i]) && s->t[s->i]) s->i++;
+    size_t len = s->i - b;
+    const char *d = s->t + b;
+    if (memchr(d, '.', len) || memchr(d, 'e', len) || memchr(d, 'E', len)) return true;
+    double v = fabs(n.j->valuedouble);
+    if (v < EXACT_MAX) return true;
+    char exact[320];
+    snprintf(exact, sizeof exact, "%.0f", v);
+    if (*d == '-') d++, len--;
+    if (strlen(exact) == len && memcmp(exact, d, len) == 0) return true;
+    ts_flag(s, b, "an inexact integer", n, false);
+    s->bad_int = true;
+    return false;
+}
+
+static bool ts_value(tscan *s, js_node n)
+{
+    ts_ws(s);
+    char c = s->i < s->len ? s->t[s->i] : '\0';
+    if (c == '"') return ts_string(s, n, false);
+    if (c == '-' || (c >= '0' && c <= '9')) return ts_number(s, n);
+    if (c != '{' && c != '[') { /* true, false, null */
+        while (s->i < s->len && s->t[s->i] >= 'a' && s->t[s->i] <= 'z') s->i++;
+        return true;
+    }
+    s->i++;
+    size_t k = 0;
+    for (const cJSON *ch = n.j->child; ch; ch = ch->next, k++) {
+        ts_ws(s);
+        if (s->i < s->len && s->t[s->i] == ',') s->i++;
+        ts_ws(s);
+        js_node cn = make_child(n, ch, c == '{' ? ch->string : NULL, k);
+        if (c == '{') {
+            s->key = ch->string; /* as cJSON holds it: cut at a NUL */
+            if (!ts_string(s, n, true)) return false;
+            ts_ws(s);
+            s->i++; /* ':' */
+        }
+        if (!ts_value(s, cn)) return false;
+    }
+    ts_ws(s);
+    s->i++; /* the closing bracket */
+    return true;
+}
+
+/* Walk text (which cJSON parsed into root's tree) and fail on the first
+ * string holding a NUL or bytes that are not UTF-8, or inexact integer. */
+static int text_check(const char *text, size_t len, js_node root, ss_err *err)
+{
+    tscan s = {.t = text, .len = len};
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) s.i = 3; /* cJSON skips a BOM */
+    if (ts_value(&s, root)) return SS_OK;
+    unsigned line, col;
+    line_col(text, text + s.bad_at, &line, &col);
+    if (s.bad_key && text[s.bad_at] == '\\') { /* a NUL: the key before it was checked */
+        char head[61];
+        ss_utf8_copy(head, sizeof head, s.key ? s.key : "");
+        return js_failf(s.where, err, "the key \"%s\" at line %u, column %u holds %s: "
+                        "expected UTF-8 text without NUL", head, line, col, s.bad);
+    }
+    if (s.bad_key)
+        return js_failf(s.where, err, "a key at line %u, column %u holds %s: expected "
+                        "UTF-8 text without NUL", line, col, s.bad);
+    if (s.bad_int) {
+        char exact[32];
+        return js_failf(s.where, err, "%.*s is too large to be exact (integers may be at most "
+                        "2^53 = 9007199254740992; a double reads this one as %s)",
+                        (int)strspn(text + s.bad_at, "-0123456789"), text + s.bad_at,
+                        fmt_num(s.where.j->valuedouble, exact));
+    }
+    return js_failf(s.where, err, "the string at line %u, column %u holds %s: expected UTF-8 "
+                    "text without NUL", line, col, s.bad);
+}
+
+/* Offset of the first '{' or '[' that opens level JS_MAX_DEPTH + 1, or len
+ * when the text nests no deeper. Brackets inside strings do not count. Run
+ * before cJSON, whose own limit (1000) fails as plain "malformed". */
+static size_t too_deep_at(const char *t, size_t len)
+{
+    unsigned depth = 0;
+    bool in_str = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = t[i];
+        if (in_str) {
+            if (c == '\\') i++;
+            else if (c == '"') in_str = false;
+        } else if (c == '"') {
+            in_str = true;
+        } else if (c == '{' || c == '[') {
+            if (++depth > JS_MAX_DEPTH) return i;
+        } else if ((c == '}' || c == ']') && depth) {
+            depth--;
+        }
+    }
+    return len;
+}
+
 int js_doc_parse(js_doc *d, const char *file, const char *text, size_t len, ss_err *err)
 {
     d->root = NULL;
@@ -157,6 +320,15 @@ int js_doc_parse(js_doc *d, const char *file, const char *text, size_t len, ss_e
     if (i == len) return ss_fail(err, SS_E_INPUT, file, "file is empty: expected a JSON object");
     if (memchr(text, '\0', len))
         return ss_fail(err, SS_E_INPUT, file, "file contains NUL bytes: not JSON text");
+    size_t deep = too_deep_at(text, len);
+    if (deep < len) {
+        unsigned line, col;
+        line_col(text, text + deep, &line, &col);
+        return ss_fail(err, SS_E_INPUT, file,
+                       "objects and arrays nested deeper than %d levels at line %u, column %u "
+                       "(inputs may nest at most %d levels)", JS_MAX_DEPTH, line, col,
+                       JS_MAX_DEPTH);
+    }
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     /* Trailing text is an error; the buffer need not end with a NUL, so the
@@ -170,7 +342,9 @@ int js_doc_parse(js_doc *d, const char *file, const char *text, size_t len, ss_e
     }
     d->root = root;
     d->cache = calloc(1, sizeof *d->cache); /* NULL: walks from the start */
-    return SS_OK;
+    int rc = text_check(text, len, js_root(d), err);
+    if (rc) js_doc_fini(d);
+    return rc;
 }
 
 int js_doc_load(js_doc *d, const char *file, ss_err *err)
@@ -207,16 +381,35 @@ js_node js_root(const js_doc *d)
 
 /* ---- nodes and messages ---- */
 
+/* key with '"' and '\\' escaped into buf[size] (cut when it does not fit;
+ * the caller's "..." then says so). */
+static void escape_key(char *buf, size_t size, const char *key)
+{
+    size_t w = 0;
+    for (size_t i = 0; key[i] && w + 2 < size; i++) {
+        if (key[i] == '"' || key[i] == '\\') buf[w++] = '\\';
+        buf[w++] = key[i];
+    }
+    buf[w] = '\0';
+}
+
 /* Path of a member (key) or an element (key NULL, index idx). Keys that are
- * not plain identifiers are quoted, $.expect["memory.fits"], so the path
- * stays unambiguous. A path that does not fit ends in "...". */
+ * not plain identifiers are quoted, $.expect["memory.fits"] (with \" and
+ * \\ escaped), which is also how --set names them, so a path in a message
+ * can be pasted into --set. A path that does not fit ends in "...". */
 static void child_path(char *out, const char *parent, const char *key, size_t idx)
 {
-    bool plain = key && key[0] && strcspn(key, ".[]\" ") == strlen(key);
+    bool plain = key && key[0] && strcspn(key, ".[]\"\\ =") == strlen(key);
+    char esc[JS_PATH_MAX];
+    if (key && !plain) escape_key(esc, sizeof esc, key);
     int w = !key  ? snprintf(out, JS_PATH_MAX, "%s[%zu]", parent, idx)
             : plain ? snprintf(out, JS_PATH_MAX, "%s.%s", parent, key)
-                    : snprintf(out, JS_PATH_MAX, "%s[\"%s\"]", parent, key);
-    if (w < 0 || w >= JS_PATH_MAX) memcpy(out + JS_PATH_MAX - 4, "...", 4);
+                    : snprintf(out, JS_PATH_MAX, "%s[\"%s\"]", parent, esc);
+    if (w >= 0 && w < JS_PATH_MAX) return;
+    /* "..." replaces the tail, backing off to a character's first byte. */
+    size_t k = JS_PATH_MAX - 4;
+    while (k > 0 && ((unsigned char)out[k] & 0xC0u) == 0x80u) k--;
+    memcpy(out + k, "...", 4);
 }
 
 static js_node make_child(js_node parent, const cJSON *j, const char *key, size_t idx)
@@ -470,10 +663,43 @@ static int read_index(const char *path, size_t pos, set_tok *t, const char *wher
     return SS_OK;
 }
 
+/* Offset just past the closing quote of the quoted key opening at q (a
+ * '"'), or 0 when it is not closed. Backslash escapes the next character. */
+static size_t quoted_end(const char *q)
+{
+    for (size_t i = 1; q[i]; i++) {
+        if (q[i] == '\\' && q[i + 1]) i++;
+        else if (q[i] == '"') return i + 1;
+    }
+    return 0;
+}
+
+/* ["key"]: a key as error messages print one that holds '.', '[', ']',
+ * '"', '\\' or a space (child_path), \" and \\ unescaped. */
+static int read_quoted(const char *path, size_t pos, set_tok *t, const char *where, ss_err *err)
+{
+    const char *q = path + pos + 1;
+    size_t qe = quoted_end(q);
+    if (!qe || q[qe] != ']')
+        return ss_fail(err, SS_E_INPUT, where,
+                       "bad path: expected a quoted key and '\"]' after '[\"' at character %zu",
+                       pos + 1);
+    size_t k = 0;
+    for (size_t i = 1; i + 1 < qe; i++) {
+        if (q[i] == '\\') i++;
+        t->key[k++] = q[i];
+    }
+    t->key[k] = '\0';
+    t->idx = -1;
+    t->end = pos + 1 + qe + 1;
+    return SS_OK;
+}
+
 /* The token at path[pos]: "[N]", or a key (after a '.' unless it is first).
  * The whole path is shorter than JS_PATH_MAX, so any key fits t->key. */
 static int next_tok(const char *path, size_t pos, set_tok *t, const char *where, ss_err *err)
 {
+    if (path[pos] == '[' && path[pos + 1] == '"') return read_quoted(path, pos, t, where, err);
     if (path[pos] == '[') return read_index(path, pos, t, where, err);
     size_t k = pos;
     if (pos > 0 && path[k++] != '.')
@@ -493,13 +719,23 @@ static int next_tok(const char *path, size_t pos, set_tok *t, const char *where,
 
 /* Copy the key path of "PATH=VALUE" into path and check its syntax, so a bad
  * path fails before the tree is touched. */
-static int split_assignment(const char *assignment, char path[JS_PATH_MAX], const char *where,
-                            ss_err *err)
+static int split_assignment(const char *assignment, char path[JS_PATH_MAX], const char **value,
+                            const char *where, ss_err *err)
 {
-    const char *eq = strchr(assignment, '=');
-    if (!eq || eq == assignment)
+    /* The path as messages print it may start "$." or "$[". */
+    if (assignment[0] == '$' && (assignment[1] == '.' || assignment[1] == '['))
+        assignment += assignment[1] == '.' ? 2 : 1;
+    const char *eq = assignment;
+    for (; *eq && *eq != '='; eq++) /* an '=' inside ["..."] is part of the key */
+        if (eq[0] == '[' && eq[1] == '"') {
+            size_t qe = quoted_end(eq + 1);
+            if (!qe) break;
+            eq += qe;
+        }
+    if (*eq != '=' || eq == assignment)
         return ss_fail(err, SS_E_INPUT, where,
                        "expected PATH=VALUE, e.g. sharding.strategy=full_shard");
+    *value = eq + 1;
     size_t plen = (size_t)(eq - assignment);
     if (plen >= JS_PATH_MAX)
         return ss_fail(err, SS_E_INPUT, where, "the path is longer than %d characters",
@@ -516,16 +752,36 @@ static int split_assignment(const char *assignment, char path[JS_PATH_MAX], cons
 
 /* VALUE as JSON when all of it is JSON, else as a plain string, so
  * strategy=full_shard needs no shell-quoted quotes. */
-static cJSON *parse_value(const char *v)
+static cJSON *parse_value(const char *v, bool *json)
 {
     const char *end = NULL;
+    *json = false;
     cJSON *j = cJSON_ParseWithLengthOpts(v, strlen(v), &end, 0);
     if (j && end) {
         end += strspn(end, " \t\r\n"); /* v is NUL-terminated */
-        if (*end == '\0') return j;
+        *json = *end == '\0';
+        if (*json) return j;
     }
     cJSON_Delete(j);
     return cJSON_CreateString(v);
+}
+
+/* The same checks as a file's text gets (text_check), for the value of an
+ * override, named by `where` and the key path it sets. A plain-string value cannot hold a NUL (it
+ * comes from argv) but may hold bytes that are not UTF-8. */
+static int value_check(const cJSON *v, bool json, const char *path, const char *text,
+                       const char *where, ss_err *err)
+{
+    js_node n = {v, where, "", NULL};
+    int w = snprintf(n.path, sizeof n.path, "$%s%.*s", path[0] == '[' ? "" : ".",
+                     JS_PATH_MAX - 3, path);
+    if (w >= JS_PATH_MAX) memcpy(n.path + JS_PATH_MAX - 4, "...", 4); /* ASCII or cut */
+    if (json) return text_check(text, strlen(text), n, err);
+    for (size_t i = 0, k, len = strlen(text); i < len; i += k)
+        if (!(k = ss_utf8_char((const unsigned char *)text + i, len - i)))
+            return ss_fail(err, SS_E_INPUT, where,
+                           "the value holds bytes that are not UTF-8 at byte %zu", i + 1);
+    return SS_OK;
 }
 
 /* "the document" or "\"a.b[2]\"": the part of the path that names node. */
@@ -609,10 +865,19 @@ int js_doc_set(js_doc *d, const char *assignment, ss_err *err)
 {
     char where[WHERE_MAX], path[JS_PATH_MAX];
     snprintf(where, sizeof where, "--set %s", assignment);
-    int rc = split_assignment(assignment, path, where, err);
+    const char *text = NULL;
+    int rc = split_assignment(assignment, path, &text, where, err);
     if (rc) return rc;
-    cJSON *v = parse_value(strchr(assignment, '=') + 1);
+    bool json;
+    if (too_deep_at(text, strlen(text)) < strlen(text))
+        return ss_fail(err, SS_E_INPUT, where,
+                       "the value nests objects and arrays deeper than %d levels", JS_MAX_DEPTH);
+    cJSON *v = parse_value(text, &json);
     if (!v) return ss_fail(err, SS_E_NOMEM, where, "out of memory");
+    if ((rc = value_check(v, json, path, text, where, err))) {
+        cJSON_Delete(v);
+        return rc;
+    }
     if (d->cache) memset(d->cache, 0, sizeof *d->cache); /* items may be replaced */
     cJSON *cur = d->root;
     set_tok t;
@@ -656,6 +921,14 @@ int js_load_ref(js_node parent, const char *key, js_doc *doc, js_node *out,
     if ((rc = js_str_val(n, &rel, err)) ||
         (rc = js_path_resolve(parent.file, rel, path, sizeof path, err)))
         return rc;
+    /* A file that names itself would be read as the other kind and blamed
+     * for its own keys ("unknown key \"model\"" from a scenario read as a
+     * topology): the error belongs to the key that names it. */
+    struct stat a, b;
+    if (stat(path, &a) == 0 && stat(parent.file, &b) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino)
+        return js_failf(n, err, "\"%s\" names this file itself: expected the file of the "
+                        "%s (or the %s inline, as an object)", rel, key, key);
     if ((rc = js_doc_load(doc, path, err))) {
         if (err && !strstr(err->msg, "referenced"))
             snprintf(err->msg + strlen(err->msg), sizeof err->msg - strlen(err->msg),
@@ -671,6 +944,6 @@ int js_copy_name(js_node n, const char *key, bool required, char *dst, ss_err *e
     const char *s;
     int rc = js_str(n, key, required, "", &s, err);
     if (rc) return rc;
-    snprintf(dst, 128, "%s", s);
+    ss_utf8_copy(dst, 128, s);
     return SS_OK;
 }

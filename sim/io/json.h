@@ -7,7 +7,12 @@
  *
  * Strictness: js_keys_check rejects unknown keys (listing the allowed ones);
  * typed getters reject wrong types and out-of-range values; nothing is
- * clamped. Integers must be exact (no fraction, |v| <= 2^53).
+ * clamped. Integers must be exact (no fraction, |v| <= 2^53). At load, what
+ * cJSON's tree would hide is refused: a string (key or value) holding a
+ * \u0000 escape or bytes that are not UTF-8, an integer literal above 2^53
+ * that its double rounds, nesting deeper than JS_MAX_DEPTH. Paths in
+ * messages quote keys that are not plain ($.expect["memory.fits"]), in the
+ * form js_doc_set accepts.
  *
  * Ownership: a js_doc owns its parsed tree (js_doc_fini frees it); js_node
  * values are cheap copies that point into a doc and carry their path; they are
@@ -26,6 +31,7 @@
 #define JS_PATH_MAX 384
 #define JS_FILE_MAX 1024
 #define JS_MAX_FILE_BYTES (64u * 1024u * 1024u) /* larger input is refused */
+#define JS_MAX_DEPTH 64 /* objects and arrays nested deeper are refused */
 
 struct cJSON;
 
@@ -45,8 +51,9 @@ typedef struct js_node {
 } js_node;
 
 /* Read and parse a file. Errors: missing/unreadable file (SS_E_IO), empty
- * file, file over JS_MAX_FILE_BYTES, NUL bytes, malformed JSON with line and
- * column of the first bad character (SS_E_INPUT). */
+ * file, file over JS_MAX_FILE_BYTES, NUL bytes, nesting past JS_MAX_DEPTH,
+ * malformed JSON with line and column of the first bad character, and the
+ * text checks above with the node's path, line and column (SS_E_INPUT). */
 int js_doc_load(js_doc *d, const char *file, ss_err *err);
 /* Parse text (len bytes) under the display name `file`. */
 int js_doc_parse(js_doc *d, const char *file, const char *text, size_t len,
@@ -59,9 +66,12 @@ void js_doc_fini(js_doc *d); /* NULL root is fine */
  * share it. */
 int js_read_stream(FILE *f, const char *file, size_t max, char **text, size_t *len, ss_err *err);
 
-/* Apply one command-line override "a.b[2].c=value" to the tree. value is
+/* Apply one command-line override "a.b[2].c=value" to the tree. The path
+ * may start with "$." and name a key as ["k.e y"] (\" and \\ escaped), as
+ * messages print paths; an '=' inside ["..."] belongs to the key. value is
  * parsed as JSON when it is valid JSON (number, true, false, null, "string",
- * object, array), else taken as a plain string. Missing object keys on the
+ * object, array), else taken as a plain string, and checked as file text
+ * is (NUL, UTF-8, exact integers, depth). Missing object keys on the
  * path are created (so the strict loader later rejects unknown ones); array
  * indexes must exist. Errors name the override text. */
 int js_doc_set(js_doc *d, const char *assignment, ss_err *err);
@@ -133,7 +143,8 @@ int js_load_ref(js_node parent, const char *key, js_doc *doc, js_node *out,
                 ss_err *err);
 
 /* Copy the string at n[key] (or "" when absent and not required) into a
- * buffer of SPEC_NAME_MAX (128) bytes, truncating. */
+ * buffer of SPEC_NAME_MAX (128) bytes, cutting a longer one at 127 bytes or
+ * less, on a character boundary (core/utf8.h). */
 int js_copy_name(js_node n, const char *key, bool required, char *dst,
                  ss_err *err);
 

@@ -16,9 +16,34 @@ static int load_peaks(js_node dev, spec_device *d, ss_err *err)
         return rc;
     for (int i = 0; i < SPEC_NDT; i++) {
         double v;
+        js_node k;
         if ((rc = js_num(pk, spec_dtype_names[i], false, 0.0, 0.0, 1e6, &v, err))) return rc;
+        /* 0 says "not supported"; a rate below 1 GFLOPS is a slip (1e-300
+         * would make every op last beyond the engine's 584 years). */
+        if (v > 0 && v < 1e-3 && js_get(pk, spec_dtype_names[i], &k))
+            return js_failf(k, err, "expected 0 (the device has no %s rate) or a rate in "
+                            "[0.001, 1000000] TFLOPS; found %g", spec_dtype_names[i], v);
         d->peak_flops[i] = v * 1e12;
     }
+    return SS_OK;
+}
+
+/* Attention kernels run on the device's 16-bit units (plan.c uses the
+ * points for bf16 and fp16 compute only): no point may beat that peak. */
+static int attn_vs_peak(js_node pt, const spec_attn_point *a, const spec_device *d, ss_err *err)
+{
+    double peak = d->peak_flops[SPEC_DT_BF16] > d->peak_flops[SPEC_DT_FP16]
+                      ? d->peak_flops[SPEC_DT_BF16] : d->peak_flops[SPEC_DT_FP16];
+    const char *dt = d->peak_flops[SPEC_DT_BF16] >= d->peak_flops[SPEC_DT_FP16] ? "bf16" : "fp16";
+    if (peak <= 0)
+        return js_failf(pt, err, "attention points need a bf16 or fp16 peak in peak_tflops "
+                                 "(they are used for 16-bit compute only)");
+    double fast = a->fwd_flops > a->bwd_flops ? a->fwd_flops : a->bwd_flops;
+    if (fast > peak)
+        return js_failf(pt, err, "%s %g TFLOPS is above the device's %s peak of %g TFLOPS: "
+                        "expected at most the peak", a->fwd_flops >= a->bwd_flops ? "fwd_tflops"
+                                                                                 : "bwd_tflops",
+                        fast / 1e12, dt, peak / 1e12);
     return SS_OK;
 }
 
@@ -50,7 +75,9 @@ static int load_attention(js_node dev, spec_device *d, ss_err *err)
         return js_failf(pts, err, "expected 1 to %d points, got %zu", SPEC_ATTN_MAX, n);
     for (size_t i = 0; i < n; i++) {
         js_node pt = js_at(pts, i);
-        if ((rc = load_attn_point(pt, &d->attn[i], err))) return rc;
+        if ((rc = load_attn_point(pt, &d->attn[i], err)) ||
+            (rc = attn_vs_peak(pt, &d->attn[i], d, err)))
+            return rc;
         if (i > 0 && d->attn[i].seq <= d->attn[i - 1].seq)
             return js_failf(pt, err, "seq %.0f does not increase (the point before has %.0f)",
                             d->attn[i].seq, d->attn[i - 1].seq);

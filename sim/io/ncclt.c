@@ -1,6 +1,8 @@
 /* ncclt.c - nccl-tests text output to tables (contract in ncclt.h). */
 #include "ncclt.h"
 
+#include "../core/utf8.h"
+
 #include "json.h"
 
 #include <ctype.h>
@@ -203,7 +205,7 @@ static int on_rank_line(parser *p, const char *line)
     }
     const char *br = strchr(line, ']');
     if (br && !p->c.device[0]) {
-        snprintf(p->c.device, sizeof p->c.device, "%s", skip_ws(br + 1));
+        ss_utf8_copy(p->c.device, sizeof p->c.device, skip_ws(br + 1));
         size_t n = strlen(p->c.device);
         while (n && isspace((unsigned char)p->c.device[n - 1])) p->c.device[--n] = '\0';
     }
@@ -317,6 +319,12 @@ static int parse_side(parser *p, char **tok, size_t col, const char *group, nccl
     double *v[3] = {&out->time_us, &out->algbw_GBps, &out->busbw_GBps};
     for (size_t k = 0; k < 3; k++)
         if (!parse_num(tok[col + k], v[k])) return bad_col(p, col + k, col_names[k], group, tok[col + k]);
+    /* A collective takes time: 0 (or a time printed as 0.00) would fit
+     * anything, and a comparison against it reads "median error 0.0%". */
+    if (out->time_us <= 0)
+        return fail_at(p, p->line, "column %zu (%s%stime): expected a positive time in us, found "
+                       "\"%s\" (nccl-tests prints the measured time; a log of zeros was not "
+                       "measured)", col + 1, group, *group ? " " : "", tok[col]);
     const char *w = tok[col + 3];
     uint64_t u;
     if (strcmp(w, "N/A") == 0) out->wrong = -1;
@@ -363,8 +371,14 @@ static int parse_row(parser *p, char *line, rowshape *out)
     out->r.line = p->line;
     out->has_root = n == 9 || n == 13;
     out->in_place = n >= 12;
-    parse_u64(tok[0], &out->r.bytes); /* looks_like_row checked both */
-    parse_u64(tok[1], &out->r.count);
+    /* looks_like_row checked both are digits; they must also fit 64 bits
+     * (strtoull saturates, and a row of 0 bytes would follow silently). */
+    if (!parse_u64(tok[0], &out->r.bytes))
+        return fail_at(p, p->line, "column 1 (size): expected a byte count below 2^64, found "
+                       "\"%s\"", tok[0]);
+    if (!parse_u64(tok[1], &out->r.count))
+        return fail_at(p, p->line, "column 2 (count): expected an element count below 2^64, "
+                       "found \"%s\"", tok[1]);
     int rc = copy_name(p, out->dtype, tok[2], 2, "type");
     if (!rc) rc = copy_name(p, out->redop, tok[3], 3, "redop");
     if (rc) return rc;

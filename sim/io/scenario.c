@@ -8,11 +8,14 @@
 
 #include <cjson/cJSON.h>
 
+#include "../core/utf8.h"
 #include "dsconfig.h"
 #include "hfconfig.h"
 #include "json.h"
 #include "machine.h"
 #include "profile.h"
+
+#define SPEC_TOKENS_MAX (1ull << 32) /* micro_batch x seq_len, docs/ROBUSTNESS.md */
 
 #define KEYS(...) (const char *const[]){__VA_ARGS__}, \
     sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)
@@ -83,6 +86,26 @@ static int load_mla(js_node a, spec_arch *x, ss_err *err)
     return SS_OK;
 }
 
+/* Without an explicit head_dim (or MLA's own head sizes) a head is
+ * hidden / heads wide, as in Hugging Face's configs: it must divide, and
+ * more heads than hidden features would give heads of width 0. */
+static int head_check(js_node a, const spec_arch *x, ss_err *err)
+{
+    js_node h;
+    js_get(a, "heads", &h);
+    typedef unsigned long long ull;
+    if (x->head_dim || x->q_lora_rank) return SS_OK;
+    if (x->heads > x->hidden)
+        return js_failf(h, err, "%llu heads over hidden = %llu give heads of width 0: expected "
+                        "at most hidden heads (or an explicit head_dim)", (ull)x->heads,
+                        (ull)x->hidden);
+    if (x->hidden % x->heads)
+        return js_failf(h, err, "hidden = %llu does not split into %llu heads (%llu left over): "
+                        "expected heads dividing hidden, or an explicit head_dim",
+                        (ull)x->hidden, (ull)x->heads, (ull)(x->hidden % x->heads));
+    return SS_OK;
+}
+
 static int load_arch(js_node a, spec_model *m, ss_err *err)
 {
     spec_arch x = {0};
@@ -125,8 +148,9 @@ static int load_arch(js_node a, spec_model *m, ss_err *err)
     if (x.heads % x.kv_heads) {
         js_node t;
         js_get(a, "kv_heads", &t);
-        return js_failf(t, err, "%llu heads do not divide into %llu key/value heads",
-                        (unsigned long long)x.heads, (unsigned long long)x.kv_heads);
+        return js_failf(t, err, "kv_heads = %llu does not divide heads = %llu: expected a "
+                        "divisor of heads (each key/value head serves an equal group of query "
+                        "heads)", (unsigned long long)x.kv_heads, (unsigned long long)x.heads);
     }
     if (x.qk_norm && x.kv_lora_rank) {
         js_node t;
@@ -134,6 +158,7 @@ static int load_arch(js_node a, spec_model *m, ss_err *err)
         return js_failf(t, err, "expected false with \"mla\" (MLA normalises its latents, "
                                 "not its heads), found true");
     }
+    if ((rc = head_check(a, &x, err))) return rc;
     x.act = (spec_activation)act;
     x.layernorm = !strcmp(norm, "layernorm");
     if (!x.head_dim) x.head_dim = x.hidden / x.heads;
@@ -206,14 +231,34 @@ static int load_model(js_node n, spec_model *m, ss_err *err)
         for (uint64_t k = 0; k < rep; k++) {
             spec_block *dst = &m->blocks[m->nblocks++];
             *dst = proto;
-            if (rep > 1) snprintf(dst->name, sizeof dst->name, "%.100s.%llu", proto.name,
-                                  (unsigned long long)k);
+            if (rep > 1) { /* the copy's index after at most 100 bytes of the name */
+                char head[101];
+                ss_utf8_copy(head, sizeof head, proto.name);
+                snprintf(dst->name, sizeof dst->name, "%s.%llu", head, (unsigned long long)k);
+            }
         }
     }
     return rc;
 }
 
 /* ---- scenario sections ---- */
+
+/* A master copy exists to hold the updates the parameters' dtype would
+ * lose: none keeps one in fp8 (Transformer Engine's fp8 training keeps fp32
+ * masters), and one narrower than the parameters would lose more. */
+static int master_check(js_node n, const spec_precision *p, ss_err *err)
+{
+    js_node k;
+    if (p->master == SPEC_DT_NONE || !js_get(n, "master", &k)) return SS_OK;
+    if (p->master == SPEC_DT_FP8)
+        return js_failf(k, err, "expected \"fp32\", \"bf16\", \"fp16\" or \"none\"; found "
+                        "\"fp8\" (fp8 training keeps fp32 master weights)");
+    if (spec_dtype_size(p->master) < spec_dtype_size(p->param))
+        return js_failf(k, err, "a %s master copy is narrower than the %s parameters it "
+                        "updates: expected a dtype at least as wide as precision.param, or "
+                        "\"none\"", spec_dtype_names[p->master], spec_dtype_names[p->param]);
+    return SS_OK;
+}
 
 static int load_precision(js_node root, spec_precision *p, ss_err *err)
 {
@@ -234,7 +279,7 @@ static int load_precision(js_node root, spec_precision *p, ss_err *err)
         (rc = js_enum(n, "optimizer", false, SPEC_DT_FP32, spec_dtype_names, SPEC_NDT, &v[5], err)))
         return rc;
     *p = (spec_precision){v[0], v[1], v[2], v[3], v[4], v[5]};
-    return SS_OK;
+    return master_check(n, p, err);
 }
 
 static int load_optimizer(js_node root, spec_optimizer_cfg *o, ss_err *err)
@@ -275,7 +320,7 @@ static int load_wrap(js_node sh, spec_sharding *s, ss_err *err)
     for (size_t i = 0; i < len; i++) {
         const char *m;
         if ((rc = js_str_val(js_at(arr, i), &m, err))) return rc;
-        snprintf(s->wrap_modules[i], SPEC_NAME_MAX, "%s", m);
+        ss_utf8_copy(s->wrap_modules[i], SPEC_NAME_MAX, m);
         s->nwrap_modules++;
     }
     return SS_OK;
@@ -540,8 +585,8 @@ static int load_prefetch(js_node sh, const char *key, spec_sharding *s, int pass
             rc = len ? js_str_val(js_at(list, j), &target, err) : SS_OK;
             if (rc) return rc;
             spec_prefetch *e = &s->prefetch[pass][s->nprefetch[pass]++];
-            snprintf(e->unit, sizeof e->unit, "%s", unit);
-            snprintf(e->target, sizeof e->target, "%s", target);
+            ss_utf8_copy(e->unit, sizeof e->unit, unit);
+            ss_utf8_copy(e->target, sizeof e->target, target);
             e->index = (uint32_t)j;
         }
     }
@@ -598,7 +643,7 @@ static int load_reshard(js_node sh, spec_scenario *s, ss_err *err)
             return js_failf(v, err, "a unit's own reshard_after_forward is true or false (an "
                                     "integer is given once, as \"default\")");
         struct spec_raf_unit *r = &s->shard.raf_units[s->shard.nraf_units++];
-        snprintf(r->unit, sizeof r->unit, "%s", unit);
+        ss_utf8_copy(r->unit, sizeof r->unit, unit);
         rc = js_bool(n, unit, true, true, &r->reshard, err);
     }
     return rc;
@@ -837,6 +882,12 @@ static int load_allocator(js_node root, spec_scenario *s, ss_err *err)
         (rc = js_u64(n, "capacity_bytes", false, s->topo.device.hbm_bytes, 0, UINT64_MAX,
                      &s->capacity_bytes, err)))
         return rc;
+    /* 0 would read as "no limit" downstream (spec.h) and report fits. */
+    js_node c;
+    if (s->capacity_bytes == 0 && js_get(n, "capacity_bytes", &c))
+        return js_failf(c, err, "expected a capacity of at least 1 byte (omit the key for the "
+                        "device's hbm_bytes, %llu); found 0",
+                        (unsigned long long)s->topo.device.hbm_bytes);
     return SS_OK;
 }
 
@@ -864,7 +915,7 @@ static int load_expect_one(js_node n, const char *key, spec_expect *e, ss_err *e
         return rc;
     if (strlen(key) >= sizeof e->key || !key[0])
         return js_failf(n, err, "expected a summary key of 1 to %zu characters", sizeof e->key - 1);
-    snprintf(e->key, sizeof e->key, "%s", key);
+    ss_utf8_copy(e->key, sizeof e->key, key);
     e->has_min = js_get(n, "min", &c);
     e->has_max = js_get(n, "max", &c);
     e->has_pct = js_get(n, "within_pct", &c);
@@ -886,7 +937,7 @@ static int load_expect_one(js_node n, const char *key, spec_expect *e, ss_err *e
     else if (js_num(n, "eq", true, 0, -1e300, 1e300, &e->eq_num, NULL) == SS_OK) e->eq_kind = SPEC_EXP_NUM;
     else if ((rc = js_str(n, "eq", true, "", &str, NULL)) == SS_OK) {
         e->eq_kind = SPEC_EXP_STR;
-        snprintf(e->eq_str, sizeof e->eq_str, "%s", str);
+        ss_utf8_copy(e->eq_str, sizeof e->eq_str, str);
     } else {
         return js_failf(c, err, "expected a number, a boolean or a string");
     }
@@ -1114,6 +1165,13 @@ static int layout_check(js_node root, spec_scenario *s, ss_err *err)
     if (heads % p->tp)
         return par_fail(par, "tp", err, "tp = %llu does not divide the model's %llu heads",
                         tp, (ull)heads);
+    if ((!a->experts || a->dense_layers) && a->ffn_hidden % p->tp)
+        return par_fail(par, "tp", err, "tp = %llu does not divide the model's ffn_hidden = %llu "
+                        "(the MLP's columns are split over tp)", tp, (ull)a->ffn_hidden);
+    if (a->shared_experts && a->expert_ffn_hidden % p->tp)
+        return par_fail(par, "tp", err, "tp = %llu does not divide the model's expert_ffn_hidden "
+                        "= %llu (the shared experts' columns are split over tp)", tp,
+                        (ull)a->expert_ffn_hidden);
     if (kv % p->tp && p->tp % kv)
         return par_fail(par, "tp", err, "tp = %llu and the model's %llu KV heads do not divide "
                         "one another", tp, (ull)kv);
@@ -1212,6 +1270,10 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
         (rc = js_enum(tr, "recompute", false, SPEC_RECOMP_NONE, spec_recompute_names, SPEC_NRECOMP,
                       &recomp, err)))
         return rc;
+    if (mb * s->seq_len > SPEC_TOKENS_MAX) /* both bounded, so no overflow */
+        return js_failf(tr, err, "micro_batch x seq_len = %llu tokens per micro-batch: expected "
+                        "at most 2^32 = %llu", (unsigned long long)(mb * s->seq_len),
+                        (unsigned long long)SPEC_TOKENS_MAX);
     s->recompute = (spec_recompute)recomp;
     s->grad_accum = (uint32_t)accum;
     s->dp = (uint32_t)dp;

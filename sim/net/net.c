@@ -237,6 +237,13 @@ static void calibrate(const net *n, prog_coll c, const uint32_t *ranks, uint32_t
     while (i + 1 < pc->c.nreg && bytes > r[i].max_bytes) i++;
     double alpha = r[i].alpha_us > 0 ? r[i].alpha_us * 1e-6 : 0.0;
     double total = prof_time_us(r, pc->c.nreg, bytes) * 1e-6;
+    /* Below the fitted sizes the first regime is extrapolated, and a fit
+     * with a small or negative alpha would give ~0 us there: the model's
+     * own latency (the algorithm's cost at 0 bytes, from the topology) is
+     * the floor. Not the smallest fitted point's time: that would be a
+     * measurement the log does not hold (docs/ROBUSTNESS.md). */
+    double floor_s = (double)k->latency_ns * 1e-9;
+    if (bytes < r[0].min_bytes && total < floor_s) total = alpha = floor_s;
     double bw_model = k->iso_s - (double)k->latency_ns * 1e-9, bw_meas = total - alpha;
     if (bw_model > 0 && bw_meas > 0) k->wscale *= bw_meas / bw_model;
     else alpha = total; /* a curve with no bandwidth term: all latency */

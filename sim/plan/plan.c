@@ -352,6 +352,26 @@ static int check_device(const spec_scenario *s, ss_err *err)
     return SS_OK;
 }
 
+/* Every op's time must fit the engine's integer nanoseconds with room for
+ * a whole step of them: an op past PLAN_OP_NS_MAX is refused here, naming
+ * the inputs that make it, rather than as an engine overflow. */
+#define PLAN_OP_NS_MAX (1ull << 53) /* ~104 days */
+
+static int check_times(const plan *p, ss_err *err)
+{
+    for (uint32_t i = 0; i < p->nblocks; i++) {
+        const plan_block *b = &p->blocks[i];
+        if (b->fwd_ns <= PLAN_OP_NS_MAX && b->bwd_ns <= PLAN_OP_NS_MAX) continue;
+        double s = (double)(b->fwd_ns > b->bwd_ns ? b->fwd_ns : b->bwd_ns) * 1e-9;
+        return ss_fail(err, SS_E_INPUT, p->s->file,
+                       "$.training: block %s would run %.3g s (over 2^53 ns, 104 days, the "
+                       "limit of one op): expected fewer tokens per micro-batch (micro_batch x "
+                       "seq_len = %llu) or a faster device (%s)",
+                       b->name, s, (unsigned long long)p->tokens, p->s->topo.device.name);
+    }
+    return SS_OK;
+}
+
 /* Per-rank variation (stragglers, jitter) gives ranks of one role their
  * own ops: only every rank simulated, each with its own program, shows it. */
 static bool uniform(const spec_scenario *s) { return !s->nstragglers && !s->jitter_samples; }
@@ -419,6 +439,7 @@ int plan_new(plan **out, const spec_scenario *s, ss_err *err)
     /* Megatron's runtime exists only as a layout body's (one with tp = cp = pp = 1). */
     if (!rc && (spec_model_parallel(&s->par) || s->shard.strategy == SPEC_MEGATRON))
         rc = plan_layout(p, err);
+    if (!rc) rc = check_times(p, err);
     p->nsim = p->layout ? p->n : sim_ranks(p);
     if (rc || (rc = add_units(p, err)) || (rc = add_buckets(p, err)) ||
         (s->shard.strategy == SPEC_FSDP2 &&

@@ -1,5 +1,6 @@
 #include "emit.h"
 
+#include "../core/utf8.h"
 #include "../core/vec.h"
 
 #include <stdarg.h>
@@ -59,6 +60,7 @@ uint32_t em_tensor(em *e, prog_memcat cat, ss_bytes bytes, bool live,
     va_start(ap, fmt);
     vsnprintf(name, sizeof name, fmt, ap);
     va_end(ap);
+    ss_utf8_trim(name); /* a cut name ends on a character boundary */
     uint32_t id = EM_NONE;
     e->rc = prog_tensor_add(e->p, e->rank, name, cat, bytes, live, &id, e->err);
     return e->rc ? EM_NONE : id;
@@ -71,6 +73,7 @@ void em_begin(em *e, prog_opkind kind, prog_stream st, prog_phase ph,
     va_start(ap, fmt);
     vsnprintf(e->name, sizeof e->name, fmt, ap);
     va_end(ap);
+    ss_utf8_trim(e->name);
     e->s = (prog_op_spec){.kind = kind, .stream = st, .phase = ph, .name = e->name};
     e->ndeps = e->nmem = 0;
     if (kind != PROG_OP_HOST) e->s.host_ns = em_launch_ns(e);

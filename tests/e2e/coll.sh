@@ -41,6 +41,24 @@ check_bad "-b: expected" --topology topologies/h100x8-hgx.json --op all_gather -
 check_bad "cannot read" --topology topologies/h100x8-hgx.json --compare no-such-log.txt
 check_bad "give --ranks and --nodes" --topology topologies/h100-ib-fattree.json \
   --compare tests/data/nccl-tests/h100-2node-1gpu-tree-4nic-prohuper.txt
+# nccl-tests logs: times of 0 (which any model would match, "median error
+# 0.0%") and a size past 2^64 (which strtoull saturated, read as 0 bytes).
+check_bad "column 6 (out-of-place time): expected a positive time in us, found \"0.00\"" \
+  --topology topologies/h100x8-hgx.json --compare tests/bad-inputs/ncclt-zero-times.txt
+check_bad "column 1 (size): expected a byte count below 2^64, found \"12345678901234567890123\"" \
+  --topology topologies/h100x8-hgx.json --compare tests/bad-inputs/ncclt-size-23-digits.txt
+# A calibration curve fitted from 1 MiB up with a negative intercept (-5 us):
+# extrapolated below 1 MiB it would predict <= 0 us (it did: 0.00). There the
+# model's own latency is the floor: the time the uncalibrated model gives at
+# 1 byte, where its bandwidth term is ~0 (11.00 us on h100x8-hgx, ring/LL).
+printf '{"source": "test: a fit with a negative intercept", "card": "NVIDIA H100 80GB HBM3", "collectives": [{"op": "all_gather", "ranks": 8, "nodes": 1, "regimes": [{"min_bytes": 1048576, "max_bytes": 8589934592, "alpha_us": -5, "beta_GBps": 100}]}]}' >"$out/negalpha.json"
+"$bin" coll --topology topologies/h100x8-hgx.json --op all_gather -b 1 -e 1 >"$out/floor" 2>&1 || fail "floor run exited $?"
+"$bin" coll --topology topologies/h100x8-hgx.json --calibration "$out/negalpha.json" --op all_gather \
+  -b 1K -e 64K -f 8 >"$out/below" 2>&1 || fail "below-range run exited $?"
+floor=$(awk '/^ *[0-9]/ {print $6}' "$out/floor")
+below=$(awk '/^ *[0-9]/ {print $6}' "$out/below" | sort -u)
+[ -n "$floor" ] && [ "$floor" != "0.00" ] && [ "$below" = "$floor" ] ||
+  fail "below the fitted range: times '$below', want the model's floor '$floor'"
 rm -rf "$out"
 [ $fails -eq 0 ] && echo "coll: all passed"
 [ $fails -eq 0 ]

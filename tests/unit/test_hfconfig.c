@@ -319,7 +319,7 @@ static void test_errors(void **state)
 }
 
 /* The architecture parser still checks what it always did on the imported
- * object: 3 heads do not divide into 2 key/value heads, and the error names
+ * object: 2 key/value heads do not divide 3 heads, and the error names
  * the config file and the architecture key. */
 static void test_single_validation(void **state)
 {
@@ -330,7 +330,7 @@ static void test_single_validation(void **state)
                           " \"hidden_size\": 96, \"num_attention_heads\": 3, \"intermediate_size\": 8,"
                           " \"vocab_size\": 10, \"num_key_value_heads\": 2}}", &s, &err),
                      SS_E_INPUT);
-    assert_non_null(strstr(err.msg, "do not divide"));
+    assert_non_null(strstr(err.msg, "does not divide heads"));
     assert_non_null(strstr(err.where, "(as an architecture): $.kv_heads"));
     /* an unknown model key next to hf_config */
     assert_int_equal(load("{\"hf_config\": {" LLAMA "}, \"blocks\": []}", &s, &err), SS_E_INPUT);

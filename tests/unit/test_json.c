@@ -13,7 +13,10 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
+#include "../../sim/core/utf8.h"
 #include "../../sim/io/json.h"
+
+#define SPEC_NAME_MAX_FOR_TEST 128 /* js_copy_name's buffer (json.h) */
 
 /* Parse text as "t.json", which must succeed. */
 static void parse(js_doc *d, const char *text)
@@ -284,18 +287,142 @@ static void test_enum_and_paths(void **state)
 static void test_long_path(void **state)
 {
     (void)state;
+    /* 60 levels (under JS_MAX_DEPTH) of ".keykeykey": 601 characters. */
     char text[4096] = "";
-    for (int i = 0; i < 100; i++) strcat(text, "{\"key\":");
+    for (int i = 0; i < 60; i++) strcat(text, "{\"keykeykey\":");
     strcat(text, "1");
-    for (int i = 0; i < 100; i++) strcat(text, "}");
+    for (int i = 0; i < 60; i++) strcat(text, "}");
     js_doc d;
     parse(&d, text);
     js_node n = js_root(&d);
-    for (int i = 0; i < 100; i++) assert_true(js_get(n, "key", &n));
+    for (int i = 0; i < 60; i++) assert_true(js_get(n, "keykeykey", &n));
     size_t len = strlen(n.path);
     assert_true(len < JS_PATH_MAX);
     assert_string_equal(n.path + len - 3, "...");
-    assert_memory_equal(n.path, "$.key.key", 9);
+    assert_memory_equal(n.path, "$.keykeykey.keykeykey", 21);
+    js_doc_fini(&d);
+}
+
+/* What cJSON's tree hides is refused with the node's path and the line and
+ * column: a \u0000 escape in a value or a key (cJSON would end the string
+ * there), bytes that are not UTF-8 (0xFF never occurs in UTF-8; C3 28 is a
+ * lead byte without its continuation; ED A0 80 encodes a surrogate), an
+ * integer literal a double rounds (2^53 + 1 reads as 2^53; a 23-digit size
+ * as 1.2345678901234568e22), and nesting past JS_MAX_DEPTH. */
+static void test_text_checks(void **state)
+{
+    (void)state;
+    ss_err err;
+    const char *nul = "{\"a\": {\"s\": \"x\\u0000y\"}}";
+    parse_bad(nul, strlen(nul), &err);
+    has(&err, "t.json: $.a.s", "line 1, column 15 holds a NUL character");
+    const char *nulkey = "{\"a\": {\"s\\u0000t\": 1}}";
+    parse_bad(nulkey, strlen(nulkey), &err);
+    has(&err, "t.json: $.a", "the key \"s\" at line 1, column 10 holds a NUL character");
+    const char *esc = "{\"a\": \"x\\\\u0000\"}"; /* an escaped backslash, then text */
+    js_doc d;
+    parse(&d, esc);
+    js_doc_fini(&d);
+    static const char *const bad_utf8[] = {"{\"a\": [\"ok\", \"\xff\"]}", "{\"a\": \"\xc3(\"}",
+                                           "{\"a\": \"\xed\xa0\x80\"}"};
+    for (size_t i = 0; i < 3; i++) {
+        parse_bad(bad_utf8[i], strlen(bad_utf8[i]), &err);
+        has(&err, "t.json: $.a", "holds bytes that are not UTF-8");
+    }
+    parse(&d, "{\"a\": \"caf\xc3\xa9 \xf0\x9f\x98\x80\"}"); /* 2- and 4-byte characters */
+    js_doc_fini(&d);
+    const char *bom = "\xEF\xBB\xBF{\"a\": \"\xff\"}"; /* after a byte-order mark too */
+    parse_bad(bom, strlen(bom), &err);
+    has(&err, "t.json: $.a", "holds bytes that are not UTF-8");
+    const char *big = "{\"n\": [9007199254740993]}";
+    parse_bad(big, strlen(big), &err);
+    has(&err, "t.json: $.n[0]", "9007199254740993 is too large to be exact");
+    has(&err, NULL, "reads this one as 9007199254740992");
+    const char *huge = "{\"n\": -12345678901234567890123}";
+    parse_bad(huge, strlen(huge), &err);
+    has(&err, "$.n", "-12345678901234567890123 is too large to be exact");
+    /* 2^53 and 2^60 are exact doubles: the integer check passes them (the
+     * typed getters bound them later). */
+    parse(&d, "{\"n\": [9007199254740992, 1152921504606846976, 1e30, 0.1]}");
+    js_doc_fini(&d);
+    char deep[256] = "{\"a\":";
+    for (int i = 0; i < JS_MAX_DEPTH; i++) strcat(deep, "[");
+    for (int i = 0; i < JS_MAX_DEPTH; i++) strcat(deep, "]");
+    strcat(deep, "}");
+    parse_bad(deep, strlen(deep), &err);
+    has(&err, "t.json", "nested deeper than 64 levels at line 1, column 69");
+    char ok[256] = "{\"a\":"; /* the object and 63 arrays: 64 levels */
+    for (int i = 1; i < JS_MAX_DEPTH; i++) strcat(ok, "[");
+    for (int i = 1; i < JS_MAX_DEPTH; i++) strcat(ok, "]");
+    strcat(ok, "}");
+    parse(&d, ok);
+    js_doc_fini(&d);
+}
+
+/* Paths in messages are the ones --set takes: a key with a '.' prints as
+ * ["memory.fits"], '"' and '\' escaped, and --set accepts that form, with
+ * or without the "$." messages start with. */
+static void test_paths_round_trip(void **state)
+{
+    (void)state;
+    js_doc d;
+    ss_err err;
+    ss_err_clear(&err);
+    parse(&d, "{\"expect\": {\"memory.fits\": 1, \"a\\\"b\\\\c\": 2}}");
+    js_node e, k;
+    assert_true(js_get(js_root(&d), "expect", &e));
+    assert_true(js_get(e, "memory.fits", &k));
+    assert_string_equal(k.path, "$.expect[\"memory.fits\"]");
+    assert_true(js_get(e, "a\"b\\c", &k));
+    assert_string_equal(k.path, "$.expect[\"a\\\"b\\\\c\"]");
+    assert_int_equal(js_doc_set(&d, "$.expect[\"memory.fits\"]=7", &err), SS_OK);
+    assert_int_equal(js_doc_set(&d, "expect[\"a\\\"b\\\\c\"]=8", &err), SS_OK);
+    assert_int_equal(js_doc_set(&d, "expect[\"x=y\"]=9", &err), SS_OK); /* '=' in the key */
+    expect_doc(&d, "{\"expect\":{\"memory.fits\":7,\"a\\\"b\\\\c\":8,\"x=y\":9}}");
+    assert_int_equal(js_doc_set(&d, "expect[\"open=1", &err), SS_E_INPUT);
+    has(&err, "--set expect[\"open=1", "expected PATH=VALUE");
+    ss_err_clear(&err);
+    assert_int_equal(js_doc_set(&d, "expect[\"a\"x]=1", &err), SS_E_INPUT);
+    has(&err, NULL, "expected a quoted key and '\"]'");
+    ss_err_clear(&err);
+    assert_int_equal(js_doc_set(&d, "expect.v=\"a\\u0000\"", &err), SS_E_INPUT);
+    has(&err, "--set expect.v=", "holds a NUL character");
+    ss_err_clear(&err);
+    assert_int_equal(js_doc_set(&d, "expect.v=9007199254740993", &err), SS_E_INPUT);
+    has(&err, NULL, "too large to be exact");
+    expect_doc(&d, "{\"expect\":{\"memory.fits\":7,\"a\\\"b\\\\c\":8,\"x=y\":9}}"); /* untouched */
+    js_doc_fini(&d);
+}
+
+/* Names are cut on character boundaries: "é" is two bytes (C3 A9), so a
+ * 4-byte buffer holds "aé" (3 bytes) whole and a 3-byte one only "a". */
+static void test_copy_name_utf8(void **state)
+{
+    (void)state;
+    char b4[4], b3[3];
+    assert_false(ss_utf8_copy(b4, sizeof b4, "a\xc3\xa9z"));
+    assert_string_equal(b4, "a\xc3\xa9");
+    assert_false(ss_utf8_copy(b3, sizeof b3, "a\xc3\xa9z"));
+    assert_string_equal(b3, "a");
+    assert_true(ss_utf8_copy(b4, sizeof b4, "abc"));
+    char cut[] = "ab\xe2\x82"; /* a euro sign (E2 82 AC) cut after 2 of its bytes */
+    ss_utf8_trim(cut);
+    assert_string_equal(cut, "ab");
+    char whole[] = "ab\xe2\x82\xac";
+    ss_utf8_trim(whole);
+    assert_string_equal(whole, "ab\xe2\x82\xac");
+    js_doc d;
+    char name[SPEC_NAME_MAX_FOR_TEST];
+    char text[400] = "{\"name\": \"";
+    for (int i = 0; i < 63; i++) strcat(text, "a");
+    for (int i = 0; i < 40; i++) strcat(text, "\xe2\x82\xac"); /* euro sign, 3 bytes */
+    strcat(text, "\"}");
+    parse(&d, text);
+    ss_err err;
+    ss_err_clear(&err);
+    assert_int_equal(js_copy_name(js_root(&d), "name", true, name, &err), SS_OK);
+    /* 63 + 3 k <= 127: k = 21, 126 bytes; the 22nd euro would split. */
+    assert_int_equal(strlen(name), 126);
     js_doc_fini(&d);
 }
 
@@ -450,6 +577,8 @@ int main(void)
         cmocka_unit_test(test_enum_and_paths), cmocka_unit_test(test_long_path),
         cmocka_unit_test(test_set_applies),    cmocka_unit_test(test_set_errors),
         cmocka_unit_test(test_resolve),        cmocka_unit_test(test_walk_any_order),
+        cmocka_unit_test(test_text_checks),    cmocka_unit_test(test_paths_round_trip),
+        cmocka_unit_test(test_copy_name_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -221,6 +221,18 @@ static void test_bad_rows(void **state)
     expect_error(text, NULL, ":3", "different set of columns than the table's first row (line 2)");
     snprintf(text, sizeof text, "%s%s", head, "  1024 256 float none -1 1 1 1 0 1 1 1 0\n");
     expect_error(text, NULL, ":2", "redop is \"none\", which all_reduce_perf never prints");
+    /* A time of 0 (out-of-place or in-place) is no measurement; a size
+     * past 2^64 - 1 = 18446744073709551615 would saturate (it read as 0). */
+    snprintf(text, sizeof text, "%s%s", head, "  1024 256 float sum -1 0.00 0.00 0.00 0\n");
+    expect_error(text, NULL, ":2", "column 6 (out-of-place time): expected a positive time in us, "
+                                   "found \"0.00\"");
+    snprintf(text, sizeof text, "%s%s", head,
+             "  1024 256 float sum -1 37.38 0.03 0.05 0 0 0.03 0.05 0\n");
+    expect_error(text, NULL, ":2", "column 10 (in-place time): expected a positive time");
+    snprintf(text, sizeof text, "%s%s", head,
+             "  18446744073709551616 256 float sum -1 37.38 0.03 0.05 0\n");
+    expect_error(text, NULL, ":2", "column 1 (size): expected a byte count below 2^64, found "
+                                   "\"18446744073709551616\"");
 }
 
 static void test_bad_files(void **state)
