@@ -21,8 +21,8 @@ uint64_t st_shard_logical(uint64_t numel, uint32_t n, uint32_t r)
     return numel - lo < chunk ? numel - lo : chunk;
 }
 
-void st_zro_owners(const uint64_t *numels, uint32_t count, uint32_t n,
-                   uint32_t *owner)
+int st_zro_owners(const uint64_t *numels, uint32_t count, uint32_t n,
+                  uint32_t *owner)
 {
     /* Insertion order by size, descending and stable: parameter lists are
      * short (one entry per tensor), and stability keeps equal sizes in model
@@ -30,12 +30,9 @@ void st_zro_owners(const uint64_t *numels, uint32_t count, uint32_t n,
     uint32_t *order = malloc((count ? count : 1) * sizeof *order);
     uint64_t *load = calloc(n, sizeof *load);
     if (!order || !load) {
-        /* Fall back to round robin rather than fail: owners only change
-         * which rank reports the maximum, never the total. */
-        for (uint32_t i = 0; i < count; i++) owner[i] = i % n;
         free(order);
         free(load);
-        return;
+        return SS_E_NOMEM;
     }
     for (uint32_t i = 0; i < count; i++) {
         uint32_t j = i;
@@ -54,6 +51,7 @@ void st_zro_owners(const uint64_t *numels, uint32_t count, uint32_t n,
     }
     free(order);
     free(load);
+    return SS_OK;
 }
 
 /* Elements held by the rank under three sharding rules. */
@@ -91,8 +89,10 @@ static int st_count(const st_input *in, st_elems *e, ss_err *err)
     e->flat_phys = ss_div_ceil(total, in->n);
     if (in->kind == ST_ZERO1_ZRO) {
         uint32_t *owner = malloc((in->count ? in->count : 1) * sizeof *owner);
-        if (!owner) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
-        st_zro_owners(in->numels, in->count, in->n, owner);
+        if (!owner || st_zro_owners(in->numels, in->count, in->n, owner)) {
+            free(owner);
+            return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+        }
         for (uint32_t i = 0; i < in->count; i++)
             if (owner[i] == in->rank) e->owned += in->numels[i];
         free(owner);

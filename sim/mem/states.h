@@ -97,8 +97,10 @@ uint32_t st_optim_elem_bytes(const spec_optimizer_cfg *opt, spec_dtype optim);
 
 /* ZeroRedundancyOptimizer's owner of each parameter: owner[i] for
  * numels[i]. Sorted by size descending (stable), each to the rank with the
- * least assigned elements (lowest rank on ties). */
-void st_zro_owners(const uint64_t *numels, uint32_t count, uint32_t n,
+ * least assigned elements (lowest rank on ties). SS_E_NOMEM (owner left
+ * alone) when its scratch cannot be allocated: another assignment would
+ * disagree with the scheduler's. */
+int st_zro_owners(const uint64_t *numels, uint32_t count, uint32_t n,
                    uint32_t *owner);
 
 /* Elements of a flat buffer of `numel` that rank r holds logically when it is

@@ -64,8 +64,9 @@ static int zro_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)
         return rc;
     }
     if (!(rc = ddp_grads_init(&g, pl, err)) && !(rc = em_tensors_all(pl, &all, err))) {
-        st_zro_owners(all.numel, all.n, pl->n, owner);
-        rc = zro_body(&e, &g, &all, owner);
+        rc = st_zro_owners(all.numel, all.n, pl->n, owner)
+                 ? ss_fail(err, SS_E_NOMEM, NULL, "out of memory")
+                 : zro_body(&e, &g, &all, owner);
     }
     em_tensors_fini(&all);
     ddp_grads_fini(&g);

@@ -1,0 +1,137 @@
+/* Every allocation failure is an error, not a crash, a leak or a wrong
+ * answer (the loop SQLite's and Lua's test suites run): the whole pipeline
+ * (load, plan, schedule, engine, network, memory replay, summary, trace) is
+ * run once per allocation, with that allocation made to fail. Each run must
+ * either fail with SS_E_NOMEM, or succeed with the reference's summary and
+ * trace byte for byte (a failure some code absorbs, e.g. a cache it can do
+ * without). Leaks are the sanitizer's and valgrind's to find: the suite
+ * runs this program under both. The allocator is wrapped at link time
+ * (-Wl,--wrap=malloc,...), so only the simulator's own calls are counted;
+ * cJSON's and libc's internal ones are not. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../sim/io/scenario.h"
+#include "../../sim/out/chrome.h"
+#include "../../sim/run/run.h"
+
+static long calls, fail_at = -1;
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t k, size_t n);
+void *__real_realloc(void *p, size_t n);
+
+static int inject(void) { return calls++ == fail_at; }
+void *__wrap_malloc(size_t n) { return inject() ? NULL : __real_malloc(n); }
+void *__wrap_calloc(size_t k, size_t n) { return inject() ? NULL : __real_calloc(k, n); }
+void *__wrap_realloc(void *p, size_t n) { return inject() ? NULL : __real_realloc(p, n); }
+
+/* Load, run and render; *json and *trace are the caller's (NULL on error). */
+static int pipeline(const char *rel, char **json, char **trace, ss_err *err)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/scenarios/%s", SS_SOURCE_DIR, rel);
+    spec_scenario s;
+    run_result r;
+    *json = *trace = NULL;
+    int rc = scn_load(path, NULL, 0, &s, err);
+    if (rc) return rc;
+    rc = run_step(&s, NULL, &r, err);
+    if (!rc) {
+        *json = sum_json(&r.sum);
+        *trace = *json ? chrome_json(&r.sum, r.t) : NULL;
+        if (!*trace) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory rendering");
+        run_fini(&r);
+    }
+    spec_scenario_fini(&s);
+    if (rc) {
+        free(*json);
+        free(*trace);
+        *json = *trace = NULL;
+    }
+    return rc;
+}
+
+/* Fail allocation k for every k the run makes, or for `runs` of them
+ * spread evenly (0: all), to keep the loop short on larger scenarios. */
+static void every_failure(const char *rel, long runs)
+{
+    ss_err err;
+    ss_err_clear(&err);
+    char *ref_json, *ref_trace;
+    calls = 0;
+    fail_at = -1;
+    if (pipeline(rel, &ref_json, &ref_trace, &err)) fail_msg("%s: %s", err.where, err.msg);
+    long total = calls, failed = 0;
+    long step = runs && total / runs > 1 ? total / runs : 1;
+    for (long k = 0;; k += step) {
+        char *json, *trace;
+        calls = 0;
+        fail_at = k;
+        ss_err_clear(&err);
+        int rc = pipeline(rel, &json, &trace, &err);
+        fail_at = -1;
+        if (calls <= k) { /* the run made fewer allocations: all were tried */
+            assert_int_equal(rc, SS_OK);
+            assert_int_equal(calls, total); /* the same run as the reference */
+            free(json);
+            free(trace);
+            break;
+        }
+        if (rc) {
+            if (rc != SS_E_NOMEM)
+                fail_msg("%s: allocation %ld failed as %d, not out of memory: %s: %s", rel, k, rc,
+                         err.where, err.msg);
+            failed++;
+        } else if (strcmp(json, ref_json) || strcmp(trace, ref_trace)) {
+            fail_msg("%s: allocation %ld failed and the run went on with another answer", rel, k);
+        }
+        free(json);
+        free(trace);
+    }
+    print_message("%s: %ld allocations, one in %ld made to fail: %ld runs ended in out of memory\n",
+                  rel, total, step, failed);
+    assert_true(failed > 0); /* the injection reached the pipeline */
+    free(ref_json);
+    free(ref_trace);
+}
+
+/* One scenario per runtime family and the layouts: small models, so every
+ * allocation is tried (a few hundred runs each, about a second in all). */
+static void test_oom_runtimes(void **state)
+{
+    (void)state;
+    static const char *const files[] = {
+        "seed002/zero3_full_shard_pre.json",            "seed002/zero0_ddp.json",
+        "examples/mlp7-zero1-bucket-view.json",         "examples/mlp7-shard-grad-op-size-wrap.json",
+        "examples/tiny-gpt-megatron-tp2-pp2-overlap.json", "examples/tiny-gpt-fsdp2-tp2-cp2-ring.json",
+        "examples/tiny-gpt-deepspeed-zero1-pp2-uneven.json"};
+    for (size_t k = 0; k < sizeof files / sizeof *files; k++) every_failure(files[k], 0);
+}
+
+/* Full-size scenarios of the runtimes with their own code paths (FSDP2,
+ * HSDP, DeepSpeed stage 3 and ZeRO++, offload): 12 allocations each,
+ * spread over the run (the suite runs this under valgrind too). */
+static void test_oom_full_size(void **state)
+{
+    (void)state;
+    static const char *const files[] = {
+        "fsdp2/llama3-8b-fsdp2-sac-8xh100.json", "fsdp2/llama3-8b-hsdp-2x16-raf8-4x8xh100.json",
+        "deepspeed/llama3-8b-zero3-8xh100.json",  "deepspeed/llama3-8b-zeropp-4x8xh100.json",
+        "offload/llama3-70b-fsdp1-cpu-offload-8xh100.json"};
+    for (size_t k = 0; k < sizeof files / sizeof *files; k++) every_failure(files[k], 12);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_oom_runtimes),
+                                       cmocka_unit_test(test_oom_full_size)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
