@@ -629,7 +629,10 @@ static int cmd_sweep(cli_args *a)
     c->nsets = a->nsets;
     c->threads = a->threads ? a->threads : 1;
     c->stride = 1;
-    if (isatty(2) && !getenv("CI")) c->progress = cli_progress_bar;
+    cli_progress shown;
+    cli_progress_init(&shown, "sweep", isatty(2) && !getenv("CI"));
+    c->progress = cli_progress_cb;
+    c->progress_ctx = &shown;
     ss_err err;
     ss_err_clear(&err);
     char *rows = NULL, *head = sweep_header(c), *all = NULL;

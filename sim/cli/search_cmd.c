@@ -175,8 +175,6 @@ static int parse(int argc, char **argv, opts *o)
     return o->scenario ? 0 : bad("%s", "no SCENARIO file given");
 }
 
-/* ---- progress ---- */
-
 /* ---- the report ---- */
 
 /* What the printout needs from the scenario besides the points. */
@@ -265,8 +263,14 @@ static int simulate(const opts *o, const base *b, const search_point *pts, size_
 {
     sweep_cfg c = {.scenario = o->scenario, .sets = o->sets, .nsets = o->nsets,
                    .threads = o->threads, .stride = 1, .figs = figs};
-    bool tty = isatty(2) && !getenv("CI");
-    if (!o->quiet && tty) c.progress = cli_progress_bar;
+    cli_progress prog;
+    cli_progress_init(&prog, "search", isatty(2) && !getenv("CI"));
+    if (!o->quiet) {
+        c.progress = cli_progress_cb;
+        c.progress_ctx = &prog;
+        fprintf(stderr, "shardsim search: simulating %zu points on %u thread%s\n", n, c.threads,
+                c.threads == 1 ? "" : "s");
+    }
     char *rows = NULL, *head = NULL;
     int rc = search_sweep_lists(pts, n, b->strategy, &c, err);
     if (!rc && !(head = sweep_header(&c))) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
@@ -277,7 +281,6 @@ static int simulate(const opts *o, const base *b, const search_point *pts, size_
         strcpy(*csv, head);
         strcat(*csv, rows);
     }
-    if (!rc && !o->quiet && !tty) fprintf(stderr, "shardsim search: points simulated: %zu\n", n);
     free(rows);
     free(head);
     for (size_t k = 0; k < c.nvary; k++) sweep_vary_fini(&c.vary[k]);

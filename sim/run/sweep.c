@@ -221,7 +221,7 @@ static void *worker(void *arg)
         p->rows[slot] = row;
         p->nomem = p->nomem || !row;
         p->done++;
-        if (p->c->progress) p->c->progress(p->c->progress_ctx, p->done, p->count);
+        if (p->c->progress) p->c->progress(p->c->progress_ctx, p->done, p->count, slot, &fig);
         pthread_mutex_unlock(&p->lock);
     }
 }

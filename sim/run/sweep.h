@@ -60,7 +60,10 @@ typedef struct sweep_cfg {
     sweep_fig *figs;           /* optional: one per row of sweep_run, in its order */
     unsigned threads;          /* >= 1 */
     size_t first, stride;      /* this process runs points first, first+stride, ... */
-    void (*progress)(void *ctx, size_t done, size_t total);
+    /* After each point, under the pool's lock (one call at a time): points
+     * done of total, and the point just finished (its slot in this
+     * process's order and its figures). */
+    void (*progress)(void *ctx, size_t done, size_t total, size_t slot, const sweep_fig *fig);
     void *progress_ctx;
 } sweep_cfg;
 

@@ -22,8 +22,13 @@ rc=$?
 check "search -j 2 exits 0" '[ $rc -eq 0 ]'
 check "-j 1 and -j 2: the same CSV bytes" 'cmp -s "$d/j1.csv" "$d/j2.csv"'
 check "-j 1 and -j 2: the same stdout bytes" 'cmp -s "$d/j1.txt" "$d/j2.txt"'
-check "stderr is not a terminal: one final line" \
-    '[ "$(cat "$d/j1.err")" = "shardsim search: points simulated: 80" ]'
+check "stderr is not a terminal: the count first, then progress lines" \
+    '[ "$(head -1 "$d/j1.err")" = "shardsim search: simulating 80 points on 1 thread" ] &&
+     grep -q "^shardsim search: 1/80 points, .* left; best so far: " "$d/j1.err"'
+check "... the last line has every point and the best one" \
+    'tail -1 "$d/j1.err" | grep -q "^shardsim search: 80/80 points, .* spent, - left; best so far: point [0-9]*, [0-9.]* ms$"'
+check "... which is the best the report prints" \
+    '[ "$(tail -1 "$d/j1.err" | sed "s/.*best so far: point \([0-9]*\),.*/\1/")" = "$(sed -n "s/^best by step time: point \([0-9]*\)$/\1/p" "$d/j1.txt")" ]'
 
 # 20 layouts of 8 GPUs x 2 strategies x 2 recompute modes.
 n=$(sed -n 's/^  points *\([0-9]*\) enumerated.*/\1/p' "$d/j1.txt")
