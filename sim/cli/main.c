@@ -26,6 +26,7 @@
 #include "limit.h"
 #include "out.h"
 #include "search_cmd.h"
+#include "validate_cmd.h"
 
 #define MAX_SETS 256
 #define MAX_FILES 4096
@@ -45,6 +46,7 @@ static const char usage[] =
     "       shardsim coll --topology FILE --op OP [--ranks N] [--nodes N] [-b SIZE]\n"
     "                     [-e SIZE] [-f FACTOR] [--algo A] [--proto P] [-o FILE]\n"
     "       shardsim coll --topology FILE --compare NCCL_TESTS_LOG [--table LABEL] ...\n"
+    "       shardsim validate [FILE|FOLDER]... [--json FILE] [-j THREADS] [--strict]\n"
     "       shardsim --version | --help\n"
     "\n"
     "  run      simulate one training step of SCENARIO and print a summary\n"
@@ -63,6 +65,9 @@ static const char usage[] =
     "           the lists over the world's GPUs at one global batch; print the\n"
     "           fastest that fits and the memory/time Pareto front, --csv all of\n"
     "           them (shardsim search --help for the options)\n"
+    "  validate simulate the scenarios that carry a \"measured\" figure (default:\n"
+    "           scenarios/published) and print predicted vs measured, the signed\n"
+    "           error and its split, per source and overall (validate --help)\n"
     "  --json   also write the summary as JSON to FILE ('-' for stdout)\n"
     "  --trace  write a Chrome/Perfetto trace (Trace Event Format JSON) to FILE\n"
     "  --dot    write the timeline as Graphviz DOT (for neato -n2) to FILE\n"
@@ -657,7 +662,7 @@ static int cmd_sweep(cli_args *a)
 
 static int unknown_command(const char *s)
 {
-    static const char *const verbs[] = {"run", "check", "diff", "sweep", "search", "coll"};
+    static const char *const verbs[] = {"run", "check", "diff", "sweep", "search", "coll", "validate"};
     const char *hit = cli_nearest(s, verbs, sizeof verbs / sizeof *verbs);
     fprintf(stderr, "shardsim: unknown command %s", s);
     if (hit) fprintf(stderr, " (did you mean %s?)", hit);
@@ -678,6 +683,7 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "coll")) return coll_cmd(argc - 2, argv + 2);
     if (!strcmp(argv[1], "search")) return search_cmd(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "validate")) return validate_cmd(argc - 2, argv + 2);
     int is_diff = !strcmp(argv[1], "diff");
     int is_run = !strcmp(argv[1], "run") ? 1 : !strcmp(argv[1], "sweep") ? 2 : is_diff ? 3 : 0;
     if (!is_run && !is_diff && strcmp(argv[1], "check") != 0) return unknown_command(argv[1]);

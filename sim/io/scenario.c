@@ -965,6 +965,37 @@ static int load_expect(js_node root, spec_scenario *s, ss_err *err)
     return rc;
 }
 
+/* "measured": {"source", "step_time_s", "peak_allocated_gib",
+ * "peak_reserved_gib", "mfu", "note"}; a source and at least one of the
+ * step time or a memory figure. Read and kept, never simulated. */
+static int load_measured(js_node root, spec_scenario *s, ss_err *err)
+{
+    js_node n, c;
+    spec_measured *m = &s->measured;
+    if (!js_get(root, "measured", &n)) return SS_OK;
+    const char *note;
+    int rc = js_want_obj(n, err);
+    if (rc || (rc = js_keys_check(n, KEYS("source", "step_time_s", "peak_allocated_gib",
+                                          "peak_reserved_gib", "mfu", "note"), err)) ||
+        (rc = js_copy_name(n, "source", true, m->source, err)) ||
+        (rc = js_num(n, "step_time_s", false, 0, 1e-9, 1e9, &m->step_s, err)) ||
+        (rc = js_num(n, "peak_allocated_gib", false, 0, 1e-9, 1e9, &m->alloc_gib, err)) ||
+        (rc = js_num(n, "peak_reserved_gib", false, 0, 1e-9, 1e9, &m->reserved_gib, err)) ||
+        (rc = js_num(n, "mfu", false, 0, 1e-9, 1, &m->mfu, err)) ||
+        (rc = js_str(n, "note", false, "", &note, err)))
+        return rc;
+    if (!m->source[0]) return js_failf(n, err, "expected a non-empty \"source\"");
+    m->has_step = js_get(n, "step_time_s", &c);
+    m->has_alloc = js_get(n, "peak_allocated_gib", &c);
+    m->has_reserved = js_get(n, "peak_reserved_gib", &c);
+    m->has_mfu = js_get(n, "mfu", &c);
+    if (!m->has_step && !m->has_alloc && !m->has_reserved)
+        return js_failf(n, err, "expected at least one of step_time_s, peak_allocated_gib, "
+                                "peak_reserved_gib");
+    m->present = true;
+    return SS_OK;
+}
+
 /* parallel.tp / cp / pp / ep and the pipeline and MoE knobs. */
 /* The overlaps and orders of a layout, named as the frameworks name them;
  * "tp-cp-ep-dp-pp" (Megatron's spelling, ep inside the stage's tp x cp x
@@ -1336,7 +1367,7 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
                                              "optimizer", "sharding", "offload", "runtime", "network",
                                              "calibration",
                                              "allocator", "init",
-                                             "expect"),
+                                             "expect", "measured"),
                                  err)) ||
         (rc = js_copy_name(root, "name", true, s->name, err)) ||
         (rc = js_arr(root, "assumptions", false, &a, &na, err)) ||
@@ -1350,7 +1381,7 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
         (rc = layout_check(root, s, err)) || (rc = load_runtime(root, s, err)) ||
         (rc = load_network(root, s, err)) || (rc = load_calibration(root, s, err)) ||
         (rc = load_allocator(root, s, err)) || (rc = load_init(root, s, err)) ||
-        (rc = load_expect(root, s, err)))
+        (rc = load_expect(root, s, err)) || (rc = load_measured(root, s, err)))
         return rc;
     for (size_t i = 0; i < na && !rc; i++) {
         const char *txt;

@@ -265,7 +265,7 @@ static void json_throughput(cJSON *root, const sum_report *r)
 
 /* The 1F1B bubble with no communication: (pp - 1) / (v m + pp - 1) of the
  * step (Narayanan et al. 2021); the simulated step has its sends too. */
-static double bubble_fraction(const spec_parallel *p, uint32_t m)
+double sum_bubble_fraction(const spec_parallel *p, uint32_t m)
 {
     double v = p->virtual_stages ? p->virtual_stages : 1;
     return p->pp > 1 ? (p->pp - 1.0) / (v * m + p->pp - 1.0) : 0.0;
@@ -296,7 +296,7 @@ static void json_layout(cJSON *root, const sum_report *r)
     cJSON_AddStringToObject(l, "pipeline_schedule", spec_pp_names[p->schedule]);
     add_u64(l, "virtual_stages", p->virtual_stages ? p->virtual_stages : 1);
     cJSON_AddNumberToObject(l, "bubble_fraction_analytic",
-                            bubble_fraction(p, r->s->grad_accum));
+                            sum_bubble_fraction(p, r->s->grad_accum));
 }
 
 static void json_time(cJSON *root, const sum_report *r)
@@ -478,7 +478,7 @@ void sum_text(const sum_report *r, FILE *f)
         if (p->pp > 1)
             fprintf(f, "  pipeline         %s, %u micro-batches: bubble %.1f%% without communication\n",
                     spec_pp_names[p->schedule], r->s->grad_accum,
-                    100.0 * bubble_fraction(p, r->s->grad_accum));
+                    100.0 * sum_bubble_fraction(p, r->s->grad_accum));
     }
     fprintf(f, "  compute busy     %10.3f ms\n", secs(r->compute_ns) * 1e3);
     fprintf(f, "  comm busy        %10.3f ms  (overlapped %.3f, exposed %.3f)\n",

@@ -69,6 +69,10 @@ char *sum_json(const sum_report *r); /* NULL when out of memory */
 void sum_text(const sum_report *r, FILE *f);
 /* Every tensor live at rank's allocated peak, by category (the trace must be
  * the one the report was built from). */
+/* The pipeline bubble's share of the step, (pp - 1) / (v m + pp - 1) for
+ * m micro-batches and v virtual stages; 0 without a pipeline (the
+ * summary's layout.bubble_fraction_analytic). */
+double sum_bubble_fraction(const spec_parallel *p, uint32_t m);
 void sum_ledger(const sum_report *r, const trc *t, uint32_t rank, FILE *f);
 
 #endif

@@ -490,6 +490,16 @@ typedef struct spec_expect {
     char eq_str[SPEC_NAME_MAX];
 } spec_expect;
 
+/* "measured": what a public source measured for this run, for `shardsim
+ * validate`. It never changes the simulation; a value is present when its
+ * has_ flag is set. */
+typedef struct spec_measured {
+    bool present;
+    char source[SPEC_NAME_MAX]; /* one id per independent source */
+    bool has_step, has_alloc, has_reserved, has_mfu;
+    double step_s, alloc_gib, reserved_gib, mfu;
+} spec_measured;
+
 typedef struct spec_scenario {
     char name[SPEC_NAME_MAX];
     char file[1024];
@@ -513,6 +523,7 @@ typedef struct spec_scenario {
     spec_init_mode init_mode;
     spec_expect *expects;
     uint32_t nexpects;
+    spec_measured measured;
     ss_ns hook_ns;           /* host time of one runtime hook (FSDP/DDP) */
     int net_algo, net_proto; /* SPEC_NALGO_*, SPEC_NPROTO_* */
     char calibration[1024];  /* profile file (resolved), or "" */

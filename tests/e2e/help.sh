@@ -7,7 +7,7 @@ bin=$1
 cd "$2" || exit 1
 fails=0 n=0
 check() { n=$((n + 1)); if ! eval "$2"; then echo "FAIL: $1"; fails=$((fails + 1)); fi; }
-for c in run check diff sweep search coll; do
+for c in run check diff sweep search coll validate; do
   for h in --help -h; do
     out=$("$bin" $c scenarios/seed002/zero0_ddp.json $h 2>/dev/null); rc=$?
     check "$c $h exits 0 with a usage" '[ $rc -eq 0 ] && echo "$out" | grep -q "usage"'

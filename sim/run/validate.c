@@ -1,0 +1,445 @@
+/* Simulated vs measured over the public corpus. validate.h states the
+ * contract. */
+#include "validate.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../io/scenario.h"
+#include "../out/summary.h"
+#include "run.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* The issue's thresholds, in percent. */
+#define VAL_MAX_MED_ABS 10.0
+#define VAL_MAX_MED_SIGNED 5.0
+#define VAL_MAX_SOURCE_MED_ABS 20.0
+
+double val_err_pct(double measured, double predicted)
+{
+    return 100.0 * (predicted - measured) / measured;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double val_median(double *v, size_t n)
+{
+    if (!n) return 0;
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ---- collect ---- */
+
+static int row_add(val_report *r, const char *file, const spec_scenario *s, ss_err *err)
+{
+    val_row *rows = realloc(r->rows, (r->nrows + 1) * sizeof *rows);
+    if (!rows) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    r->rows = rows;
+    val_row *w = &rows[r->nrows++];
+    memset(w, 0, sizeof *w);
+    const spec_measured *m = &s->measured;
+    snprintf(w->file, sizeof w->file, "%s", file);
+    const char *base = strrchr(file, '/');
+    snprintf(w->name, sizeof w->name, "%s", base ? base + 1 : file);
+    size_t len = strlen(w->name);
+    if (len > 5 && !strcmp(w->name + len - 5, ".json")) w->name[len - 5] = '\0';
+    snprintf(w->source, sizeof w->source, "%s", m->source);
+    w->step = (val_fig){m->has_step, m->step_s, 0, 0};
+    w->alloc = (val_fig){m->has_alloc, m->alloc_gib, 0, 0};
+    w->reserved = (val_fig){m->has_reserved, m->reserved_gib, 0, 0};
+    w->mfu = (val_fig){m->has_mfu, m->mfu, 0, 0};
+    return SS_OK;
+}
+
+static int collect_file(val_report *r, const char *file, ss_err *err)
+{
+    spec_scenario s = {0};
+    int rc = scn_load(file, NULL, 0, &s, err);
+    if (!rc && s.measured.present) rc = row_add(r, file, &s, err);
+    spec_scenario_fini(&s);
+    return rc;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A folder's *.json files, in name order (the table's row order). */
+static int collect_dir(val_report *r, const char *dir, ss_err *err)
+{
+    DIR *d = opendir(dir);
+    if (!d) return ss_fail(err, SS_E_IO, dir, "cannot read the folder");
+    char **names = NULL;
+    size_t n = 0;
+    int rc = SS_OK;
+    for (struct dirent *e; !rc && (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len <= 5 || strcmp(e->d_name + len - 5, ".json") || e->d_name[0] == '.') continue;
+        char **grown = realloc(names, (n + 1) * sizeof *names);
+        char *path = malloc(strlen(dir) + len + 2);
+        if (grown) names = grown;
+        if (!grown || !path) {
+            free(path);
+            rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+            break;
+        }
+        sprintf(path, "%s/%s", dir, e->d_name);
+        names[n++] = path;
+    }
+    closedir(d);
+    if (n) qsort(names, n, sizeof *names, cmp_str);
+    for (size_t i = 0; i < n && !rc; i++) rc = collect_file(r, names[i], err);
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return rc;
+}
+
+int val_collect(const char *const *paths, size_t npaths, const char *def, val_report *r,
+                ss_err *err)
+{
+    int rc = SS_OK;
+    if (!npaths) {
+        paths = &def;
+        npaths = 1;
+    }
+    for (size_t i = 0; i < npaths && !rc; i++) {
+        struct stat st;
+        if (stat(paths[i], &st)) rc = ss_fail(err, SS_E_IO, paths[i], "no such file or folder");
+        else if (S_ISDIR(st.st_mode)) rc = collect_dir(r, paths[i], err);
+        else rc = collect_file(r, paths[i], err);
+    }
+    if (!rc && !r->nrows)
+        rc = ss_fail(err, SS_E_INPUT, paths[0], "no scenario with a \"measured\" block");
+    return rc;
+}
+
+/* ---- run ---- */
+
+static void fig_set(val_fig *f, double predicted)
+{
+    if (!f->has) return;
+    f->predicted = predicted;
+    f->err_pct = val_err_pct(f->measured, predicted);
+}
+
+/* One row: simulate its scenario, read the summary's figures. */
+static int run_row(val_row *w, ss_err *err)
+{
+    spec_scenario s = {0};
+    run_result res = {0};
+    int rc = scn_load(w->file, NULL, 0, &s, err);
+    if (!rc) rc = run_step(&s, NULL, &res, err);
+    if (!rc) {
+        const sum_report *sr = &res.sum;
+        double step = (double)sr->step_ns * 1e-9;
+        uint64_t peak = 0, reserved = 0;
+        for (uint32_t k = 0; k < sr->nranks; k++) {
+            if (sr->ranks[k].mem.peak > peak) peak = sr->ranks[k].mem.peak;
+            if (sr->ranks[k].mem.peak_reserved > reserved) reserved = sr->ranks[k].mem.peak_reserved;
+        }
+        fig_set(&w->step, step);
+        fig_set(&w->alloc, (double)peak / GIB);
+        fig_set(&w->reserved, (double)reserved / GIB);
+        double tps = step > 0 ? (double)sr->tokens / step : 0;
+        if (w->mfu.has && sr->peak_flops > 0) w->mfu.predicted = tps * sr->flops_per_token / sr->peak_flops;
+        w->compute_s = (double)sr->compute_ns * 1e-9;
+        w->exposed_comm_s = (double)sr->exposed_comm_ns * 1e-9;
+        w->pipelined = s.par.pp > 1;
+        w->bubble_fraction = sum_bubble_fraction(&s.par, s.grad_accum);
+    }
+    run_fini(&res);
+    spec_scenario_fini(&s);
+    return rc;
+}
+
+typedef struct pool {
+    val_report *r;
+    pthread_mutex_t lock;
+    size_t next;
+    int rc;
+    ss_err err; /* the first failure, in row order */
+    size_t err_row;
+} pool;
+
+static void *worker(void *arg)
+{
+    pool *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        size_t i = p->next++;
+        pthread_mutex_unlock(&p->lock);
+        if (i >= p->r->nrows) return NULL;
+        ss_err e = {0};
+        int rc = run_row(&p->r->rows[i], &e);
+        pthread_mutex_lock(&p->lock);
+        if (rc && (!p->rc || i < p->err_row)) {
+            p->rc = rc;
+            p->err = e;
+            p->err_row = i;
+        }
+        pthread_mutex_unlock(&p->lock);
+    }
+}
+
+int val_run(val_report *r, unsigned threads, ss_err *err)
+{
+    pool p = {.r = r};
+    pthread_t tid[64];
+    unsigned nt = threads < 1 ? 1 : threads > 64 ? 64 : threads, started = 0;
+    if (nt > r->nrows) nt = r->nrows ? (unsigned)r->nrows : 1;
+    pthread_mutex_init(&p.lock, NULL);
+    /* Thread 0 is this one: -j 1 starts none. */
+    for (unsigned t = 1; t < nt; t++)
+        if (!pthread_create(&tid[started], NULL, worker, &p)) started++;
+    worker(&p);
+    for (unsigned t = 0; t < started; t++) pthread_join(tid[t], NULL);
+    pthread_mutex_destroy(&p.lock);
+    if (p.rc && err) *err = p.err;
+    return p.rc;
+}
+
+/* ---- statistics ---- */
+
+/* The step and memory errors of the rows whose source is `source` (every
+ * row when NULL) into g. */
+static int group_stats(const val_report *r, const char *source, val_group *g, ss_err *err)
+{
+    double *st = malloc((r->nrows + 1) * sizeof *st), *mem = malloc((2 * r->nrows + 1) * sizeof *mem);
+    size_t ns = 0, nm = 0;
+    if (!st || !mem) {
+        free(st);
+        free(mem);
+        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    }
+    for (size_t i = 0; i < r->nrows; i++) {
+        const val_row *w = &r->rows[i];
+        if (source && strcmp(w->source, source)) continue;
+        if (w->step.has) st[ns++] = w->step.err_pct;
+        if (w->alloc.has) mem[nm++] = w->alloc.err_pct;
+        if (w->reserved.has) mem[nm++] = w->reserved.err_pct;
+    }
+    g->step.n = ns;
+    g->mem.n = nm;
+    g->step.med_signed = val_median(st, ns);
+    g->mem.med_signed = val_median(mem, nm);
+    for (size_t i = 0; i < ns; i++) st[i] = fabs(st[i]);
+    for (size_t i = 0; i < nm; i++) mem[i] = fabs(mem[i]);
+    g->step.med_abs = val_median(st, ns);
+    g->mem.med_abs = val_median(mem, nm);
+    free(st);
+    free(mem);
+    return SS_OK;
+}
+
+int val_stats(val_report *r, ss_err *err)
+{
+    val_group *g = calloc(r->nrows ? r->nrows : 1, sizeof *g);
+    size_t ng = 0;
+    int rc = SS_OK;
+    if (!g) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    for (size_t i = 0; i < r->nrows; i++) {
+        size_t k = 0;
+        while (k < ng && strcmp(g[k].source, r->rows[i].source)) k++;
+        if (k == ng) snprintf(g[ng++].source, sizeof g->source, "%s", r->rows[i].source);
+    }
+    for (size_t k = 0; k < ng && !rc; k++) rc = group_stats(r, g[k].source, &g[k], err);
+    val_group all;
+    memset(&all, 0, sizeof all);
+    if (!rc) rc = group_stats(r, NULL, &all, err);
+    if (rc) {
+        free(g);
+        return rc;
+    }
+    free(r->groups);
+    r->groups = g;
+    r->ngroups = ng;
+    r->all = all;
+    return SS_OK;
+}
+
+/* ---- thresholds ---- */
+
+/* The checks of one kind (step or memory): overall |median| and median
+ * |error|, then every source. Prints to f when f is not NULL. */
+static bool check_kind(const val_report *r, bool mem, FILE *f)
+{
+    const char *what = mem ? "memory" : "step time";
+    const val_stat *a = mem ? &r->all.mem : &r->all.step;
+    if (!a->n) return true;
+    bool ok1 = a->med_abs <= VAL_MAX_MED_ABS, ok2 = fabs(a->med_signed) <= VAL_MAX_MED_SIGNED;
+    bool ok3 = true;
+    for (size_t k = 0; k < r->ngroups; k++) {
+        const val_stat *g = mem ? &r->groups[k].mem : &r->groups[k].step;
+        if (g->n && g->med_abs > VAL_MAX_SOURCE_MED_ABS) ok3 = false;
+    }
+    if (f) {
+        fprintf(f, "%s  %-9s overall median |error| %.1f%% (at most %.0f%%)\n", ok1 ? "PASS" : "FAIL", what,
+                a->med_abs, VAL_MAX_MED_ABS);
+        fprintf(f, "%s  %-9s overall |median signed error| %.1f%% (at most %.0f%%)\n",
+                ok2 ? "PASS" : "FAIL", what, fabs(a->med_signed), VAL_MAX_MED_SIGNED);
+        fprintf(f, "%s  %-9s every source's median |error| at most %.0f%%", ok3 ? "PASS" : "FAIL", what,
+                VAL_MAX_SOURCE_MED_ABS);
+        const char *sep = " (over:";
+        for (size_t k = 0; k < r->ngroups; k++) {
+            const val_stat *g = mem ? &r->groups[k].mem : &r->groups[k].step;
+            if (g->n && g->med_abs > VAL_MAX_SOURCE_MED_ABS) {
+                fprintf(f, "%s %s %.1f%%", sep, r->groups[k].source, g->med_abs);
+                sep = ",";
+            }
+        }
+        fprintf(f, "%s\n", ok3 ? "" : ")");
+    }
+    return ok1 && ok2 && ok3;
+}
+
+bool val_pass(const val_report *r)
+{
+    return check_kind(r, false, NULL) && check_kind(r, true, NULL);
+}
+
+/* ---- text ---- */
+
+static void text_fig(const val_fig *f, const char *fmt_num, FILE *out)
+{
+    if (!f->has) {
+        fprintf(out, " %9s %9s %8s", "-", "-", "-");
+        return;
+    }
+    fprintf(out, " ");
+    fprintf(out, fmt_num, f->measured);
+    fprintf(out, " ");
+    fprintf(out, fmt_num, f->predicted);
+    fprintf(out, " %+7.1f%%", f->err_pct);
+}
+
+/* One kind's figures of a group, as "n=3  median |err| 12.0%  median
+ * signed -4.0%" (or "n=0"). */
+static void stat_str(const char *kind, const val_stat *s, char *buf, size_t len)
+{
+    if (s->n)
+        snprintf(buf, len, "%s n=%-2zu median |err| %5.1f%%  median signed %+6.1f%%", kind, s->n,
+                 s->med_abs, s->med_signed);
+    else
+        snprintf(buf, len, "%s n=0", kind);
+}
+
+static void text_stat(const char *label, const val_group *g, FILE *f)
+{
+    char st[128], mem[128];
+    stat_str("step", &g->step, st, sizeof st);
+    stat_str("memory", &g->mem, mem, sizeof mem);
+    fprintf(f, "  %-28s %-54s %s\n", label, st, mem);
+}
+
+void val_text(const val_report *r, FILE *f)
+{
+    fprintf(f, "%-52s %-28s %9s %9s %8s %9s %9s %7s %9s %9s %8s %9s %9s %8s\n", "scenario", "source",
+            "meas s", "pred s", "err", "compute s", "exp.comm", "bubble", "alloc m", "alloc p",
+            "err", "resv m", "resv p", "err");
+    for (size_t i = 0; i < r->nrows; i++) {
+        const val_row *w = &r->rows[i];
+        fprintf(f, "%-52.52s %-28.28s", w->name, w->source);
+        text_fig(&w->step, "%9.3f", f);
+        fprintf(f, " %9.3f %9.3f", w->compute_s, w->exposed_comm_s);
+        if (w->pipelined) fprintf(f, " %6.1f%%", 100.0 * w->bubble_fraction);
+        else fprintf(f, " %7s", "-");
+        text_fig(&w->alloc, "%9.2f", f);
+        text_fig(&w->reserved, "%9.2f", f);
+        fprintf(f, "\n");
+    }
+    fprintf(f, "\nerror = (predicted - measured) / measured; memory in GiB, the largest over ranks\n");
+    for (size_t k = 0; k < r->ngroups; k++) text_stat(r->groups[k].source, &r->groups[k], f);
+    text_stat("overall", &r->all, f);
+    fprintf(f, "\n");
+    check_kind(r, false, f);
+    check_kind(r, true, f);
+}
+
+/* ---- JSON ---- */
+
+static void json_fig(cJSON *o, const char *key, const val_fig *f, const char *unit)
+{
+    if (!f->has) return;
+    char m[32], p[32];
+    snprintf(m, sizeof m, "measured_%s", unit);
+    snprintf(p, sizeof p, "predicted_%s", unit);
+    cJSON *x = cJSON_AddObjectToObject(o, key);
+    cJSON_AddNumberToObject(x, m, f->measured);
+    cJSON_AddNumberToObject(x, p, f->predicted);
+    cJSON_AddNumberToObject(x, "error_pct", f->err_pct);
+}
+
+static void json_stat(cJSON *o, const char *key, const val_stat *s)
+{
+    cJSON *x = cJSON_AddObjectToObject(o, key);
+    cJSON_AddNumberToObject(x, "n", (double)s->n);
+    cJSON_AddNumberToObject(x, "median_abs_error_pct", s->med_abs);
+    cJSON_AddNumberToObject(x, "median_signed_error_pct", s->med_signed);
+}
+
+static cJSON *json_row(const val_row *w)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "scenario", w->name);
+    cJSON_AddStringToObject(o, "file", w->file);
+    cJSON_AddStringToObject(o, "source", w->source);
+    json_fig(o, "step_time", &w->step, "s");
+    cJSON *sp = cJSON_AddObjectToObject(o, "split");
+    cJSON_AddNumberToObject(sp, "compute_s", w->compute_s);
+    cJSON_AddNumberToObject(sp, "exposed_communication_s", w->exposed_comm_s);
+    if (w->pipelined) cJSON_AddNumberToObject(sp, "bubble_fraction_analytic", w->bubble_fraction);
+    json_fig(o, "peak_allocated", &w->alloc, "gib");
+    json_fig(o, "peak_reserved", &w->reserved, "gib");
+    if (w->mfu.has) {
+        cJSON *x = cJSON_AddObjectToObject(o, "mfu");
+        cJSON_AddNumberToObject(x, "measured", w->mfu.measured);
+        cJSON_AddNumberToObject(x, "predicted", w->mfu.predicted);
+    }
+    return o;
+}
+
+static cJSON *json_group(const val_group *g)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (g->source[0]) cJSON_AddStringToObject(o, "source", g->source);
+    json_stat(o, "step_time", &g->step);
+    json_stat(o, "memory", &g->mem);
+    return o;
+}
+
+char *val_json(const val_report *r)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return NULL;
+    cJSON *rows = cJSON_AddArrayToObject(root, "rows");
+    for (size_t i = 0; i < r->nrows; i++) cJSON_AddItemToArray(rows, json_row(&r->rows[i]));
+    cJSON *src = cJSON_AddArrayToObject(root, "sources");
+    for (size_t k = 0; k < r->ngroups; k++) cJSON_AddItemToArray(src, json_group(&r->groups[k]));
+    cJSON_AddItemToObject(root, "overall", json_group(&r->all));
+    cJSON_AddBoolToObject(root, "step_time_pass", check_kind(r, false, NULL));
+    cJSON_AddBoolToObject(root, "memory_pass", check_kind(r, true, NULL));
+    cJSON_AddBoolToObject(root, "pass", val_pass(r));
+    char *txt = cJSON_Print(root);
+    cJSON_Delete(root);
+    return txt;
+}
+
+void val_fini(val_report *r)
+{
+    if (!r) return;
+    free(r->rows);
+    free(r->groups);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# shardsim validate on three small published scenarios (a step time, a step
+# time with peak allocated and reserved memory, memory alone): every printed
+# and JSON error equals (predicted - measured) / measured recomputed here from
+# `shardsim run --json` of the same scenario and the scenario's own
+# "measured" block; the medians equal those of the recomputed errors; -j 2
+# prints the same bytes; the exit code is 0 without --strict and 1 with it
+# when a threshold fails; --help exits 0; bad usage exits 2.
+set -u
+bin=$1
+cd "$2" || exit 1
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+fails=0 checks=0
+check() { checks=$((checks + 1)); if ! eval "$2"; then echo "FAIL: $1"; fails=$((fails + 1)); fi; }
+if ! command -v python3 >/dev/null; then echo "SKIP: python3 not found"; exit 0; fi
+p=scenarios/published
+names=(mpt-7b-fsdp1-2k-8xh100 torchtitan-llama7b-fsdp1-sac zro-recipe-ddp)
+files=()
+for n in "${names[@]}"; do
+    files+=("$p/$n.json")
+    "$bin" run "$p/$n.json" --quiet --json "$d/$n.sum.json" || echo "FAIL: run $n"
+done
+
+"$bin" validate "${files[@]}" --json "$d/v.json" >"$d/v.txt"
+rc=$?
+check "validate exits 0 without --strict" '[ $rc -eq 0 ]'
+"$bin" validate "${files[@]}" -j 2 >"$d/v2.txt"
+check "-j 2: the same table" 'cmp -s "$d/v.txt" "$d/v2.txt"'
+"$bin" validate "${files[@]}" --strict >/dev/null
+rc=$?
+# mpt-7b's step error is about -22% (its tests/data file's 10,643 tokens/s
+# against the prediction): the step time thresholds fail.
+check "--strict exits 1 when a threshold fails" '[ $rc -eq 1 ]'
+"$bin" validate "$p/zro-recipe-ddp.json" --strict >/dev/null
+rc=$?
+# zro-recipe-ddp's memory is within 1% (its expect band is 5%): every threshold holds.
+check "--strict exits 0 when every threshold holds" '[ $rc -eq 0 ]'
+"$bin" validate --help >"$d/help.txt"
+rc=$?
+check "--help exits 0 with the usage" '[ $rc -eq 0 ] && grep -q "^usage: shardsim validate" "$d/help.txt"'
+"$bin" validate --bogus >/dev/null 2>&1
+rc=$?
+check "an unknown option exits 2" '[ $rc -eq 2 ]'
+"$bin" validate "$d/none.json" >/dev/null 2>"$d/err.txt"
+rc=$?
+check "a missing file exits 2 naming it" '[ $rc -eq 2 ] && grep -q none.json "$d/err.txt"'
+
+python3 - "$d" "$p" "${names[@]}" <<'PY' >"$d/py.txt" 2>&1
+import json, statistics, sys
+d, p, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+v = json.load(open(f"{d}/v.json"))
+text = open(f"{d}/v.txt").read().splitlines()
+rows = {r["scenario"]: r for r in v["rows"]}
+bad = []
+def same(what, a, b, tol=1e-9):
+    if abs(a - b) > tol * max(1, abs(b)):
+        bad.append(f"{what}: validate {a!r}, recomputed {b!r}")
+steps, mems = [], []
+for n in names:
+    m = json.load(open(f"{p}/{n}.json"))["measured"]
+    s = json.load(open(f"{d}/{n}.sum.json"))
+    r = rows[n]
+    line = next(l for l in text if l.startswith(n + " "))
+    figs = [("step_time", "step_time_s", "s", s["step_time_s"]),
+            ("peak_allocated", "peak_allocated_gib", "gib",
+             s["memory"]["max_peak_allocated_bytes"] / 2**30),
+            ("peak_reserved", "peak_reserved_gib", "gib",
+             s["memory"]["max_peak_reserved_bytes"] / 2**30)]
+    for key, mkey, unit, pred in figs:
+        if mkey not in m:
+            if key in r: bad.append(f"{n}: {key} without a measured figure")
+            continue
+        err = 100 * (pred - m[mkey]) / m[mkey]
+        (steps if key == "step_time" else mems).append(err)
+        same(f"{n} {key} predicted", r[key]["predicted_" + unit], pred)
+        same(f"{n} {key} measured", r[key]["measured_" + unit], m[mkey])
+        same(f"{n} {key} error", r[key]["error_pct"], err)
+        if f"{err:+.1f}%" not in line.split():
+            bad.append(f"{n}: printed row lacks {err:+.1f}%: {line}")
+    same(f"{n} compute", r["split"]["compute_s"], s["time"]["compute_s"])
+    same(f"{n} exposed", r["split"]["exposed_communication_s"], s["time"]["exposed_communication_s"])
+o = v["overall"]
+same("step n", o["step_time"]["n"], len(steps))
+same("memory n", o["memory"]["n"], len(mems))
+same("step median signed", o["step_time"]["median_signed_error_pct"], statistics.median(steps))
+same("step median abs", o["step_time"]["median_abs_error_pct"], statistics.median(map(abs, steps)))
+same("memory median signed", o["memory"]["median_signed_error_pct"], statistics.median(mems))
+same("memory median abs", o["memory"]["median_abs_error_pct"], statistics.median(map(abs, mems)))
+ov = next(l for l in text if l.strip().startswith("overall"))
+if f"{statistics.median(mems):+6.1f}%" not in ov:
+    bad.append(f"overall line lacks the memory median: {ov}")
+if len(steps) != 2 or len(mems) != 3:
+    bad.append(f"expected 2 step and 3 memory samples, found {len(steps)}, {len(mems)}")
+print("\n".join(bad) if bad else "ok")
+PY
+check "errors and medians equal those recomputed from run --json ($(tail -3 "$d/py.txt"))" \
+    '[ "$(cat "$d/py.txt")" = ok ]'
+
+echo "validate: $checks checks, $fails failed"
+[ "$fails" -eq 0 ]
