@@ -35,7 +35,7 @@ static const char usage[] =
     "usage: shardsim run SCENARIO [--json FILE] [--trace FILE] [--dot FILE] [--svg FILE]\n"
     "                    [--window MS..MS] [--ranks A..B] [--set PATH=VALUE]...\n"
     "                    [--memory] [--quiet] [--timing] [--max-memory SIZE]\n"
-    "                    [--expect | --no-expect]\n"
+    "                    [--expect | --no-expect] [--top N]\n"
     "       shardsim check SCENARIO... [--set PATH=VALUE]...\n"
     "       shardsim diff A B [--set PATH=VALUE]... [--svg FILE] [--ranks A..B]\n"
     "       shardsim sweep SCENARIO --vary PATH=V1,V2,... [--vary ...] [--set ...]\n"
@@ -75,7 +75,8 @@ static const char usage[] =
     "  --window draw only this time range of the step, in ms (e.g. 2.5..6)\n"
     "  --ranks  draw only these ranks (default: all)\n"
     "  --set    override a scenario key, e.g. --set sharding.strategy=full_shard\n"
-    "  --memory print every tensor live at rank 0's memory peak, by category\n"
+    "  --memory print what is live at rank 0's memory peak: each category's total\n"
+    "           and its --top N largest tensors (default 10; 0: all)\n"
     "  --quiet  do not print the text summary\n"
     "  --timing print the wall time of each stage (and of the outputs) to stderr\n"
     "  --expect / --no-expect  check the scenario's \"expect\" block even after\n"
@@ -94,6 +95,7 @@ typedef struct cli_args {
     size_t nsets;
     int quiet, memory, timing, expect, no_expect;
     uint64_t max_memory; /* --max-memory: bytes of address space, 0 = none */
+    uint32_t top;        /* --top: tensors per category in --memory (0: all) */
     const char *out;
     unsigned threads;
     sweep_cfg sweep;
@@ -130,7 +132,7 @@ static int unknown_option(const char *s, int is_run)
 {
     static const char *const run[] = {"--json", "--trace", "--dot",    "--svg",   "--window",
                                       "--ranks", "--set",  "--memory", "--quiet", "--timing",
-                                      "--max-memory", "--expect", "--no-expect"};
+                                      "--max-memory", "--expect", "--no-expect", "--top"};
     static const char *const sweep[] = {"--set", "--vary", "-o", "-j", "--max-memory"};
     static const char *const diff[] = {"--set", "--svg", "--window", "--ranks", "--max-memory"};
     static const char *const check[] = {"--set", "--max-memory"};
@@ -234,6 +236,14 @@ static int parse_opt(int argc, char **argv, int *i, cli_args *a, int is_run)
         a->memory = 1;
     } else if (is_run == 1 && !strcmp(s, "--timing")) {
         a->timing = 1;
+    } else if (is_run == 1 && !strcmp(s, "--top")) {
+        char *end;
+        if (!has_val) return usage_error("%s needs a value", s);
+        const char *v = argv[++*i];
+        unsigned long n = strtoul(v, &end, 10);
+        if (end == v || *end || v[0] == '-' || n > 1000000)
+            return usage_error("--top: expected a count of tensors per category (0: all), not %s", v);
+        a->top = (uint32_t)n;
     } else if (is_run == 1 && !strcmp(s, "--expect")) {
         a->expect = 1;
     } else if (is_run == 1 && !strcmp(s, "--no-expect")) {
@@ -468,7 +478,7 @@ static int cmd_run(const cli_args *a)
         sum_text(&o.r.sum, stdout);
         print_run_expectations(a, &o);
     }
-    if (!rc && a->memory) sum_ledger(&o.r.sum, o.r.t, 0, stdout);
+    if (!rc && a->memory) sum_ledger(&o.r.sum, o.r.t, 0, a->top, stdout);
     if (!rc && a->timing) print_timing(&o, t0);
     sim_fini(&o);
     return rc ? report(&err) : 0;
@@ -694,6 +704,7 @@ int main(int argc, char **argv)
         }
     static cli_args a;
     a.view = (dot_opts){0, UINT32_MAX, 0, 0, 16.0};
+    a.top = 10;
     int rc = parse_args(argc, argv, &a, is_run);
     if (rc) return rc;
     if (a.max_memory) {

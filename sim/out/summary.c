@@ -506,24 +506,60 @@ void sum_text(const sum_report *r, FILE *f)
 
 /* ---- the peak ledger ---- */
 
-void sum_ledger(const sum_report *r, const trc *t, uint32_t rank, FILE *f)
+/* "250.50 MiB", "1.25 GiB", "2.0 KiB": a size a person reads at a glance. */
+static const char *human(char *buf, size_t n, ss_bytes b)
+{
+    if (b >= SS_MIB * 1024) snprintf(buf, n, "%.2f GiB", (double)b / (double)(SS_MIB * 1024));
+    else if (b >= SS_MIB) snprintf(buf, n, "%.2f MiB", mib(b));
+    else snprintf(buf, n, "%.1f KiB", (double)b / 1024.0);
+    return buf;
+}
+
+/* One category's tensors at the peak: the largest `top` (0: all), then the rest
+ * as one line. order is scratch of npeak_live entries. */
+static void ledger_cat(const sum_rank *sr, const prog *p, const prog_tensor *ts, int c, uint32_t top,
+                       uint32_t *order, FILE *f)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < sr->mem.npeak_live; i++)
+        if (ts[sr->mem.peak_live[i]].cat == c) {
+            uint32_t j = n++; /* insertion by size, descending, stable */
+            ss_bytes b = mem_round(ts[sr->mem.peak_live[i]].bytes);
+            while (j > 0 && mem_round(ts[order[j - 1]].bytes) < b) order[j] = order[j - 1], j--;
+            order[j] = sr->mem.peak_live[i];
+        }
+    uint32_t shown = top && top < n ? top : n;
+    ss_bytes rest = 0;
+    char buf[32];
+    for (uint32_t k = 0; k < n; k++) {
+        ss_bytes b = mem_round(ts[order[k]].bytes);
+        if (k < shown) fprintf(f, "      %-44s %12s\n", prog_str_get(p, ts[order[k]].name), human(buf, sizeof buf, b));
+        else rest += b;
+    }
+    if (shown < n) {
+        char what[64];
+        snprintf(what, sizeof what, "... %u more", n - shown);
+        fprintf(f, "      %-44s %12s\n", what, human(buf, sizeof buf, rest));
+    }
+}
+
+void sum_ledger(const sum_report *r, const trc *t, uint32_t rank, uint32_t top, FILE *f)
 {
     const sum_rank *sr = &r->ranks[rank];
     const prog_tensor *ts = prog_tensors(t->p, rank);
-    fprintf(f, "\nmemory at the peak of rank %u: %.2f MiB allocated at %.3f ms, during %s\n",
-            rank, mib(sr->mem.peak), secs(sr->mem.peak_t) * 1e3, sr->peak_op);
+    uint32_t *order = malloc((sr->mem.npeak_live ? sr->mem.npeak_live : 1) * sizeof *order);
+    char buf[32];
+    fprintf(f, "\nmemory at the peak of rank %u: %s allocated at %.3f ms, during %s\n", rank,
+            human(buf, sizeof buf, sr->mem.peak), secs(sr->mem.peak_t) * 1e3, sr->peak_op);
     for (int c = 0; c < PROG_NMEMCATS; c++) {
         if (!sr->mem.peak_by_cat[c]) continue;
-        fprintf(f, "  %-18s %10.2f MiB\n", prog_memcat_name((prog_memcat)c),
-                mib(sr->mem.peak_by_cat[c]));
-        for (uint32_t i = 0; i < sr->mem.npeak_live; i++) {
-            const prog_tensor *x = &ts[sr->mem.peak_live[i]];
-            if (x->cat != c) continue;
-            fprintf(f, "      %-40s %12.3f MiB\n", prog_str_get(t->p, x->name),
-                    mib(mem_round(x->bytes)));
-        }
+        fprintf(f, "  %-18s %12s\n", prog_memcat_name((prog_memcat)c),
+                human(buf, sizeof buf, sr->mem.peak_by_cat[c]));
+        if (order) ledger_cat(sr, t->p, ts, c, top, order, f);
     }
-    fprintf(f, "  %-18s %10.2f MiB  (blocks beyond the requests)\n", "allocator_slack",
-            mib(sr->mem.peak_slack));
-    fprintf(f, "  %-18s %10.2f MiB  (peak reserved)\n", "reserved", mib(sr->mem.peak_reserved));
+    fprintf(f, "  %-18s %12s  (blocks beyond the requests)\n", "allocator_slack",
+            human(buf, sizeof buf, sr->mem.peak_slack));
+    fprintf(f, "  %-18s %12s  (peak reserved)\n", "reserved", human(buf, sizeof buf, sr->mem.peak_reserved));
+    if (!order) fprintf(f, "  (out of memory listing the tensors)\n");
+    free(order);
 }

@@ -67,12 +67,14 @@ void sum_fini(sum_report *r);
 
 char *sum_json(const sum_report *r); /* NULL when out of memory */
 void sum_text(const sum_report *r, FILE *f);
-/* Every tensor live at rank's allocated peak, by category (the trace must be
- * the one the report was built from). */
 /* The pipeline bubble's share of the step, (pp - 1) / (v m + pp - 1) for
  * m micro-batches and v virtual stages; 0 without a pipeline (the
  * summary's layout.bubble_fraction_analytic). */
 double sum_bubble_fraction(const spec_parallel *p, uint32_t m);
-void sum_ledger(const sum_report *r, const trc *t, uint32_t rank, FILE *f);
+/* The tensors live at rank's allocated peak, by category: each category's
+ * total, then its `top` largest tensors (0: all), largest first (equal
+ * sizes in program order), and one line for the rest. The trace must be
+ * the one the report was built from. */
+void sum_ledger(const sum_report *r, const trc *t, uint32_t rank, uint32_t top, FILE *f);
 
 #endif

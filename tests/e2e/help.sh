@@ -6,6 +6,8 @@ set -u
 bin=$1
 cd "$2" || exit 1
 fails=0 n=0
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
 check() { n=$((n + 1)); if ! eval "$2"; then echo "FAIL: $1"; fails=$((fails + 1)); fi; }
 for c in run check diff sweep search coll validate; do
   for h in --help -h; do
@@ -31,5 +33,17 @@ out=$("$bin" run $sc)
 check "an unchanged run checks them" 'echo "$out" | grep -q "expectations: [0-9]* of [0-9]* hold"'
 out=$("$bin" run $sc --no-expect)
 check "--no-expect leaves them out" '! echo "$out" | grep -q "expectations"'
+# --memory --top N: N tensors per category, largest first, and a line for
+# the rest; --top 0 lists every one, as many as --top 1 shows plus the rest.
+f=scenarios/fsdp2/llama3-8b-fsdp2-sac-8xh100.json
+"$bin" run $f --quiet --memory --top 0 >"$d/all.txt" 2>&1
+"$bin" run $f --quiet --memory --top 1 >"$d/one.txt" 2>&1
+all=$(grep -c "^      " "$d/all.txt")
+shown=$(grep "^      " "$d/one.txt" | grep -vc "^      \.\.\. ")
+rest=$(sed -n 's/^      \.\.\. \([0-9]*\) more.*/\1/p' "$d/one.txt" | awk '{s += $1} END {print s + 0}')
+check "--top 0 lists every live tensor; --top 1 one per category and the rest" \
+    '[ "$all" -gt 100 ] && [ $((shown + rest)) -eq "$all" ] && [ "$shown" -le 6 ]'
+check "--top 1 shows each category's largest first" \
+    'grep -A1 "^  activations" "$d/one.txt" | tail -1 | grep -q "GiB"'
 echo "$((n - fails)) passed, $fails failed"
 [ $fails -eq 0 ]
