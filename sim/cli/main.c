@@ -36,7 +36,7 @@ static const char usage[] =
     "                    [--window MS..MS] [--ranks A..B] [--set PATH=VALUE]...\n"
     "                    [--memory] [--quiet] [--timing] [--max-memory SIZE]\n"
     "                    [--expect | --no-expect] [--top N]\n"
-    "       shardsim check SCENARIO... [--set PATH=VALUE]...\n"
+    "       shardsim check SCENARIO... [--set PATH=VALUE]... [--junit FILE]\n"
     "       shardsim diff A B [--set PATH=VALUE]... [--svg FILE] [--ranks A..B]\n"
     "       shardsim sweep SCENARIO --vary PATH=V1,V2,... [--vary ...] [--set ...]\n"
     "                      [-j THREADS] [-o FILE.csv]\n"
@@ -51,7 +51,8 @@ static const char usage[] =
     "\n"
     "  run      simulate one training step of SCENARIO and print a summary\n"
     "  check    simulate every SCENARIO and test its \"expect\" block; exit 1 if any\n"
-    "           expectation is violated, with a table of what failed\n"
+    "           expectation is violated, with a table of what failed (and by how\n"
+    "           much); --junit writes the results as JUnit XML for CI\n"
     "  diff     compare two runs side by side; A and B are JSON summaries or\n"
     "           scenarios (simulated first, --set applying to both); --svg draws\n"
     "           the two timelines one above the other on one time scale\n"
@@ -96,6 +97,7 @@ typedef struct cli_args {
     int quiet, memory, timing, expect, no_expect;
     uint64_t max_memory; /* --max-memory: bytes of address space, 0 = none */
     uint32_t top;        /* --top: tensors per category in --memory (0: all) */
+    const char *junit;   /* check --junit FILE */
     const char *out;
     unsigned threads;
     sweep_cfg sweep;
@@ -135,11 +137,11 @@ static int unknown_option(const char *s, int is_run)
                                       "--max-memory", "--expect", "--no-expect", "--top"};
     static const char *const sweep[] = {"--set", "--vary", "-o", "-j", "--max-memory"};
     static const char *const diff[] = {"--set", "--svg", "--window", "--ranks", "--max-memory"};
-    static const char *const check[] = {"--set", "--max-memory"};
+    static const char *const check[] = {"--set", "--max-memory", "--junit"};
     const char *hit = is_run == 1   ? cli_nearest(s, run, sizeof run / sizeof *run)
                       : is_run == 2 ? cli_nearest(s, sweep, sizeof sweep / sizeof *sweep)
                       : is_run == 3 ? cli_nearest(s, diff, sizeof diff / sizeof *diff)
-                                    : cli_nearest(s, check, 2);
+                                    : cli_nearest(s, check, 3);
     fprintf(stderr, "shardsim: unknown option %s", s);
     if (hit) fprintf(stderr, " (did you mean %s?)", hit);
     fprintf(stderr, "\n%s", usage);
@@ -236,6 +238,9 @@ static int parse_opt(int argc, char **argv, int *i, cli_args *a, int is_run)
         a->memory = 1;
     } else if (is_run == 1 && !strcmp(s, "--timing")) {
         a->timing = 1;
+    } else if (is_run == 0 && !strcmp(s, "--junit")) {
+        if (!has_val) return usage_error("%s needs a value", s);
+        a->junit = argv[++*i];
     } else if (is_run == 1 && !strcmp(s, "--top")) {
         char *end;
         if (!has_val) return usage_error("%s needs a value", s);
@@ -484,9 +489,62 @@ static int cmd_run(const cli_args *a)
     return rc ? report(&err) : 0;
 }
 
+/* Text as XML attribute content. */
+static void xml_attr(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default:
+            if ((unsigned char)*s < 32) fprintf(f, "&#%d;", *s); /* \n and \t as characters */
+            else fputc(*s, f);
+        }
+    }
+}
+
+/* One scenario as a JUnit testsuite: a testcase per expectation, or one
+ * errored testcase when the scenario could not run. */
+static void junit_suite(FILE *f, const char *file, const sim_one *o, const ss_err *err)
+{
+    char buf[1200];
+    fputs("  <testsuite name=\"", f);
+    xml_attr(f, file);
+    if (err) {
+        fputs("\" tests=\"1\" failures=\"0\" errors=\"1\">\n    <testcase classname=\"", f);
+        xml_attr(f, file);
+        fputs("\" name=\"load and run\"><error message=\"", f);
+        xml_attr(f, ss_err_str(err, buf, sizeof buf));
+        fputs("\"/></testcase>\n  </testsuite>\n", f);
+        return;
+    }
+    fprintf(f, "\" tests=\"%u\" failures=\"%u\" errors=\"0\">\n", o->s.nexpects, o->nfailed);
+    for (uint32_t i = 0; i < o->s.nexpects; i++) {
+        const exp_result *x = &o->res[i];
+        fputs("    <testcase classname=\"", f);
+        xml_attr(f, file);
+        fputs("\" name=\"", f);
+        xml_attr(f, x->e->key);
+        if (x->ok) {
+            fputs("\"/>\n", f);
+            continue;
+        }
+        snprintf(buf, sizeof buf, "expected %s, found %s", x->want, x->actual);
+        fputs("\"><failure message=\"", f);
+        xml_attr(f, buf);
+        fputs("\"/></testcase>\n", f);
+    }
+    fputs("  </testsuite>\n", f);
+}
+
 static int cmd_check(const cli_args *a)
 {
-    size_t nexp = 0, nfail = 0, nbad = 0;
+    size_t nexp = 0, nfail = 0, nbad = 0, jlen = 0;
+    char *jtext = NULL;
+    FILE *j = a->junit ? open_memstream(&jtext, &jlen) : NULL;
+    if (a->junit && !j) return report(&(ss_err){SS_E_NOMEM, "", "out of memory"});
     for (size_t i = 0; i < a->nfiles; i++) {
         ss_err err;
         ss_err_clear(&err);
@@ -494,6 +552,7 @@ static int cmd_check(const cli_args *a)
         if (sim_run(a->files[i], a, &o, &err)) {
             report(&err);
             nbad++;
+            if (j) junit_suite(j, a->files[i], NULL, &err);
         } else {
             nexp += o.s.nexpects;
             nfail += o.nfailed;
@@ -501,12 +560,29 @@ static int cmd_check(const cli_args *a)
                 if (nfail == o.nfailed) printf("violated expectations:\n");
                 print_expectations(&o, a->files[i], true, stdout);
             }
+            if (j) junit_suite(j, a->files[i], &o, NULL);
         }
         sim_fini(&o);
     }
     printf("check: %zu scenarios, %zu expectations, %zu violated, %zu scenarios with errors\n",
            a->nfiles, nexp, nfail, nbad);
-    return nbad ? 2 : nfail ? 1 : 0;
+    int rc = nbad ? 2 : nfail ? 1 : 0;
+    if (j && fclose(j) == 0) {
+        size_t n = jlen + 256;
+        char *all = malloc(n);
+        ss_err err;
+        ss_err_clear(&err);
+        if (!all) return report(&(ss_err){SS_E_NOMEM, "", "out of memory"});
+        snprintf(all, n, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"shardsim check\" "
+                 "tests=\"%zu\" failures=\"%zu\" errors=\"%zu\">\n%s</testsuites>\n",
+                 nexp + nbad, nfail, nbad, jtext);
+        if (of_write_text(a->junit, all, &err)) rc = report(&err);
+        free(all);
+    } else if (j) {
+        rc = report(&(ss_err){SS_E_NOMEM, "", "out of memory"});
+    }
+    free(jtext);
+    return rc;
 }
 
 /* A summary's JSON text: the file itself, or the simulated scenario's. */

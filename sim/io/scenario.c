@@ -905,8 +905,54 @@ static int load_init(js_node root, spec_scenario *s, ss_err *err)
     return SS_OK;
 }
 
+/* A quantity with its unit, "75 GiB", "1.5e9 B", "850 ms", in the key's
+ * base unit (bytes, seconds); false when the text is not one the key can
+ * take. Binary prefixes for KiB..TiB, decimal for KB..TB. */
+static bool quantity(const char *text, spec_quantity q, double *out)
+{
+    static const struct { const char *unit; spec_quantity q; double scale; } units[] = {
+        {"B", SPEC_Q_BYTES, 1},           {"KiB", SPEC_Q_BYTES, 1024.0},
+        {"MiB", SPEC_Q_BYTES, 1048576.0}, {"GiB", SPEC_Q_BYTES, 1073741824.0},
+        {"TiB", SPEC_Q_BYTES, 1099511627776.0}, {"KB", SPEC_Q_BYTES, 1e3},
+        {"MB", SPEC_Q_BYTES, 1e6},        {"GB", SPEC_Q_BYTES, 1e9},
+        {"TB", SPEC_Q_BYTES, 1e12},       {"s", SPEC_Q_SECONDS, 1},
+        {"ms", SPEC_Q_SECONDS, 1e-3},     {"us", SPEC_Q_SECONDS, 1e-6},
+        {"ns", SPEC_Q_SECONDS, 1e-9}};
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || !isfinite(v)) return false;
+    while (*end == ' ') end++;
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+        if (units[i].q == q && !strcmp(end, units[i].unit)) {
+            *out = v * units[i].scale;
+            return true;
+        }
+    return false;
+}
+
+/* n[field] as a number, or as a quantity with a unit the summary key takes. */
+static int expect_bound(js_node n, const char *field, const char *key, bool required, double *out,
+                        ss_err *err)
+{
+    js_node c;
+    if (!js_get(n, field, &c) || !js_is_str(c))
+        return js_num(n, field, required, 0, -1e300, 1e300, out, err);
+    spec_quantity q = spec_quantity_of(key);
+    if (q == SPEC_Q_NUMBER)
+        return js_failf(c, err, "expected a number: \"%s\" has no unit (units go with keys "
+                                "ending in _bytes or _s), found \"%s\"", key, c.j->valuestring);
+    if (!quantity(c.j->valuestring, q, out))
+        return js_failf(c, err, "expected a number or a %s like %s, found \"%s\"",
+                        q == SPEC_Q_BYTES ? "size" : "time",
+                        q == SPEC_Q_BYTES ? "\"75 GiB\" (B, KiB..TiB, KB..TB)"
+                                          : "\"850 ms\" (s, ms, us, ns)",
+                        c.j->valuestring);
+    return SS_OK;
+}
+
 /* One expectation: {"max": x}, {"min": x}, {"eq": number|bool|string},
- * {"within_pct": p, "value": v}, combinable. */
+ * {"within_pct": p, "value": v}, combinable; max, min and value may carry
+ * a unit when the key is a size or a time. */
 static int load_expect_one(js_node n, const char *key, spec_expect *e, ss_err *err)
 {
     js_node c;
@@ -919,10 +965,10 @@ static int load_expect_one(js_node n, const char *key, spec_expect *e, ss_err *e
     e->has_min = js_get(n, "min", &c);
     e->has_max = js_get(n, "max", &c);
     e->has_pct = js_get(n, "within_pct", &c);
-    if ((rc = js_num(n, "min", false, 0, -1e300, 1e300, &e->min, err)) ||
-        (rc = js_num(n, "max", false, 0, -1e300, 1e300, &e->max, err)) ||
+    if ((rc = expect_bound(n, "min", key, false, &e->min, err)) ||
+        (rc = expect_bound(n, "max", key, false, &e->max, err)) ||
         (rc = js_num(n, "within_pct", false, 0, 0, 1e6, &e->pct, err)) ||
-        (rc = js_num(n, "value", e->has_pct, 0, -1e300, 1e300, &e->value, err)))
+        (rc = expect_bound(n, "value", key, e->has_pct, &e->value, err)))
         return rc;
     if (js_get(n, "value", &c) && !e->has_pct)
         return js_failf(c, err, "\"value\" goes with \"within_pct\"");

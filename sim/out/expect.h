@@ -22,8 +22,8 @@
 typedef struct exp_result {
     const spec_expect *e;
     bool ok;
-    char want[96];   /* "max 0.02, min 0.01" */
-    char actual[64]; /* the value found */
+    char want[96];   /* "max 75.00 GiB", "1.500 s +-10%" (in the key's unit) */
+    char actual[96]; /* the value found, and by how much it misses: "102.20 GiB (+27.20 GiB)" */
 } exp_result;
 
 struct cJSON;

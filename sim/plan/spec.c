@@ -1,6 +1,7 @@
 #include "spec.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define SPEC_NAME2_(id, name) name,
 #define SPEC_NAME3_(id, name, size) name,
@@ -65,4 +66,17 @@ uint32_t spec_layer_chunk(const spec_parallel *p, uint64_t layers, uint64_t l)
     for (uint32_t k = 0; k < chunks; k++)
         if (l < (end += p->chunk_layers[k])) return k;
     return chunks - 1;
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), t = strlen(tail);
+    return n >= t && !strcmp(s + n - t, tail);
+}
+
+spec_quantity spec_quantity_of(const char *key)
+{
+    if (ends_with(key, "_bytes")) return SPEC_Q_BYTES;
+    if (ends_with(key, "_s")) return SPEC_Q_SECONDS;
+    return SPEC_Q_NUMBER;
 }

@@ -490,6 +490,13 @@ typedef struct spec_expect {
     char eq_str[SPEC_NAME_MAX];
 } spec_expect;
 
+/* What an expectation's summary key measures, by its name's suffix:
+ * "..._bytes" bytes, "..._s" seconds, anything else a plain number. Bounds
+ * may then be written with units ("75 GiB", "850 ms"), and reports show
+ * them so. */
+typedef enum spec_quantity { SPEC_Q_NUMBER, SPEC_Q_BYTES, SPEC_Q_SECONDS } spec_quantity;
+spec_quantity spec_quantity_of(const char *key);
+
 /* "measured": what a public source measured for this run, for `shardsim
  * validate`. It never changes the simulation; a value is present when its
  * has_ flag is set. */

@@ -22,6 +22,44 @@ if [ $rc -ne 2 ] || ! grep -q 'expect\["collectives"\]: the summary has no scala
 rc=$?
 if [ $rc -ne 2 ] || ! grep -q 'no key called "nonsense"' "$out"; then
   echo "FAIL: an unknown key: exit $rc"; cat "$out"; fails=$((fails + 1)); fi
-rm -f "$out"
-echo "$((4 - fails)) passed, $fails failed"
+# Bounds with units: the same bound in bytes and in GiB, in seconds and in ms,
+# decide alike; a failure says by how much, in the key's unit.
+sc=scenarios/fsdp2/llama3-8b-fsdp2-sac-8xh100.json
+"$bin" check $sc --set 'expect={"memory.max_peak_reserved_bytes": {"max": "75 GiB"}, "step_time_s": {"value": "1500 ms", "within_pct": 10}}' >"$out" 2>&1
+rc=$?
+if [ $rc -ne 1 ] || ! grep -q "max 75.00 GiB  *78.61 GiB (+3.61 GiB)" "$out" || ! grep -q "1.5 s +-10%  *1.843 s (+22.9%)" "$out"; then
+  echo "FAIL: bounds with units and the amounts they miss by: exit $rc"; cat "$out"; fails=$((fails + 1)); fi
+"$bin" check $sc --set 'expect={"memory.max_peak_reserved_bytes": {"max": 80530636800}, "step_time_s": {"max": "2 s", "min": "1800 ms"}}' >"$out" 2>&1
+rc=$?
+if [ $rc -ne 1 ] || ! grep -q "FAIL.*max_peak_reserved_bytes" "$out" || grep -q "FAIL.*step_time_s" "$out"; then
+  echo "FAIL: 75 GiB written in bytes decides as \"75 GiB\"; 1.8..2 s holds: exit $rc"; cat "$out"; fails=$((fails + 1)); fi
+"$bin" check $sc --set 'expect={"step_time_s": {"max": "2 GiB"}}' >"$out" 2>&1
+rc=$?
+if [ $rc -ne 2 ] || ! grep -q 'expected a number or a time like "850 ms"' "$out"; then
+  echo "FAIL: a size for a time key: exit $rc"; cat "$out"; fails=$((fails + 1)); fi
+"$bin" check $sc --set 'expect={"ranks": {"max": "2 s"}}' >"$out" 2>&1
+rc=$?
+if [ $rc -ne 2 ] || ! grep -q '"ranks" has no unit' "$out"; then
+  echo "FAIL: a unit for a plain key: exit $rc"; cat "$out"; fails=$((fails + 1)); fi
+# --junit: one testcase per expectation, failures with their message, a
+# scenario that cannot run as an error; valid XML (python3's parser).
+j=$(mktemp)
+"$bin" check scenarios/seed002/zero0_ddp.json $sc tests/bad-inputs/arch-qk-norm-mla.json --junit "$j" \
+    --set 'expect={"memory.max_peak_reserved_bytes": {"max": "75 GiB"}, "ranks": {"eq": 8}}' >"$out" 2>&1
+rc=$?
+if [ $rc -ne 2 ] || ! python3 - "$j" <<'PY'
+import sys, xml.dom.minidom as m
+d = m.parse(sys.argv[1])
+top = d.documentElement
+cases = d.getElementsByTagName("testcase")
+fails = [c for c in cases if c.getElementsByTagName("failure")]
+errs = [c for c in cases if c.getElementsByTagName("error")]
+ok = (top.getAttribute("tests") == "5" and top.getAttribute("failures") == "2"
+      and top.getAttribute("errors") == "1" and len(cases) == 5 and len(fails) == 2 and len(errs) == 1
+      and "(+3.61 GiB)" in fails[-1].getElementsByTagName("failure")[0].getAttribute("message"))
+sys.exit(0 if ok else 1)
+PY
+then echo "FAIL: --junit"; cat "$out" "$j"; fails=$((fails + 1)); fi
+rm -f "$out" "$j"
+echo "$((10 - fails)) passed, $fails failed"
 [ $fails -eq 0 ]
