@@ -35,7 +35,7 @@ static const char usage[] =
     "usage: shardsim run SCENARIO [--json FILE] [--trace FILE] [--dot FILE] [--svg FILE]\n"
     "                    [--window MS..MS] [--ranks A..B] [--set PATH=VALUE]...\n"
     "                    [--memory] [--quiet] [--timing] [--max-memory SIZE]\n"
-    "                    [--expect | --no-expect] [--top N]\n"
+    "                    [--expect | --no-expect] [--top N] [--no-advice]\n"
     "       shardsim check SCENARIO... [--set PATH=VALUE]... [--junit FILE]\n"
     "       shardsim diff A B [--set PATH=VALUE]... [--svg FILE] [--ranks A..B]\n"
     "       shardsim sweep SCENARIO --vary PATH=V1,V2,... [--vary ...] [--set ...]\n"
@@ -82,6 +82,8 @@ static const char usage[] =
     "  --timing print the wall time of each stage (and of the outputs) to stderr\n"
     "  --expect / --no-expect  check the scenario's \"expect\" block even after\n"
     "           --set (by default a changed scenario's is not checked) / never\n"
+    "  --no-advice  when the step does not fit, do not try the usual changes\n"
+    "           (recompute, another sharding, optimizer offload, ...) one by one\n"
     "  --max-memory  cap the process's memory (address space) at SIZE, e.g. 8G;\n"
     "           a run that needs more stops with \"out of memory\" and the budget\n"
     "           (run, check, diff, sweep; default: no cap)\n";
@@ -94,7 +96,7 @@ typedef struct cli_args {
     size_t nfiles;
     const char *sets[MAX_SETS];
     size_t nsets;
-    int quiet, memory, timing, expect, no_expect;
+    int quiet, memory, timing, expect, no_expect, no_advice;
     uint64_t max_memory; /* --max-memory: bytes of address space, 0 = none */
     uint32_t top;        /* --top: tensors per category in --memory (0: all) */
     const char *junit;   /* check --junit FILE */
@@ -134,7 +136,8 @@ static int unknown_option(const char *s, int is_run)
 {
     static const char *const run[] = {"--json", "--trace", "--dot",    "--svg",   "--window",
                                       "--ranks", "--set",  "--memory", "--quiet", "--timing",
-                                      "--max-memory", "--expect", "--no-expect", "--top"};
+                                      "--max-memory", "--expect", "--no-expect", "--top",
+                                      "--no-advice"};
     static const char *const sweep[] = {"--set", "--vary", "-o", "-j", "--max-memory"};
     static const char *const diff[] = {"--set", "--svg", "--window", "--ranks", "--max-memory"};
     static const char *const check[] = {"--set", "--max-memory", "--junit"};
@@ -253,6 +256,8 @@ static int parse_opt(int argc, char **argv, int *i, cli_args *a, int is_run)
         a->expect = 1;
     } else if (is_run == 1 && !strcmp(s, "--no-expect")) {
         a->no_expect = 1;
+    } else if (is_run == 1 && !strcmp(s, "--no-advice")) {
+        a->no_advice = 1;
     } else {
         return unknown_option(s, is_run);
     }
@@ -454,6 +459,61 @@ static void print_timing(const sim_one *o, double t0)
             (unsigned long long)o->r.sum.nevents);
 }
 
+/* Whether every rank fits, and the largest peak reserved over ranks. */
+static bool run_fits(const sum_report *r, ss_bytes *peak)
+{
+    bool fits = true;
+    *peak = 0;
+    for (uint32_t k = 0; k < r->nranks; k++) {
+        fits = fits && !r->ranks[k].mem.ooms;
+        if (r->ranks[k].mem.peak_reserved > *peak) *peak = r->ranks[k].mem.peak_reserved;
+    }
+    return fits;
+}
+
+/* DOES NOT FIT: the scenario again with each of the usual remedies alone
+ * (the ones this runtime and layout accept; the others fail to load and
+ * are left out), with its peak and step, so the answer says what to
+ * change. Each is a whole run of the scenario. */
+static void print_advice(const cli_args *a, const sim_one *o)
+{
+    static const char *const tries[] = {
+        "training.recompute=full", "training.recompute=selective", "sharding.strategy=fsdp2",
+        "sharding.strategy=zero3", "offload.optimizer=cpu", "offload.params=cpu",
+        "optimizer.impl=fused", "allocator.expandable_segments=true"};
+    cli_args *b = malloc(sizeof *b);
+    if (!b || a->nsets + 1 > MAX_SETS) {
+        free(b);
+        return;
+    }
+    printf("\n  what would fit in %.2f GiB, each change alone (peak reserved, step):\n",
+           (double)o->s.capacity_bytes / (double)(1ull << 30));
+    unsigned shown = 0;
+    ss_bytes peak0;
+    run_fits(&o->r.sum, &peak0);
+    for (size_t k = 0; k < sizeof tries / sizeof *tries; k++) {
+        *b = *a;
+        b->trace = NULL;
+        b->sets[b->nsets++] = tries[k];
+        sim_one x;
+        ss_err err;
+        ss_err_clear(&err);
+        ss_bytes peak;
+        if (!sim_run(a->files[0], b, &x, &err)) {
+            bool fits = run_fits(&x.r.sum, &peak);
+            if (peak != peak0 || x.r.sum.step_ns != o->r.sum.step_ns) { /* else a no-op here */
+                printf("    --set %-36s %8.2f GiB  %9.3f s  %s\n", tries[k],
+                       (double)peak / (double)(1ull << 30), (double)x.r.sum.step_ns * 1e-9,
+                       fits ? "fits" : "does not fit");
+                shown++;
+            }
+        }
+        sim_fini(&x);
+    }
+    if (!shown) printf("    (none of the usual changes applies to this runtime and layout)\n");
+    free(b);
+}
+
 /* The file's expectations were written for the file: after --set they
  * would report on a scenario nobody wrote them for, so they are checked
  * only when asked (--expect); --no-expect leaves them out always. */
@@ -481,6 +541,8 @@ static int cmd_run(const cli_args *a)
         for (size_t i = 0; i < a->nsets; i++) /* what ran is not the file's title alone */
             printf("%s --set %s\n", i ? "             " : "changed with", a->sets[i]);
         sum_text(&o.r.sum, stdout);
+        ss_bytes peak;
+        if (!a->no_advice && o.s.capacity_bytes && !run_fits(&o.r.sum, &peak)) print_advice(a, &o);
         print_run_expectations(a, &o);
     }
     if (!rc && a->memory) sum_ledger(&o.r.sum, o.r.t, 0, a->top, stdout);

@@ -33,6 +33,19 @@ out=$("$bin" run $sc)
 check "an unchanged run checks them" 'echo "$out" | grep -q "expectations: [0-9]* of [0-9]* hold"'
 out=$("$bin" run $sc --no-expect)
 check "--no-expect leaves them out" '! echo "$out" | grep -q "expectations"'
+# DOES NOT FIT comes with what would: each usual change run alone, with its
+# peak and step (70B FSDP1 on 8 H100s without its parameter offload: putting
+# the offload back fits, as the shipped scenario shows).
+f=scenarios/offload/llama3-70b-fsdp1-cpu-offload-8xh100.json
+out=$("$bin" run $f --set 'offload={}')
+check "a step that does not fit lists what would" 'echo "$out" | grep -q "^  what would fit in 80.00 GiB"'
+check "... with the change that fits" 'echo "$out" | grep -q "^    --set offload.params=cpu  *[0-9.]* GiB  *[0-9.]* s  fits$"'
+check "... and a change that is a no-op here left out" '! echo "$out" | grep -q "recompute=full"'
+out=$("$bin" run $f --set 'offload={}' --no-advice)
+check "--no-advice leaves it out" '! echo "$out" | grep -q "what would fit"'
+out=$("$bin" run $f)
+check "a step that fits has none" '! echo "$out" | grep -q "what would fit"'
+
 # --memory --top N: N tensors per category, largest first, and a line for
 # the rest; --top 0 lists every one, as many as --top 1 shows plus the rest.
 f=scenarios/fsdp2/llama3-8b-fsdp2-sac-8xh100.json
