@@ -59,6 +59,11 @@ floor=$(awk '/^ *[0-9]/ {print $6}' "$out/floor")
 below=$(awk '/^ *[0-9]/ {print $6}' "$out/below" | sort -u)
 [ -n "$floor" ] && [ "$floor" != "0.00" ] && [ "$below" = "$floor" ] ||
   fail "below the fitted range: times '$below', want the model's floor '$floor'"
+# Every shipped topology loads and predicts a collective.
+for t in topologies/*.json; do
+  "$bin" coll --topology "$t" --op all_reduce -b 1M -e 1M >"$out/t" 2>&1 &&
+    grep -q "^ *1048576 " "$out/t" || fail "$t: $(head -3 "$out/t")"
+done
 rm -rf "$out"
 [ $fails -eq 0 ] && echo "coll: all passed"
 [ $fails -eq 0 ]
