@@ -21,6 +21,7 @@ static const char usage[] =
     "                       [--ep LIST] [--strategy LIST] [--recompute LIST]\n"
     "                       [--global-batch N] [--max-points N] [--set PATH=VALUE]...\n"
     "                       [-j THREADS] [--csv FILE] [--quiet]\n"
+    "                       [--write-best FILE [--point N]]\n"
     "\n"
     "  --world      GPUs every layout uses (default: all of the topology's)\n"
     "  --tp --cp --pp --ep  candidate degrees, comma-separated (default: the\n"
@@ -39,10 +40,14 @@ static const char usage[] =
     "  --set        override a scenario key for every point\n"
     "  -j           simulate on THREADS threads (default 1)\n"
     "  --csv        write every point, error rows included, to FILE\n"
+    "  --write-best write the fastest fitting point (or point N) as a scenario\n"
+    "               FILE that runs from anywhere (file references made absolute)\n"
     "  --quiet      no progress on stderr\n";
 
 typedef struct opts {
     const char *scenario, *csv;
+    const char *write_best; /* --write-best FILE: the chosen point as a runnable scenario */
+    long point;             /* --point N: that point instead of the best; -1 = the best */
     const char *sets[MAX_SETS];
     size_t nsets;
     search_space sp;
@@ -135,6 +140,9 @@ static int parse_value(opts *o, const char *k, const char *v)
     else if (!strcmp(k, "--max-points") && parse_u64(v, 1, 10000000, &x)) sp->max_points = x;
     else if (!strcmp(k, "-j") && parse_u64(v, 1, 64, &x)) o->threads = (unsigned)x;
     else if (!strcmp(k, "--csv")) o->csv = v;
+    else if (!strcmp(k, "--write-best")) o->write_best = v;
+    else if (!strcmp(k, "--point") && parse_u64(v, 0, 100000000, &x)) o->point = (long)x;
+    else if (!strcmp(k, "--point")) return bad("--point: expected a point number, not %s", v);
     else if (!strcmp(k, "--set") && o->nsets < MAX_SETS) o->sets[o->nsets++] = v;
     else if (!strcmp(k, "--set")) return bad("at most %d --set", MAX_SETS);
     else if (!strcmp(k, "--world") || !strcmp(k, "--global-batch") || !strcmp(k, "--max-points"))
@@ -143,6 +151,7 @@ static int parse_value(opts *o, const char *k, const char *v)
     else {
         static const char *const known[] = {"--world", "--tp", "--cp", "--pp", "--ep", "--strategy",
                                            "--recompute", "--global-batch", "--set", "-j", "--csv",
+                                           "--write-best", "--point",
                                            "--max-points", "--quiet"};
         const char *hit = cli_nearest(k, known, sizeof known / sizeof *known);
         return hit ? bad("unknown option %s (did you mean %s?)", k, hit) : bad("unknown option %s", k);
@@ -153,7 +162,7 @@ static int parse_value(opts *o, const char *k, const char *v)
 /* 0 parsed, -1 --help printed, 2 usage error. */
 static int parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){.threads = 1};
+    *o = (opts){.threads = 1, .point = -1};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -172,6 +181,7 @@ static int parse(int argc, char **argv, opts *o)
             o->scenario = a;
         }
     }
+    if (o->point >= 0 && !o->write_best) return bad("%s", "--point N goes with --write-best FILE");
     return o->scenario ? 0 : bad("%s", "no SCENARIO file given");
 }
 
@@ -288,7 +298,7 @@ static int simulate(const opts *o, const base *b, const search_point *pts, size_
 }
 
 static int report(const opts *o, const base *b, const search_point *pts, size_t n,
-                  size_t skipped, const sweep_fig *figs, ss_err *err)
+                  size_t skipped, const sweep_fig *figs, size_t *best, ss_err *err)
 {
     size_t *front = malloc((n ? n : 1) * sizeof *front), nfront = 0;
     int rc = front ? search_front(figs, n, front, &nfront, err)
@@ -304,6 +314,7 @@ static int report(const opts *o, const base *b, const search_point *pts, size_t 
     }
     print_header(o, b, n, skipped, valid, fitting);
     if (nfront) {
+        *best = front[0];
         print_best(&pts[front[0]], &figs[front[0]], front[0], b);
         print_front(pts, figs, front, nfront, fitting);
     } else {
@@ -312,6 +323,24 @@ static int report(const opts *o, const base *b, const search_point *pts, size_t 
     }
     free(front);
     return nfront ? 0 : 1;
+}
+
+/* Point i as a scenario that runs from anywhere: the base scenario with the
+ * search's --set and the point's overrides, its file references absolute. */
+static int write_point(const opts *o, const base *b, const search_point *p, size_t i, ss_err *err)
+{
+    char sets[SEARCH_NKEYS][SEARCH_SET_MAX], name[160];
+    const char *all[MAX_SETS + SEARCH_NKEYS];
+    size_t n = 0;
+    for (size_t k = 0; k < o->nsets; k++) all[n++] = o->sets[k];
+    size_t m = search_point_sets(p, b->strategy, sets);
+    for (size_t k = 0; k < m; k++) all[n++] = sets[k];
+    snprintf(name, sizeof name, "%.100s (search point %zu)", b->name, i);
+    char *text = NULL;
+    int rc = scn_write_resolved(o->scenario, all, n, name, &text, err);
+    if (!rc) rc = of_write_text(o->write_best, text, err);
+    free(text);
+    return rc;
 }
 
 int search_cmd(int argc, char **argv)
@@ -326,12 +355,26 @@ int search_cmd(int argc, char **argv)
     size_t n = 0, skipped = 0;
     if ((rc = prepare(&o, &b, &err)) || (rc = search_enumerate(&o.sp, &pts, &n, &skipped, &err)))
         return fail(&err);
+    if (o.point >= 0 && (size_t)o.point >= n) {
+        free(pts);
+        return bad("--point %ld: the search has points 0 to %zu", o.point, n - 1);
+    }
     sweep_fig *figs = calloc(n, sizeof *figs);
     char *csv = NULL;
     rc = figs ? simulate(&o, &b, pts, n, figs, &csv, &err)
               : ss_fail(&err, SS_E_NOMEM, NULL, "out of memory");
     if (!rc && o.csv) rc = of_write_text(o.csv, csv, &err);
-    int code = rc ? fail(&err) : report(&o, &b, pts, n, skipped, figs, &err);
+    size_t best = SIZE_MAX;
+    int code = rc ? fail(&err) : report(&o, &b, pts, n, skipped, figs, &best, &err);
+    if (!rc && o.write_best) {
+        size_t i = o.point >= 0 ? (size_t)o.point : best;
+        if (i == SIZE_MAX)
+            code = bad("%s", "--write-best: no point fits (name one with --point N)");
+        else if (write_point(&o, &b, &pts[i], i, &err))
+            code = fail(&err);
+        else if (!o.quiet)
+            fprintf(stderr, "shardsim search: point %zu written to %s\n", i, o.write_best);
+    }
     free(csv);
     free(figs);
     free(pts);

@@ -1,5 +1,8 @@
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "scenario.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1499,5 +1502,52 @@ int scn_read_summary(const char *file, char **text, bool *is_summary, ss_err *er
         if (!*text) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     }
     js_doc_fini(&doc);
+    return rc;
+}
+
+/* node[key], when a relative path string, made absolute against file's
+ * folder (the loader's rule). */
+static int absolute_ref(cJSON *node, const char *key, const char *file, ss_err *err)
+{
+    cJSON *v = cJSON_IsObject(node) ? cJSON_GetObjectItemCaseSensitive(node, key) : NULL;
+    if (!cJSON_IsString(v) || v->valuestring[0] == '/') return SS_OK;
+    char rel[JS_FILE_MAX], abs[PATH_MAX];
+    int rc = js_path_resolve(file, v->valuestring, rel, sizeof rel, err);
+    if (rc) return rc;
+    if (!realpath(rel, abs))
+        return ss_fail(err, SS_E_IO, file, "$.%s: cannot find \"%s\": %s", key, v->valuestring,
+                       strerror(errno));
+    return cJSON_SetValuestring(v, abs) ? SS_OK : ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+}
+
+int scn_write_resolved(const char *file, const char *const *overrides, size_t noverrides,
+                       const char *name, char **text, ss_err *err)
+{
+    js_doc doc = {0};
+    *text = NULL;
+    int rc = js_doc_load(&doc, file, err);
+    for (size_t i = 0; i < noverrides && !rc; i++) rc = js_doc_set(&doc, overrides[i], err);
+    cJSON *root = doc.root, *model = NULL, *topo = NULL;
+    if (!rc) {
+        model = cJSON_GetObjectItemCaseSensitive(root, "model");
+        topo = cJSON_GetObjectItemCaseSensitive(root, "topology");
+    }
+    static const char *const top[] = {"model", "topology", "sharding", "calibration"};
+    for (size_t k = 0; k < 4 && !rc; k++) rc = absolute_ref(root, top[k], file, err);
+    if (!rc) rc = absolute_ref(model, "hf_config", file, err);
+    if (!rc) rc = absolute_ref(topo, "file", file, err);
+    if (!rc) rc = absolute_ref(topo, "device", file, err);
+    cJSON *n = !rc && name ? cJSON_GetObjectItemCaseSensitive(root, "name") : NULL;
+    if (n && cJSON_IsString(n) && !cJSON_SetValuestring(n, name))
+        rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    if (!rc && !(*text = cJSON_Print(root))) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    js_doc_fini(&doc);
+    spec_scenario back;
+    if (!rc && !(rc = scn_load_text(file, *text, strlen(*text), NULL, 0, &back, err)))
+        spec_scenario_fini(&back);
+    if (rc) {
+        free(*text);
+        *text = NULL;
+    }
     return rc;
 }

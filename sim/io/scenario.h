@@ -34,4 +34,13 @@ int scn_load(const char *file, const char *const *overrides, size_t noverrides,
 int scn_load_text(const char *name, const char *text, size_t len, const char *const *overrides,
                   size_t noverrides, spec_scenario *out, ss_err *err);
 
+/* The scenario file with the overrides applied, as JSON text (caller frees)
+ * that runs from anywhere: every file it names (model, hf_config, topology
+ * and its file and device, a DeepSpeed config as sharding, calibration) as
+ * an absolute path. `name`, if not NULL, replaces its name. The text is
+ * loaded back before it is returned, so it is a scenario the loader takes.
+ * For `search --write-best`. */
+int scn_write_resolved(const char *file, const char *const *overrides, size_t noverrides,
+                       const char *name, char **text, ss_err *err);
+
 #endif

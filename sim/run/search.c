@@ -137,6 +137,19 @@ static void value_of(const search_point *p, size_t key, char *buf, size_t cap)
     else snprintf(buf, cap, "%u", nums[key]);
 }
 
+size_t search_point_sets(const search_point *p, spec_strategy base,
+                         char sets[SEARCH_NKEYS][SEARCH_SET_MAX])
+{
+    for (size_t k = 0; k < SEARCH_NKEYS; k++) {
+        char buf[64];
+        value_of(p, k, buf, sizeof buf);
+        if (k == 7 && p->strategy != base)
+            snprintf(sets[k], SEARCH_SET_MAX, "sharding={\"strategy\": \"%s\"}", buf);
+        else snprintf(sets[k], SEARCH_SET_MAX, "%s=%s", search_keys[k], buf);
+    }
+    return SEARCH_NKEYS;
+}
+
 /* A point with another runtime than the scenario's gets that runtime's
  * defaults: its sharding section replaced whole (the scenario's knobs
  * belong to its own runtime, and some are errors with another). */

@@ -75,6 +75,13 @@ int search_enumerate(const search_space *sp, search_point **out, size_t *n, size
 #define SEARCH_NKEYS 9
 extern const char *const search_keys[SEARCH_NKEYS];
 
+/* The overrides that make the scenario point p, "key=value" in sets (as
+ * the sweep applies them: another runtime than `base` replaces the
+ * sharding section). Returns how many (SEARCH_NKEYS). */
+#define SEARCH_SET_MAX 160
+size_t search_point_sets(const search_point *p, spec_strategy base,
+                         char sets[SEARCH_NKEYS][SEARCH_SET_MAX]);
+
 /* Make c a zip-mode sweep of the points: c->vary[k] is the column of
  * search_keys[k] (the values are owned by c; free with sweep_vary_fini).
  * A point whose strategy is not `base` (the scenario's) replaces the

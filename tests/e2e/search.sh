@@ -86,5 +86,20 @@ for bad in "--tp 0" "--tp 2,2" "--strategy zero9" "--frobnicate 1" "--world 16" 
 done
 check "--max-points (the last one) names the option to narrow" 'grep -q "narrow --" "$d/bad.err"'
 
+# --write-best: the best point as a scenario that runs from another folder
+# and gives the step the report printed; --point N writes that point.
+"$bin" search "$s" "${args[@]}" --quiet --write-best "$d/best.json" >"$d/wb.txt" 2>/dev/null
+want=$(sed -n 's/^  step time *\([0-9.]*\) ms$/\1/p' "$d/wb.txt")
+abs=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
+got=$(cd / && "$abs" run "$d/best.json" | sed -n 's/^  step time *\([0-9.]*\) ms$/\1/p')
+check "--write-best: the file runs from / and gives the reported step" '[ -n "$want" ] && [ "$got" = "$want" ]'
+check "... its file references are absolute" 'grep -q "\"model\":[[:space:]]*\"/" "$d/best.json"'
+"$bin" search "$s" "${args[@]}" --quiet --write-best "$d/p3.json" --point 3 >/dev/null 2>&1
+tp3=$(awk -F, 'NR == 5 {print $2}' "$d/j1.csv")
+check "--point 3 writes the CSV's fourth point" '[ -n "$tp3" ] && grep -q "\"tp\":[[:space:]]*$tp3[,}]" "$d/p3.json"'
+"$bin" search "$s" "${args[@]}" --quiet --write-best "$d/x.json" --point 80 >/dev/null 2>"$d/pe.err"
+rc=$?
+check "--point past the last is a usage error" '[ $rc -eq 2 ] && grep -q "points 0 to 79" "$d/pe.err" && [ ! -e "$d/x.json" ]'
+
 echo "$((checks - fails)) passed, $fails failed"
 [ $fails -eq 0 ]
