@@ -225,17 +225,27 @@ static int ds_precision(js_node cfg, js_node root, spec_scenario *s, ss_err *err
     if (rc || (rc = ds_enabled(cfg, "fp16", &fp, err))) return rc;
     bool given = js_get(root, "precision", &prec);
     if (bf == 1 && fp == 1) return js_failf(cfg, err, "bf16 and fp16 are both enabled");
-    if ((bf < 0 || fp < 0) && !given && bf != 1 && fp != 1)
-        return js_failf(cfg, err, "bf16/fp16 \"enabled\" is \"auto\": give the scenario a "
-                                  "precision section");
+    /* "auto" is what Hugging Face's Trainer fills from its --bf16/--fp16
+     * flag: with no precision section to say, bf16 (what A100 and later
+     * train in); a precision section's compute dtype decides otherwise. */
+    if (bf < 0 && !given && fp != 1) bf = 1;
+    if (fp < 0 && !given && bf == 1) fp = 0;
+    if (given && bf < 0 && fp != 1) bf = s->prec.compute == SPEC_DT_BF16;
+    if (given && fp < 0 && bf != 1) fp = s->prec.compute == SPEC_DT_FP16;
     spec_dtype bit16 = bf == 1 ? SPEC_DT_BF16 : fp == 1 ? SPEC_DT_FP16 : SPEC_DT_FP32;
     if (given && bf >= 0 && fp >= 0 && s->prec.compute != bit16)
         return js_failf(prec, err, "the DeepSpeed config trains in %s but precision.compute is %s",
                         spec_dtype_names[bit16], spec_dtype_names[s->prec.compute]);
     if (given) {
         /* DeepSpeed stores the parameters in the compute dtype and keeps
-         * fp32 master weights beside them. */
-        const spec_precision *q = &s->prec;
+         * fp32 master weights beside them: what the section leaves out is
+         * filled so; what it states must agree. */
+        spec_precision *q = &s->prec;
+        js_node k;
+        if (!js_get(prec, "param", &k)) q->param = q->compute;
+        if (!js_get(prec, "master", &k)) q->master = SPEC_DT_FP32;
+        if (!js_get(prec, "grad", &k)) q->grad = q->compute;
+        if (!js_get(prec, "reduce", &k)) q->reduce = q->grad;
         if (q->param != q->compute || q->master != SPEC_DT_FP32)
             return js_failf(prec, err, "DeepSpeed keeps %s parameters and fp32 master weights: "
                                        "expected param %s and master fp32, found param %s and "
@@ -257,11 +267,17 @@ static int ds_precision(js_node cfg, js_node root, spec_scenario *s, ss_err *err
 }
 
 /* optimizer.type against the scenario's: Adam, AdamW and their DeepSpeed
- * kernels are one family; SGD another. */
-static int ds_optimizer(js_node cfg, const spec_scenario *s, ss_err *err)
+ * kernels are one family; SGD another. A scenario without an optimizer
+ * section takes the config's (DeepSpeed's Adam is AdamW unless adam_w_mode
+ * is false, and runs its fused kernel). */
+static int ds_optimizer(js_node cfg, js_node root, spec_scenario *s, ss_err *err)
 {
-    js_node o, t;
-    if (!js_get(cfg, "optimizer", &o)) return SS_OK;
+    js_node o, t, given;
+    bool infer = !js_get(root, "optimizer", &given);
+    if (!js_get(cfg, "optimizer", &o))
+        return infer ? js_failf(root, err, "missing required key \"optimizer\": neither the "
+                                           "scenario nor its DeepSpeed config names one")
+                     : SS_OK;
     int rc = js_want_obj(o, err);
     if (rc || !js_get(o, "type", &t)) return rc;
     const char *type;
@@ -270,6 +286,10 @@ static int ds_optimizer(js_node cfg, const spec_scenario *s, ss_err *err)
                                        "onebitadam", "zerooneadam"};
     bool is_adam = false;
     for (size_t i = 0; i < SS_ARRAY_LEN(adam); i++) is_adam |= strcasecmp(type, adam[i]) == 0;
+    if (infer && (is_adam || !strcasecmp(type, "sgd"))) {
+        s->opt.type = is_adam ? SPEC_OPT_ADAMW : SPEC_OPT_SGD;
+        return SS_OK;
+    }
     bool want_adam = s->opt.type != SPEC_OPT_SGD;
     if (is_adam != want_adam || (!is_adam && strcasecmp(type, "sgd") != 0))
         return js_failf(t, err, "\"%s\", but the scenario's optimizer.type is %s", type,
@@ -295,7 +315,7 @@ int dsc_load(js_node cfg, js_node root, spec_scenario *s, ss_err *err)
         return rc;
     s->ds = (spec_deepspeed){0};
     if ((rc = ds_zero(cfg, s, err)) || (rc = ds_batch(cfg, root, s, err)) ||
-        (rc = ds_precision(cfg, root, s, err)) || (rc = ds_optimizer(cfg, s, err)))
+        (rc = ds_precision(cfg, root, s, err)) || (rc = ds_optimizer(cfg, root, s, err)))
         return rc;
     return SS_OK;
 }

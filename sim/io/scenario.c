@@ -285,10 +285,25 @@ static int load_precision(js_node root, spec_precision *p, ss_err *err)
     return master_check(n, p, err);
 }
 
+/* The sharding section is a DeepSpeed config (a file, or strategy
+ * "deepspeed" inline). */
+static bool ds_sharding(js_node root)
+{
+    js_node n, st;
+    if (!js_get(root, "sharding", &n)) return false;
+    return js_is_str(n) || (js_get(n, "strategy", &st) && js_is_str(st) &&
+                            strcmp(st.j->valuestring, "deepspeed") == 0);
+}
+
 static int load_optimizer(js_node root, spec_optimizer_cfg *o, ss_err *err)
 {
     js_node n;
     int type, impl;
+    if (!js_get(root, "optimizer", &n) && ds_sharding(root)) {
+        /* the DeepSpeed config names it (dsc_load reads its optimizer.type) */
+        *o = (spec_optimizer_cfg){.type = SPEC_OPT_ADAMW, .impl = SPEC_IMPL_FUSED, .momentum = true};
+        return SS_OK;
+    }
     int rc = js_need(root, "optimizer", &n, err);
     if (rc || (rc = js_want_obj(n, err)) ||
         (rc = js_keys_check(n, KEYS("type", "impl", "momentum"), err)) ||

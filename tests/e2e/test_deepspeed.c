@@ -35,6 +35,7 @@
 
 #include "../../sim/io/scenario.h"
 #include "../../sim/run/run.h"
+#include "../../sim/out/summary.h"
 
 typedef struct size_case {
     uint64_t h, layers;
@@ -175,6 +176,73 @@ static void test_zero3_offload_all(void **state)
                 0, 18);
 }
 
+/* A scenario that leaves to its DeepSpeed config what the config says
+ * (configs/deepspeed/zero3-bf16.json: bf16 enabled, optimizer AdamW) runs as
+ * the one that spells it out: DeepSpeed's AdamW (its fused kernel), bf16
+ * parameters, gradients and reductions, fp32 master and states. "auto"
+ * with no precision section reads as bf16 (Hugging Face's --bf16); a
+ * section that states fp32 parameters still contradicts DeepSpeed. */
+static char *summary_of_text(const char *text, ss_err *err)
+{
+    char name[1024];
+    snprintf(name, sizeof name, "%s/scenarios/deepspeed/inline.json", SS_SOURCE_DIR);
+    spec_scenario s;
+    run_result r;
+    if (scn_load_text(name, text, strlen(text), NULL, 0, &s, err)) return NULL;
+    char *js = NULL;
+    if (!run_step(&s, NULL, &r, err)) {
+        js = sum_json(&r.sum);
+        run_fini(&r);
+    }
+    spec_scenario_fini(&s);
+    return js;
+}
+
+static void test_inferred_from_config(void **state)
+{
+    (void)state;
+#define DS_BASE "{\"name\": \"z3\", \"model\": \"../../models/llama3-8b.json\", " \
+    "\"topology\": \"../../topologies/h100x8-hgx.json\", \"parallel\": {\"dp\": 8}, " \
+    "\"training\": {\"micro_batch\": 1, \"seq_len\": 2048, \"recompute\": \"full\"}, "
+    ss_err err;
+    ss_err_clear(&err);
+    char *spelled = summary_of_text(DS_BASE "\"optimizer\": {\"type\": \"adamw\", \"impl\": \"fused\"}, "
+        "\"precision\": {\"param\": \"bf16\", \"compute\": \"bf16\", \"grad\": \"bf16\", "
+        "\"reduce\": \"bf16\", \"master\": \"fp32\", \"optimizer\": \"fp32\"}, "
+        "\"sharding\": \"../../configs/deepspeed/zero3-bf16.json\"}", &err);
+    if (!spelled) fail_msg("%s: %s", err.where, err.msg);
+    char *left = summary_of_text(DS_BASE "\"sharding\": \"../../configs/deepspeed/zero3-bf16.json\"}", &err);
+    if (!left) fail_msg("%s: %s", err.where, err.msg);
+    assert_string_equal(left, spelled);
+    char *compute_only = summary_of_text(DS_BASE "\"precision\": {\"compute\": \"bf16\"}, "
+        "\"sharding\": \"../../configs/deepspeed/zero3-bf16.json\"}", &err);
+    if (!compute_only) fail_msg("%s: %s", err.where, err.msg);
+    assert_string_equal(compute_only, spelled);
+    char *autos = summary_of_text(DS_BASE "\"sharding\": {\"strategy\": \"deepspeed\", "
+        "\"bf16\": {\"enabled\": \"auto\"}, \"zero_optimization\": {\"stage\": 3}, "
+        "\"optimizer\": {\"type\": \"AdamW\"}}}", &err);
+    if (!autos) fail_msg("%s: %s", err.where, err.msg);
+    char *enabled = summary_of_text(DS_BASE "\"sharding\": {\"strategy\": \"deepspeed\", "
+        "\"bf16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 3}, "
+        "\"optimizer\": {\"type\": \"AdamW\"}}}", &err);
+    if (!enabled) fail_msg("%s: %s", err.where, err.msg);
+    assert_string_equal(autos, enabled);
+    free(enabled);
+    ss_err_clear(&err);
+    assert_null(summary_of_text(DS_BASE "\"precision\": {\"param\": \"fp32\", \"compute\": \"bf16\"}, "
+        "\"sharding\": \"../../configs/deepspeed/zero3-bf16.json\"}", &err));
+    assert_non_null(strstr(err.msg, "DeepSpeed keeps bf16 parameters and fp32 master weights"));
+    ss_err_clear(&err);
+    assert_null(summary_of_text(DS_BASE "\"sharding\": {\"strategy\": \"deepspeed\", "
+        "\"zero_optimization\": {\"stage\": 1}}}", &err));
+    assert_non_null(strstr(err.msg, "neither the scenario nor its DeepSpeed config names one"));
+    free(spelled);
+    free(left);
+    free(compute_only);
+    free(autos);
+#undef DS_BASE
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -183,6 +251,7 @@ int main(void)
         cmocka_unit_test(test_zero3_no_offload),
         cmocka_unit_test(test_zero3_offload_optimizer),
         cmocka_unit_test(test_zero3_offload_all),
+        cmocka_unit_test(test_inferred_from_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
