@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #define EXACT_MAX 9007199254740992.0 /* 2^53: above it doubles skip integers */
@@ -616,6 +617,22 @@ int js_str(js_node n, const char *key, bool required, const char *def, const cha
     return rc;
 }
 
+/* Another spelling of the enum name `name` that users write because their
+ * framework does: any case (PyTorch's ShardingStrategy.FULL_SHARD,
+ * "NO_SHARD"), and torch's dtype names (torch.bfloat16 as "bfloat16", with
+ * or without "torch."). */
+static bool spelled_as(const char *s, const char *name)
+{
+    static const struct { const char *torch, *ours; } dtypes[] = {
+        {"bfloat16", "bf16"}, {"float16", "fp16"}, {"half", "fp16"}, {"float32", "fp32"},
+        {"float", "fp32"},    {"float8_e4m3fn", "fp8"}};
+    if (strcasecmp(s, name) == 0) return true;
+    if (strncmp(s, "torch.", 6) == 0) s += 6;
+    for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++)
+        if (strcmp(s, dtypes[i].torch) == 0 && strcmp(name, dtypes[i].ours) == 0) return true;
+    return false;
+}
+
 int js_enum(js_node n, const char *key, bool required, int def, const char *const *names,
             size_t nnames, int *out, ss_err *err)
 {
@@ -628,7 +645,7 @@ int js_enum(js_node n, const char *key, bool required, int def, const char *cons
     }
     if ((rc = js_str_val(c, &s, err))) return rc;
     for (size_t i = 0; i < nnames; i++)
-        if (strcmp(s, names[i]) == 0) {
+        if (strcmp(s, names[i]) == 0 || spelled_as(s, names[i])) {
             *out = (int)i;
             return SS_OK;
         }

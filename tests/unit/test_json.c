@@ -520,6 +520,36 @@ static void test_resolve(void **state)
     assert_string_equal(tiny, "dir/lon.json");
 }
 
+/* Enum values in the spellings users' frameworks print: any case
+ * (ShardingStrategy.FULL_SHARD's name), torch's dtype names with or without
+ * "torch."; a near miss is still refused with the list. */
+static void test_enum_spellings(void **state)
+{
+    (void)state;
+    static const char *const strat[] = {"no_shard", "shard_grad_op", "full_shard"};
+    static const char *const dts[] = {"fp32", "fp16", "bf16", "fp8"};
+    js_doc d;
+    parse(&d, "{\"s\": \"FULL_SHARD\", \"a\": \"bfloat16\", \"b\": \"torch.float16\", "
+              "\"c\": \"half\", \"e\": \"torch.float32\", \"f\": \"bfloat\", \"g\": \"Shard_Grad_Op\"}");
+    ss_err err;
+    ss_err_clear(&err);
+    int out = -1;
+    assert_int_equal(js_enum(js_root(&d), "s", true, 0, strat, 3, &out, &err), SS_OK);
+    assert_int_equal(out, 2);
+    assert_int_equal(js_enum(js_root(&d), "g", true, 0, strat, 3, &out, &err), SS_OK);
+    assert_int_equal(out, 1);
+    const char *keys[] = {"a", "b", "c", "e"};
+    const int want[] = {2, 1, 1, 0};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(js_enum(js_root(&d), keys[i], true, 0, dts, 4, &out, &err), SS_OK);
+        assert_int_equal(out, want[i]);
+    }
+    assert_int_equal(js_enum(js_root(&d), "f", true, 0, dts, 4, &out, &err), SS_E_INPUT);
+    assert_non_null(strstr(err.msg, "found \"bfloat\""));
+    assert_int_equal(js_enum(js_root(&d), "a", true, 0, strat, 3, &out, &err), SS_E_INPUT);
+    js_doc_fini(&d);
+}
+
 /* Members by index in any order (forward, backward, strided, nested loops
  * over more arrays than the document remembers walks, an override in
  * between) are the members at those indexes: the walk cache never answers
@@ -577,6 +607,7 @@ int main(void)
         cmocka_unit_test(test_enum_and_paths), cmocka_unit_test(test_long_path),
         cmocka_unit_test(test_set_applies),    cmocka_unit_test(test_set_errors),
         cmocka_unit_test(test_resolve),        cmocka_unit_test(test_walk_any_order),
+        cmocka_unit_test(test_enum_spellings),
         cmocka_unit_test(test_text_checks),    cmocka_unit_test(test_paths_round_trip),
         cmocka_unit_test(test_copy_name_utf8),
     };
