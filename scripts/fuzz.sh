@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Build the libFuzzer targets with clang and run each for SECONDS (default
-# 60), seeded with the shipped scenarios (their model and topology inlined,
-# so the fuzzer starts inside every parser). Prints one line per target with
+# 60). The scenario targets (json, scenario, run) are seeded with the shipped
+# scenarios (their model and topology inlined, so the fuzzer starts inside
+# every parser); ncclt with the nccl-tests logs of tests/data/nccl-tests,
+# profile with calib/profiles, dsconfig with configs/deepspeed (as inline
+# sharding sections: "strategy": "deepspeed" added) and hfconfig with
+# models/hf. Prints one line per target with
 # executions, coverage and crashes; a crash leaves its input in
 # build-fuzz/TARGET-crash-* and fails the script. Usage: scripts/fuzz.sh [SECONDS]
 set -euo pipefail
@@ -29,9 +33,25 @@ for i, f in enumerate(sorted(glob.glob("scenarios/**/*.json", recursive=True))):
     json.dump(d, open(os.path.join(out, "s%02d.json" % i), "w"))
 PY
 cp tests/bad-inputs/*.json "$corpus/seed/" 2>/dev/null || true
+for t in json scenario run; do mkdir -p "$corpus/$t" && cp "$corpus"/seed/* "$corpus/$t/"; done
+mkdir -p "$corpus/ncclt" "$corpus/profile" "$corpus/dsconfig" "$corpus/hfconfig"
+cp tests/data/nccl-tests/*.txt "$corpus/ncclt/"
+cp calib/profiles/*.json "$corpus/profile/"
+cp models/hf/*.json "$corpus/hfconfig/"
+python3 - "$corpus/dsconfig" <<'PY' 2>/dev/null || cp configs/deepspeed/*.json "$corpus/dsconfig/"
+import json, os, sys, glob
+out = sys.argv[1]
+for f in sorted(glob.glob("configs/deepspeed/*.json")):
+    d = {"strategy": "deepspeed"}
+    d.update(json.load(open(f)))
+    json.dump(d, open(os.path.join(out, os.path.basename(f)), "w"))
+for f in sorted(glob.glob("scenarios/**/*.json", recursive=True)):
+    sh = json.load(open(f)).get("sharding")
+    if isinstance(sh, dict) and sh.get("strategy") == "deepspeed":
+        json.dump(sh, open(os.path.join(out, "inline-" + os.path.basename(f)), "w"))
+PY
 status=0
-for t in json scenario run; do
-  mkdir -p "$corpus/$t" && cp "$corpus"/seed/* "$corpus/$t/"
+for t in json scenario run ncclt profile dsconfig hfconfig; do
   log=build-fuzz/fuzz_$t.log
   if ! build-fuzz/tests/fuzz/fuzz_$t -max_total_time="$secs" -max_len=65536 -timeout=10 \
        -rss_limit_mb=4096 -artifact_prefix=build-fuzz/$t- -print_final_stats=1 "$corpus/$t" >"$log" 2>&1; then

@@ -278,11 +278,16 @@ static int text_check(const char *text, size_t len, js_node root, ss_err *err)
         return js_failf(s.where, err, "a key at line %u, column %u holds %s: expected "
                         "UTF-8 text without NUL", line, col, s.bad);
     if (s.bad_int) {
+        /* Counted within len: the text need not end with a NUL, and the
+         * integer may be its last byte. */
+        size_t n = 0;
+        while (s.bad_at + n < len && (text[s.bad_at + n] == '-' ||
+                                      (text[s.bad_at + n] >= '0' && text[s.bad_at + n] <= '9')))
+            n++;
         char exact[32];
         return js_failf(s.where, err, "%.*s is too large to be exact (integers may be at most "
                         "2^53 = 9007199254740992; a double reads this one as %s)",
-                        (int)strspn(text + s.bad_at, "-0123456789"), text + s.bad_at,
-                        fmt_num(s.where.j->valuedouble, exact));
+                        (int)n, text + s.bad_at, fmt_num(s.where.j->valuedouble, exact));
     }
     return js_failf(s.where, err, "the string at line %u, column %u holds %s: expected UTF-8 "
                     "text without NUL", line, col, s.bad);

@@ -3,7 +3,12 @@
  * the two bugs they exposed, pinned down directly:
  *  - js_doc_parse read past a buffer that does not end with a NUL while
  *    skipping trailing white space;
- *  - js_keys_check on an array dereferenced the members' missing keys. */
+ *  - js_keys_check on an array dereferenced the members' missing keys;
+ *  - js_doc_parse, quoting an integer too large to be exact, read past a
+ *    buffer that ends with it (found through fuzz_profile).
+ * Every file is replayed through every reader the targets drive (JSON,
+ * scenario, nccl-tests log, profile, and the scenario wrappers of the
+ * DeepSpeed and Hugging Face configs), whichever target found it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,7 +21,10 @@
 #include <dirent.h>
 
 #include "../../sim/io/json.h"
+#include "../../sim/io/ncclt.h"
+#include "../../sim/io/profile.h"
 #include "../../sim/io/scenario.h"
+#include "../fuzz/fuzz_splice.h"
 
 static char *slurp(const char *path, size_t *len)
 {
@@ -54,6 +62,42 @@ static void test_keys_check_on_array(void **state)
     js_doc_fini(&d);
 }
 
+/* The crashing input itself: 23 digits and nothing after them (no newline,
+ * no NUL). The message must quote the whole number and stop there. */
+static void test_big_integer_at_end(void **state)
+{
+    (void)state;
+    static const char digits[] = "88888888888888888888882";
+    size_t len = sizeof digits - 1;
+    char *text = malloc(len); /* exactly the digits, so ASan or valgrind sees an overread */
+    assert_non_null(text);
+    memcpy(text, digits, len);
+    js_doc d;
+    ss_err err;
+    ss_err_clear(&err);
+    assert_int_equal(js_doc_parse(&d, "t.json", text, len, &err), SS_E_INPUT);
+    assert_non_null(strstr(err.msg, "88888888888888888888882 is too large to be exact"));
+    free(text);
+}
+
+/* What the fuzz targets other than json and scenario call on one input:
+ * each either succeeds or gives an input error with a message. */
+static void replay_other_readers(const char *buf, size_t len)
+{
+    ss_err err;
+    ncclt_log *log = NULL;
+    ss_err_clear(&err);
+    if (ncclt_parse("r.txt", buf, len, "all_reduce", &log, &err) == SS_OK) ncclt_free(log);
+    else assert_true(err.msg[0] != '\0');
+    prof p;
+    ss_err_clear(&err);
+    if (prof_load_text("r.json", buf, len, &p, &err) == SS_OK) prof_fini(&p);
+    else assert_true(err.msg[0] != '\0');
+    /* fuzz_splice_load traps on anything but success or an input error */
+    fuzz_splice_load(FUZZ_DS_PREFIX, (const uint8_t *)buf, len, FUZZ_DS_SUFFIX);
+    fuzz_splice_load(FUZZ_HF_PREFIX, (const uint8_t *)buf, len, FUZZ_HF_SUFFIX);
+}
+
 static void test_replay_corpus(void **state)
 {
     (void)state;
@@ -79,11 +123,12 @@ static void test_replay_corpus(void **state)
         ss_err_clear(&err);
         if (scn_load_text("r.json", buf, len, NULL, 0, &s, &err) == SS_OK) spec_scenario_fini(&s);
         else assert_true(err.msg[0] != '\0');
+        replay_other_readers(buf, len);
         free(buf);
         n++;
     }
     closedir(dp);
-    assert_true(n >= 2);
+    assert_true(n >= 3);
 }
 
 int main(void)
@@ -91,6 +136,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_nul_buffer),
         cmocka_unit_test(test_keys_check_on_array),
+        cmocka_unit_test(test_big_integer_at_end),
         cmocka_unit_test(test_replay_corpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
