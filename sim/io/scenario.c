@@ -1473,13 +1473,76 @@ int scn_load_text(const char *name, const char *text, size_t len, const char *co
     return scn_from_doc(&doc, rc, name, overrides, noverrides, out, err);
 }
 
+static int absolute_ref(cJSON *node, const char *key, const char *file, ss_err *err);
+
+/* An override that reaches into a file the scenario names ("model.
+ * architecture.layers=40" with "model": "PATH", "topology.fabric.GBps=25"
+ * with "topology": {"file": PATH, "nodes": 4}) first brings that file into
+ * the scenario, its own references made absolute and a topology wrapper's
+ * nodes and device kept; the override then applies to the copy, never to
+ * the file. */
+static int inline_for(js_doc *doc, const char *file, const char *assignment, ss_err *err)
+{
+    static const char *const heads[] = {"model", "topology", "sharding"};
+    const char *head = NULL;
+    for (size_t k = 0; k < 3 && !head; k++) {
+        size_t n = strlen(heads[k]);
+        if (!strncmp(assignment, heads[k], n) && (assignment[n] == '.' || assignment[n] == '['))
+            head = heads[k];
+    }
+    cJSON *v = head && cJSON_IsObject(doc->root) ? cJSON_GetObjectItemCaseSensitive(doc->root, head) : NULL;
+    cJSON *wrap = NULL, *ref = v;
+    if (cJSON_IsObject(v) && !strcmp(head, "topology")) {
+        const char *sub = assignment + strlen(head) + 1;
+        if (!strncmp(sub, "file", 4) || !strncmp(sub, "nodes", 5) || !strncmp(sub, "device", 6))
+            return SS_OK; /* the wrapper's own keys */
+        wrap = v;
+        ref = cJSON_GetObjectItemCaseSensitive(v, "file");
+    }
+    if (!cJSON_IsString(ref)) return SS_OK; /* inline already */
+    char path[JS_FILE_MAX];
+    js_doc sub = {0};
+    int rc = js_path_resolve(file, ref->valuestring, path, sizeof path, err);
+    if (!rc) rc = js_doc_load(&sub, path, err);
+    if (!rc) rc = absolute_ref(sub.root, !strcmp(head, "model") ? "hf_config" : "device", path, err);
+    if (!rc && wrap) rc = absolute_ref(wrap, "device", file, err);
+    cJSON *obj = rc ? NULL : sub.root;
+    static const char *const kept[] = {"nodes", "device"}; /* the wrapper's, over the file's */
+    for (size_t k = 0; obj && wrap && k < 2 && !rc; k++) {
+        cJSON *w = cJSON_DetachItemFromObjectCaseSensitive(wrap, kept[k]);
+        if (w && !cJSON_ReplaceItemInObjectCaseSensitive(obj, kept[k], w) &&
+            !cJSON_AddItemToObject(obj, kept[k], w)) {
+            cJSON_Delete(w);
+            rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+        }
+    }
+    /* a sharding file is a DeepSpeed config (load_sharding); inline, it says so */
+    if (!rc && !strcmp(head, "sharding") && cJSON_IsObject(obj) &&
+        !cJSON_GetObjectItemCaseSensitive(obj, "strategy") &&
+        !cJSON_AddStringToObject(obj, "strategy", "deepspeed"))
+        rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    if (!rc) {
+        sub.root = NULL; /* now the scenario's */
+        if (!cJSON_ReplaceItemInObjectCaseSensitive(doc->root, head, obj)) {
+            cJSON_Delete(obj);
+            rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+        }
+    }
+    js_doc_fini(&sub);
+    return rc;
+}
+
 static int scn_from_doc(js_doc *d, int rc, const char *file, const char *const *overrides,
                         size_t noverrides, spec_scenario *out, ss_err *err)
 {
     js_doc doc = *d;
     spec_scenario s = {0};
     snprintf(s.file, sizeof s.file, "%s", file);
-    for (size_t i = 0; i < noverrides && !rc; i++) rc = js_doc_set(&doc, overrides[i], err);
+    for (size_t i = 0; i < noverrides && !rc; i++) {
+        const char *o = !strncmp(overrides[i], "$.", 2) ? overrides[i] + 2 : overrides[i];
+        rc = inline_for(&doc, file, o, err);
+        if (!rc) rc = js_doc_set(&doc, overrides[i], err);
+    }
     if (!rc) rc = load_root(js_root(&doc), &s, err);
     js_doc_fini(&doc);
     if (rc) {
