@@ -24,6 +24,7 @@
 #include "dist.h"
 #include "hint.h"
 #include "limit.h"
+#include "quick.h"
 #include "out.h"
 #include "search_cmd.h"
 #include "validate_cmd.h"
@@ -33,6 +34,7 @@
 
 static const char usage[] =
     "usage: shardsim run SCENARIO [--json FILE] [--trace FILE] [--dot FILE] [--svg FILE]\n"
+    "       shardsim run --model FILE|hf:CONFIG.json --gpus N [--gpu h100|h200|a100] [...]\n"
     "                    [--window MS..MS] [--ranks A..B] [--set PATH=VALUE]...\n"
     "                    [--memory] [--quiet] [--timing] [--max-memory SIZE]\n"
     "                    [--expect | --no-expect] [--top N] [--no-advice]\n"
@@ -69,6 +71,10 @@ static const char usage[] =
     "  validate simulate the scenarios that carry a \"measured\" figure (default:\n"
     "           scenarios/published) and print predicted vs measured, the signed\n"
     "           error and its split, per source and overall (validate --help)\n"
+    "";
+
+/* The options, apart: one string literal may hold at most 4,095 characters. */
+static const char usage_options[] =
     "  --json   also write the summary as JSON to FILE ('-' for stdout)\n"
     "  --trace  write a Chrome/Perfetto trace (Trace Event Format JSON) to FILE\n"
     "  --dot    write the timeline as Graphviz DOT (for neato -n2) to FILE\n"
@@ -82,6 +88,10 @@ static const char usage[] =
     "  --timing print the wall time of each stage (and of the outputs) to stderr\n"
     "  --expect / --no-expect  check the scenario's \"expect\" block even after\n"
     "           --set (by default a changed scenario's is not checked) / never\n"
+    "  --model  no scenario file: the model (a shardsim model file, or hf: and a\n"
+    "           Hugging Face config.json) on --gpus N GPUs of --gpu (default\n"
+    "           h100), FSDP2 as torchtitan runs it, 1 x 4096 tokens per GPU;\n"
+    "           --set changes any of it\n"
     "  --no-advice  when the step does not fit, do not try the usual changes\n"
     "           (recompute, another sharding, optimizer offload, ...) one by one\n"
     "  --max-memory  cap the process's memory (address space) at SIZE, e.g. 8G;\n"
@@ -100,6 +110,9 @@ typedef struct cli_args {
     uint64_t max_memory; /* --max-memory: bytes of address space, 0 = none */
     uint32_t top;        /* --top: tensors per category in --memory (0: all) */
     const char *junit;   /* check --junit FILE */
+    const char *quick_model, *quick_gpu; /* run --model FILE --gpus N [--gpu KIND] */
+    uint32_t quick_gpus;
+    char *quick_text;    /* the scenario they make (cli/quick.h) */
     const char *out;
     unsigned threads;
     sweep_cfg sweep;
@@ -127,7 +140,7 @@ static int usage_error(const char *fmt, const char *arg)
 {
     fprintf(stderr, "shardsim: ");
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n%s", usage);
+    fprintf(stderr, "\n%s%s", usage, usage_options);
     return 2;
 }
 
@@ -137,7 +150,7 @@ static int unknown_option(const char *s, int is_run)
     static const char *const run[] = {"--json", "--trace", "--dot",    "--svg",   "--window",
                                       "--ranks", "--set",  "--memory", "--quiet", "--timing",
                                       "--max-memory", "--expect", "--no-expect", "--top",
-                                      "--no-advice"};
+                                      "--no-advice", "--model", "--gpus", "--gpu"};
     static const char *const sweep[] = {"--set", "--vary", "-o", "-j", "--max-memory"};
     static const char *const diff[] = {"--set", "--svg", "--window", "--ranks", "--max-memory"};
     static const char *const check[] = {"--set", "--max-memory", "--junit"};
@@ -147,7 +160,7 @@ static int unknown_option(const char *s, int is_run)
                                     : cli_nearest(s, check, 3);
     fprintf(stderr, "shardsim: unknown option %s", s);
     if (hit) fprintf(stderr, " (did you mean %s?)", hit);
-    fprintf(stderr, "\n%s", usage);
+    fprintf(stderr, "\n%s%s", usage, usage_options);
     return 2;
 }
 
@@ -244,6 +257,17 @@ static int parse_opt(int argc, char **argv, int *i, cli_args *a, int is_run)
     } else if (is_run == 0 && !strcmp(s, "--junit")) {
         if (!has_val) return usage_error("%s needs a value", s);
         a->junit = argv[++*i];
+    } else if (is_run == 1 && (!strcmp(s, "--model") || !strcmp(s, "--gpu"))) {
+        if (!has_val) return usage_error("%s needs a value", s);
+        *(s[2] == 'm' ? &a->quick_model : &a->quick_gpu) = argv[++*i];
+    } else if (is_run == 1 && !strcmp(s, "--gpus")) {
+        char *end;
+        if (!has_val) return usage_error("%s needs a value", s);
+        const char *v = argv[++*i];
+        unsigned long n = strtoul(v, &end, 10);
+        if (end == v || *end || v[0] == '-' || n < 1 || n > (1ul << 20))
+            return usage_error("--gpus: expected a count of GPUs from 1 to 2^20, not %s", v);
+        a->quick_gpus = (uint32_t)n;
     } else if (is_run == 1 && !strcmp(s, "--top")) {
         char *end;
         if (!has_val) return usage_error("%s needs a value", s);
@@ -276,6 +300,11 @@ static int parse_args(int argc, char **argv, cli_args *a, int is_run)
             a->files[a->nfiles++] = argv[i];
         }
     }
+    if (a->quick_model && a->nfiles) return usage_error("%s", "give a SCENARIO or --model, not both");
+    if (!a->quick_model && (a->quick_gpus || a->quick_gpu))
+        return usage_error("%s", "--gpus and --gpu go with --model FILE");
+    if (a->quick_model && !a->quick_gpus) return usage_error("%s", "--model needs --gpus N");
+    if (a->quick_model) return 0;
     if (!a->nfiles) return usage_error("%s", "no SCENARIO file given");
     return 0;
 }
@@ -347,7 +376,9 @@ static void sim_fini(sim_one *o)
 static int sim_run(const char *file, const cli_args *a, sim_one *o, ss_err *err)
 {
     memset(o, 0, sizeof *o);
-    int rc = scn_load(file, a->sets, a->nsets, &o->s, err);
+    int rc = a->quick_text ? scn_load_text(file, a->quick_text, strlen(a->quick_text), a->sets,
+                                           a->nsets, &o->s, err)
+                           : scn_load(file, a->sets, a->nsets, &o->s, err);
     if (rc) return rc;
     run_opts ro = {a->trace != NULL};
     if ((rc = run_step(&o->s, &ro, &o->r, err))) return rc;
@@ -814,7 +845,7 @@ static int unknown_command(const char *s)
     const char *hit = cli_nearest(s, verbs, sizeof verbs / sizeof *verbs);
     fprintf(stderr, "shardsim: unknown command %s", s);
     if (hit) fprintf(stderr, " (did you mean %s?)", hit);
-    fprintf(stderr, "\n%s", usage);
+    fprintf(stderr, "\n%s%s", usage, usage_options);
     return 2;
 }
 
@@ -823,6 +854,7 @@ int main(int argc, char **argv)
     if (argc < 2) return usage_error("%s", "no command given");
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         fputs(usage, stdout);
+        fputs(usage_options, stdout);
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
@@ -838,6 +870,7 @@ int main(int argc, char **argv)
     for (int i = 2; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(usage, stdout);
+            fputs(usage_options, stdout);
             return 0;
         }
     static cli_args a;
@@ -845,6 +878,14 @@ int main(int argc, char **argv)
     a.top = 10;
     int rc = parse_args(argc, argv, &a, is_run);
     if (rc) return rc;
+    if (a.quick_model) {
+        ss_err err;
+        ss_err_clear(&err);
+        if (quick_scenario(a.quick_model, a.quick_gpus, a.quick_gpu ? a.quick_gpu : "h100",
+                           SS_DATA_DIR, &a.quick_text, &err))
+            return report(&err);
+        a.files[a.nfiles++] = "(run --model)";
+    }
     if (a.max_memory) {
         ss_err err;
         ss_err_clear(&err);

@@ -46,6 +46,32 @@ check "--no-advice leaves it out" '! echo "$out" | grep -q "what would fit"'
 out=$("$bin" run $f)
 check "a step that fits has none" '! echo "$out" | grep -q "what would fit"'
 
+# run --model FILE --gpus N: the scenario quick.h describes, the same
+# summary as that scenario written out (run from another folder); hf: takes
+# a Hugging Face config; usage errors name what is missing.
+src=$(pwd)
+cat >"$d/q.json" <<JSON
+{"name": "llama3-8b.json on 8 x h100 (shardsim run --model)",
+ "model": "$src/models/llama3-8b.json",
+ "topology": {"file": "$src/topologies/h100x8-hgx.json", "nodes": 1},
+ "parallel": {"dp": 8},
+ "training": {"micro_batch": 1, "seq_len": 4096, "recompute": "none"},
+ "precision": {"param": "fp32", "compute": "bf16", "grad": "fp32", "reduce": "fp32", "master": "none", "optimizer": "fp32"},
+ "optimizer": {"type": "adamw", "impl": "foreach"},
+ "sharding": {"strategy": "fsdp2"}}
+JSON
+abs=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
+(cd "$d" && "$abs" run --model "$src/models/llama3-8b.json" --gpus 8 --quiet --json m.json)
+"$bin" run "$d/q.json" --quiet --json "$d/s.json"
+check "run --model --gpus is the scenario it describes" 'cmp -s "$d/m.json" "$d/s.json"'
+"$bin" run --model hf:models/hf/llama3-8b.json --gpus 8 --quiet --json "$d/h.json" --set training.seq_len=2048
+check "hf: a Hugging Face config, and --set on top" 'grep -q "\"parameters\":[[:space:]]*8030261248" "$d/h.json"'
+"$bin" run --model models/llama3-8b.json --gpus 64 --gpu h200 --quiet --json "$d/g.json"
+check "--gpus past one node takes the fabric, --gpu the kind" 'grep -q "\"ranks\"" "$d/g.json" && grep -q "H200\|h200" "$d/g.json"'
+"$bin" run --model models/llama3-8b.json 2>"$d/e1"; r1=$?
+"$bin" run --model models/llama3-8b.json --gpus 8 --gpu tpu 2>"$d/e2"; r2=$?
+check "--model without --gpus, or an unknown kind, is a usage error" '[ $r1 -eq 2 ] && grep -q "needs --gpus" "$d/e1" && [ $r2 -eq 2 ] && grep -q "expected h100, h200 or a100" "$d/e2"'
+
 # --memory --top N: N tensors per category, largest first, and a line for
 # the rest; --top 0 lists every one, as many as --top 1 shows plus the rest.
 f=scenarios/fsdp2/llama3-8b-fsdp2-sac-8xh100.json
