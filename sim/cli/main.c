@@ -80,7 +80,7 @@ static const char usage_options[] =
     "  --dot    write the timeline as Graphviz DOT (for neato -n2) to FILE\n"
     "  --svg    render the timeline to an SVG FILE with Graphviz's neato\n"
     "  --window draw only this time range of the step, in ms (e.g. 2.5..6)\n"
-    "  --ranks  draw only these ranks (default: all)\n"
+    "  --ranks  draw and trace only these ranks (default: all)\n"
     "  --set    override a scenario key, e.g. --set sharding.strategy=full_shard\n"
     "  --memory print what is live at rank 0's memory peak: each category's total\n"
     "           and its --top N largest tensors (default 10; 0: all)\n"
@@ -442,9 +442,9 @@ static int write_timeline(const cli_args *a, const sim_one *o, of_file *dot, of_
 
 /* The trace into its output, closed on success; a write error is the
  * stream's, which of_close names. */
-static int write_trace(const sim_one *o, of_file *f, const char *path, ss_err *err)
+static int write_trace(const cli_args *a, const sim_one *o, of_file *f, const char *path, ss_err *err)
 {
-    int w = chrome_write(&o->r.sum, o->r.t, of_stream(f), NULL);
+    int w = chrome_write(&o->r.sum, o->r.t, a->view.rank_lo, a->view.rank_hi, of_stream(f), NULL);
     fputc('\n', of_stream(f));
     int rc = of_close(f, err);
     return rc ? rc : w ? ss_fail(err, SS_E_IO, path, "cannot write the trace") : SS_OK;
@@ -468,7 +468,7 @@ static int write_outputs(const cli_args *a, const sim_one *o, ss_err *err)
         rc = of_close(f[JSON], err);
     }
     if (!rc && (f[DOT] || f[SVG])) rc = write_timeline(a, o, f[DOT], f[SVG], err);
-    if (!rc && f[TRACE]) rc = write_trace(o, f[TRACE], a->trace, err);
+    if (!rc && f[TRACE]) rc = write_trace(a, o, f[TRACE], a->trace, err);
     for (int k = 0; k < N; k++) {
         if (!rc && f[k]) rc = of_publish(f[k], err);
         else of_abort(f[k]);

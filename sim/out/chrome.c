@@ -152,9 +152,13 @@ static void op_event(cw *w, const trc *t, uint32_t r, uint32_t i)
     const prog_op *op = &prog_ops(t->p, r)[i];
     const trc_op *x = &t->ops[r][i];
     FILE *f = w->f;
-    event(w, prog_str_get(t->p, op->name), "X", x->start, r, op->stream);
+    /* a zero-length op is an instant: viewers draw an "X" of no duration
+     * as a step in the next op's stack */
+    bool instant = x->end == x->start;
+    event(w, prog_str_get(t->p, op->name), instant ? "i" : "X", x->start, r, op->stream);
     kv_str(f, ',', "cat", category(op));
-    kv_us(f, ',', "dur", x->end - x->start);
+    if (instant) kv_str(f, ',', "s", "t");
+    else kv_us(f, ',', "dur", x->end - x->start);
     fputs(",\"args\":", f);
     kv_num(f, '{', "op", i);
     kv_str(f, ',', "phase", prog_phase_name((prog_phase)op->phase));
@@ -217,12 +221,13 @@ static void counter_event(void *ctx, const mem_point *p)
     fputs("}}", c->w->f);
 }
 
-int chrome_write(const sum_report *r, const trc *t, FILE *f, ss_err *err)
+int chrome_write(const sum_report *r, const trc *t, uint32_t rank_lo, uint32_t rank_hi, FILE *f,
+                 ss_err *err)
 {
     cw w = {f, true};
     uint64_t flow_id = 1;
     fputs("{\"traceEvents\":[", f);
-    for (uint32_t k = 0; k < t->nranks && !ferror(f); k++) {
+    for (uint32_t k = rank_lo; k < t->nranks && k <= rank_hi && !ferror(f); k++) {
         metadata(&w, k);
         op_events(&w, t, k);
         flow_events(&w, t, k, &flow_id);
@@ -244,7 +249,7 @@ char *chrome_json(const sum_report *r, const trc *t)
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     if (!f) return NULL;
-    int rc = chrome_write(r, t, f, NULL);
+    int rc = chrome_write(r, t, 0, UINT32_MAX, f, NULL);
     if (fclose(f) != 0 || rc) {
         free(text);
         return NULL;

@@ -2,7 +2,9 @@
  *
  * One process per rank, one thread per stream (named by metadata events),
  * one complete event ("X") per op with its name, phase, issue time and, for
- * collectives, kind, bytes and group in args; memory as counter events
+ * collectives, kind, bytes and group in args (an op of no duration is an
+ * instant event, "i" with thread scope, which viewers draw as a mark rather
+ * than a step in the next op's stack); memory as counter events
  * ("C", allocated and reserved MiB) for the ranks whose memory series was
  * recorded; flow arrows ("s"/"f") from each collective to the ops of other
  * streams that wait on it. Times are microseconds with nanosecond decimals
@@ -27,7 +29,10 @@
 
 #include "summary.h"
 
-int chrome_write(const sum_report *r, const trc *t, FILE *f, ss_err *err);
+/* Ranks rank_lo..rank_hi (inclusive, clamped to the trace's) only; flow
+ * ids count from 1 in the ranks written. */
+int chrome_write(const sum_report *r, const trc *t, uint32_t rank_lo, uint32_t rank_hi, FILE *f,
+                 ss_err *err);
 char *chrome_json(const sum_report *r, const trc *t);
 
 #endif

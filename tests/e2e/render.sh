@@ -31,6 +31,8 @@ check "a window naming no op exits 2" '[ $? -eq 2 ]'
 echo '{"shardsim_version": "0.1.0"}' >"$d/fake.json"
 "$bin" diff "$d/fake.json" "$d/fake.json" >/dev/null 2>"$d/err"
 check "diff of files that are not summaries is an input error" '[ $? -eq 2 ] && grep -q "fake.json: \$.scenario: missing" "$d/err"'
+"$bin" run scenarios/seed002/zero3_full_shard_pre.json --quiet --trace "$d/r.json" --ranks 1..2
+check "--ranks keeps the trace to those ranks" 'grep -q "\"pid\":1," "$d/r.json" && grep -q "\"pid\":2," "$d/r.json" && ! grep -q "\"pid\":[03]," "$d/r.json"'
 rm -rf "$d"
-echo "$((12 - fails)) passed, $fails failed"
+echo "$((13 - fails)) passed, $fails failed"
 [ $fails -eq 0 ]

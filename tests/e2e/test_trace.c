@@ -1,6 +1,7 @@
 /* The Chrome/Perfetto trace of a seeds/002 FULL_SHARD step follows the Trace
  * Event Format's rules: a traceEvents array; every event has name, ph, ts,
- * pid, tid; complete events have a non-negative dur and, per thread, come
+ * pid, tid; complete events have a positive dur (an op of none is an
+ * instant event, "i" with thread scope) and, per thread, come
  * in start order; flows come in s/f pairs with one id; one complete event
  * per simulated op; process names and memory counters for every rank. */
 #include <setjmp.h>
@@ -63,9 +64,11 @@ static void test_trace_format(void **state)
         int pid = cJSON_GetObjectItem(e, "pid")->valueint, tid = cJSON_GetObjectItem(e, "tid")->valueint;
         double ts = cJSON_GetObjectItem(e, "ts")->valuedouble;
         assert_true(pid >= 0 && pid < 64 && tid >= 0 && tid < 8 && ts >= 0);
-        if (!strcmp(ph, "X")) {
+        if (!strcmp(ph, "X") || !strcmp(ph, "i")) { /* i: an op of no duration */
             nx++;
-            assert_true(cJSON_GetObjectItem(e, "dur")->valuedouble >= 0);
+            const cJSON *dur = cJSON_GetObjectItem(e, "dur");
+            if (ph[0] == 'X') assert_true(dur && dur->valuedouble > 0);
+            else assert_true(!dur && !strcmp(cJSON_GetObjectItem(e, "s")->valuestring, "t"));
             assert_true(ts >= last_ts[pid][tid]);
             last_ts[pid][tid] = ts;
         } else if (!strcmp(ph, "s")) {
