@@ -8,13 +8,20 @@ jobs=$(nproc)
 cmake -S . -B build-test -DSS_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-test -j"$jobs"
 ctest --test-dir build-test --output-on-failure -j"$jobs"
-# valgrind memcheck: every test program, then the CLI on the bad-input corpus.
+# valgrind memcheck: every test program, and the CLI on the bad-input corpus,
+# side by side (each is one process at a time; the machine has two cores).
 if command -v valgrind >/dev/null; then
   vg="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect"
-  for t in build-test/tests/test_*; do
-    $vg "$t" >/dev/null 2>build-test/valgrind.log || { echo "valgrind: $t"; cat build-test/valgrind.log; exit 1; }
-  done
-  SS_WRAP="$vg" tests/bad-inputs/run.sh build-test/shardsim .
+  (
+    for t in build-test/tests/test_*; do
+      $vg "$t" >/dev/null 2>build-test/valgrind.log || { echo "valgrind: $t"; cat build-test/valgrind.log; exit 1; }
+    done
+  ) &
+  programs=$!
+  corpus=0
+  SS_WRAP="$vg" tests/bad-inputs/run.sh build-test/shardsim . || corpus=1
+  wait "$programs" || exit 1
+  [ "$corpus" -eq 0 ] || exit 1
   echo "valgrind: clean"
 fi
 # MPI is left out of the sanitizer build: OpenMPI's own allocations would
