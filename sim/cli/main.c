@@ -490,18 +490,6 @@ static void print_timing(const sim_one *o, double t0)
             (unsigned long long)o->r.sum.nevents);
 }
 
-/* Whether every rank fits, and the largest peak reserved over ranks. */
-static bool run_fits(const sum_report *r, ss_bytes *peak)
-{
-    bool fits = true;
-    *peak = 0;
-    for (uint32_t k = 0; k < r->nranks; k++) {
-        fits = fits && !r->ranks[k].mem.ooms;
-        if (r->ranks[k].mem.peak_reserved > *peak) *peak = r->ranks[k].mem.peak_reserved;
-    }
-    return fits;
-}
-
 /* DOES NOT FIT: the scenario again with each of the usual remedies alone
  * (the ones this runtime and layout accept; the others fail to load and
  * are left out), with its peak and step, so the answer says what to
@@ -520,8 +508,7 @@ static void print_advice(const cli_args *a, const sim_one *o)
     printf("\n  what would fit in %.2f GiB, each change alone (peak reserved, step):\n",
            (double)o->s.capacity_bytes / (double)(1ull << 30));
     unsigned shown = 0;
-    ss_bytes peak0;
-    run_fits(&o->r.sum, &peak0);
+    ss_bytes peak0 = sum_max_peak_reserved(&o->r.sum);
     for (size_t k = 0; k < sizeof tries / sizeof *tries; k++) {
         *b = *a;
         b->trace = NULL;
@@ -529,9 +516,9 @@ static void print_advice(const cli_args *a, const sim_one *o)
         sim_one x;
         ss_err err;
         ss_err_clear(&err);
-        ss_bytes peak;
         if (!sim_run(a->files[0], b, &x, &err)) {
-            bool fits = run_fits(&x.r.sum, &peak);
+            bool fits = sum_fits(&x.r.sum);
+            ss_bytes peak = sum_max_peak_reserved(&x.r.sum);
             if (peak != peak0 || x.r.sum.step_ns != o->r.sum.step_ns) { /* else a no-op here */
                 printf("    --set %-36s %8.2f GiB  %9.3f s  %s\n", tries[k],
                        (double)peak / (double)(1ull << 30), (double)x.r.sum.step_ns * 1e-9,
@@ -572,8 +559,7 @@ static int cmd_run(const cli_args *a)
         for (size_t i = 0; i < a->nsets; i++) /* what ran is not the file's title alone */
             printf("%s --set %s\n", i ? "             " : "changed with", a->sets[i]);
         sum_text(&o.r.sum, stdout);
-        ss_bytes peak;
-        if (!a->no_advice && o.s.capacity_bytes && !run_fits(&o.r.sum, &peak)) print_advice(a, &o);
+        if (!a->no_advice && o.s.capacity_bytes && !sum_fits(&o.r.sum)) print_advice(a, &o);
         print_run_expectations(a, &o);
     }
     if (!rc && a->memory) sum_ledger(&o.r.sum, o.r.t, 0, a->top, stdout);

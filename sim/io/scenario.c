@@ -388,9 +388,7 @@ static int load_sharding(js_node root, spec_scenario *s, ss_err *err)
     int rc = js_need(root, "sharding", &n, err);
     if (rc) return rc;
     bool file = js_is_str(n);
-    if (!file && !(js_get(n, "strategy", &st) && js_is_str(st) &&
-                   strcmp(st.j->valuestring, "deepspeed") == 0))
-        return load_sharding_obj(n, &s->shard, err);
+    if (!ds_sharding(root)) return load_sharding_obj(n, &s->shard, err);
     js_doc doc = {0};
     if (file) rc = js_load_ref(root, "sharding", &doc, &n, err);
     if (!rc && file && js_get(n, "strategy", &st) &&

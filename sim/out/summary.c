@@ -223,12 +223,16 @@ static bool host_fits(const sum_report *r)
     return !r->s->off.host_bytes || max_host_per_node(r) <= r->s->off.host_bytes;
 }
 
-static bool all_fit(const sum_report *r)
+bool sum_fits(const sum_report *r)
 {
     for (uint32_t k = 0; k < r->nranks; k++)
         if (r->ranks[k].mem.ooms) return false;
     return true;
 }
+
+ss_bytes sum_max_peak(const sum_report *r) { return max_of(r, MAX_PEAK); }
+
+ss_bytes sum_max_peak_reserved(const sum_report *r) { return max_of(r, MAX_RESERVED); }
 
 #define SUM_TIMELINE_POINTS 400
 
@@ -362,7 +366,7 @@ char *sum_json(const sum_report *r)
     cJSON_AddStringToObject(mem, "allocator", mem_model_names[r->s->alloc_model]);
     cJSON_AddBoolToObject(mem, "expandable_segments", r->s->expandable_segments);
     add_u64(mem, "capacity_bytes", r->s->capacity_bytes);
-    cJSON_AddBoolToObject(mem, "fits", all_fit(r));
+    cJSON_AddBoolToObject(mem, "fits", sum_fits(r));
     add_u64(mem, "max_steady_bytes", max_of(r, MAX_STEADY));
     add_u64(mem, "max_peak_allocated_bytes", max_of(r, MAX_PEAK));
     add_u64(mem, "max_peak_reserved_bytes", max_of(r, MAX_RESERVED));
@@ -422,7 +426,7 @@ static void text_memory(const sum_report *r, FILE *f)
             mem_model_names[r->s->alloc_model]);
     fprintf(f, "  model setup (init.mode %s) peaks at %.2f MiB before the first step\n",
             spec_init_names[r->s->init_mode], mib(max_of(r, MAX_INIT)));
-    if (!all_fit(r))
+    if (!sum_fits(r))
         fprintf(f, "  out of memory: the peak reserved exceeds %.2f MiB on some rank\n",
                 mib(r->s->capacity_bytes));
     if (max_host_per_node(r))

@@ -66,6 +66,13 @@ int sum_build(const spec_scenario *s, const trc *t, const st_bytes *st, uint32_t
 void sum_fini(sum_report *r);
 
 char *sum_json(const sum_report *r); /* NULL when out of memory */
+/* No rank's allocator went over its capacity (the summary's memory.fits),
+ * and the largest peak allocated / reserved over ranks (memory.max_peak_
+ * allocated_bytes, .max_peak_reserved_bytes): for the reports that read a
+ * run without its JSON (sweeps, validate, run's advice). */
+bool sum_fits(const sum_report *r);
+ss_bytes sum_max_peak(const sum_report *r);
+ss_bytes sum_max_peak_reserved(const sum_report *r);
 void sum_text(const sum_report *r, FILE *f);
 /* The pipeline bubble's share of the step, (pp - 1) / (v m + pp - 1) for
  * m micro-batches and v virtual stages; 0 without a pipeline (the

@@ -118,12 +118,8 @@ char *sweep_header(const sweep_cfg *c)
 /* Figures of a run; throughput as the summary's "throughput" section has it. */
 static sweep_fig fig_of(const sum_report *r)
 {
-    sweep_fig f = {.ok = true, .fits = true, .step_s = r->step_ns * 1e-9};
-    for (uint32_t k = 0; k < r->nranks; k++) {
-        const mem_rank *m = &r->ranks[k].mem;
-        if (m->peak_reserved > f.peak_reserved) f.peak_reserved = m->peak_reserved;
-        f.fits = f.fits && !m->ooms;
-    }
+    sweep_fig f = {.ok = true, .fits = sum_fits(r), .step_s = r->step_ns * 1e-9,
+                   .peak_reserved = sum_max_peak_reserved(r)};
     f.tokens_per_s = f.step_s > 0 ? (double)r->tokens / f.step_s : 0;
     f.mfu = r->peak_flops > 0 ? f.tokens_per_s * r->flops_per_token / r->peak_flops : 0;
     return f;

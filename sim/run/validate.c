@@ -144,14 +144,9 @@ static int run_row(val_row *w, ss_err *err)
     if (!rc) {
         const sum_report *sr = &res.sum;
         double step = (double)sr->step_ns * 1e-9;
-        uint64_t peak = 0, reserved = 0;
-        for (uint32_t k = 0; k < sr->nranks; k++) {
-            if (sr->ranks[k].mem.peak > peak) peak = sr->ranks[k].mem.peak;
-            if (sr->ranks[k].mem.peak_reserved > reserved) reserved = sr->ranks[k].mem.peak_reserved;
-        }
         fig_set(&w->step, step);
-        fig_set(&w->alloc, (double)peak / GIB);
-        fig_set(&w->reserved, (double)reserved / GIB);
+        fig_set(&w->alloc, (double)sum_max_peak(sr) / GIB);
+        fig_set(&w->reserved, (double)sum_max_peak_reserved(sr) / GIB);
         double tps = step > 0 ? (double)sr->tokens / step : 0;
         if (w->mfu.has && sr->peak_flops > 0) w->mfu.predicted = tps * sr->flops_per_token / sr->peak_flops;
         w->compute_s = (double)sr->compute_ns * 1e-9;
