@@ -38,8 +38,10 @@
 #include "../core/vec.h"
 #include "eq.h"
 
-/* eq_ev.kind; a = rank, b = op, except EV_NET: a = instance, b = generation */
-enum { EV_KICK, EV_ISSUE, EV_END, EV_NET, EV_SETTLE };
+/* eq_ev.kind; a = rank, b = op, except EV_NET: a = instance, b = generation,
+ * and EV_CEND (the end of the op running on the rank's compute stream under
+ * interference): a = rank, b = generation */
+enum { EV_KICK, EV_ISSUE, EV_END, EV_NET, EV_SETTLE, EV_CEND };
 
 #define NONE UINT32_MAX
 #define ENDED UINT32_MAX /* op_st.cnt once the op ended */
@@ -72,6 +74,11 @@ typedef struct rank_st {
     uint32_t nops;
     uint32_t hpos;  /* next op the host looks at */
     bool host_busy; /* issuing a device op or running a HOST op */
+    /* Interference (eng_net.overlap_slowdown > 0): collectives running,
+     * the op on the compute stream (NONE), the work it has left at full
+     * speed as of cur_t, and the generation of its pending EV_CEND. */
+    uint32_t ncoll, cur, cgen;
+    ss_ns cur_t, cur_left;
 } rank_st;
 
 typedef struct grp_st {
@@ -114,6 +121,7 @@ typedef struct eng {
     uint32_t *gen;    /* [ninst]: generation of the pending wake */
     uint32_t *inst_g; /* [ninst]: group of the instance */
     eng_wakes wakes;
+    double slow;      /* eng_net.overlap_slowdown */
     size_t bytes;     /* the engine's own arrays, for eng_stats */
 } eng;
 
@@ -314,8 +322,10 @@ static int eng_setup(eng *e)
     }
     int rc = setup_ops(e);
     if (!rc && e->net && e->net->start) rc = setup_instances(e);
-    for (uint32_t r = 0; r < e->nr && !rc; r++)
+    for (uint32_t r = 0; r < e->nr && !rc; r++) {
+        e->r[r].cur = NONE;
         rc = eq_push(&e->q, 0, EQ_CLS_HOST, EV_KICK, r, NONE, e->err);
+    }
     return rc;
 }
 
@@ -410,6 +420,58 @@ static int push_wakes(eng *e)
     return rc;
 }
 
+/* ---- interference (eng.h, overlap_slowdown) ----
+ * A rank's compute-stream op keeps the work it has left at full speed; at
+ * each change of the rank's running collectives between none and some,
+ * the work done since the last change is taken off at the old rate and
+ * the end is moved to match the new one (EV_CEND, stale by generation). */
+
+/* Wall time of `work` ns at the rank's current rate (rounded to the ns). */
+static ss_ns stretched(const eng *e, const rank_st *rs, ss_ns work)
+{
+    return rs->ncoll ? (ss_ns)((double)work * (1.0 + e->slow) + 0.5) : work;
+}
+
+static int push_cend(eng *e, uint32_t r, ss_ns t)
+{
+    rank_st *rs = &e->r[r];
+    ss_ns end = 0;
+    int rc = add_time(e, r, rs->cur, t, stretched(e, rs, rs->cur_left), &end);
+    if (rc) return rc;
+    rs->rec[rs->cur].end = end;
+    return eq_push(&e->q, end, EQ_CLS_END, EV_CEND, r, ++rs->cgen, e->err);
+}
+
+static int start_slowed(eng *e, uint32_t r, uint32_t i, ss_ns t, ss_ns work)
+{
+    rank_st *rs = &e->r[r];
+    rs->rec[i].start = t;
+    rs->rec[i].seq_start = e->seq++;
+    rs->cur = i, rs->cur_t = t, rs->cur_left = work;
+    return push_cend(e, r, t);
+}
+
+/* The rank's running collectives go from `before` to rs->ncoll at t. */
+static int rate_change(eng *e, uint32_t r, uint32_t before, ss_ns t)
+{
+    rank_st *rs = &e->r[r];
+    if (e->slow <= 0 || (before == 0) == (rs->ncoll == 0) || rs->cur == NONE) return SS_OK;
+    ss_ns el = t - rs->cur_t;
+    ss_ns done = before ? (ss_ns)((double)el / (1.0 + e->slow) + 0.5) : el;
+    rs->cur_left -= done < rs->cur_left ? done : rs->cur_left;
+    rs->cur_t = t;
+    return push_cend(e, r, t);
+}
+
+static int coll_begins(eng *e, uint32_t r, ss_ns t)
+{
+    if (e->slow <= 0) return SS_OK;
+    e->r[r].ncoll++;
+    return rate_change(e, r, e->r[r].ncoll - 1, t);
+}
+
+static int on_cend(eng *e, uint32_t r, uint32_t gen, ss_ns t);
+
 static const prog_op *lead_op(const eng *e, const grp_st *g, uint32_t k)
 {
     return &e->r[g->pg.ranks[0]].ops[g->member_op[(size_t)k * g->pg.size]];
@@ -424,6 +486,8 @@ static int coll_start_dynamic(eng *e, const grp_st *g, uint32_t k, ss_ns t)
         trc_op *rec = &e->r[g->pg.ranks[m]].rec[mop[m]];
         rec->start = t;
         rec->seq_start = e->seq++;
+        int rc = coll_begins(e, g->pg.ranks[m], t);
+        if (rc) return rc;
     }
     const prog_op *lead = lead_op(e, g, k);
     int rc = e->net->start(e->net->ctx, g->base + k, (prog_coll)lead->coll, g->net,
@@ -462,7 +526,7 @@ static int coll_start(eng *e, const grp_st *g, uint32_t k, ss_ns t)
     int rc = e->net->coll_ns(e->net->ctx, (prog_coll)lead->coll, g->net, lead->bytes, &dur,
                              e->err);
     for (uint32_t m = 0; m < g->pg.size && !rc; m++)
-        rc = start_op(e, g->pg.ranks[m], mop[m], t, dur);
+        if (!(rc = start_op(e, g->pg.ranks[m], mop[m], t, dur))) rc = coll_begins(e, g->pg.ranks[m], t);
     return rc;
 }
 
@@ -483,6 +547,8 @@ static inline int start_dev(eng *e, uint32_t r, uint32_t i, ss_ns t)
 {
     const rank_st *rs = &e->r[r];
     if (rs->st[i].aux & AUX_COLL) return coll_arrive(e, r, i, t);
+    if (e->slow > 0 && stream_of(&rs->st[i]) == PROG_COMPUTE)
+        return start_slowed(e, r, i, t, rs->rec[i].end);
     return start_op(e, r, i, t, rs->rec[i].end);
 }
 
@@ -558,6 +624,7 @@ static int on_end(eng *e, uint32_t r, uint32_t i, ss_ns t)
     if (stream_of(os) == PROG_HOST) rs->host_busy = false;
     else if (os->succ != NONE) release(rs, os->succ, &x);
     int rc = SS_OK;
+    if (os->aux & AUX_COLL && e->slow > 0) rc = (rs->ncoll--, rate_change(e, r, rs->ncoll + 1, t));
     for (uint32_t w = os->w0; w < os[1].w0 && !rc; w++) {
         uint32_t k = e->wait[w];
         if (stream_of(&rs->st[k]) != PROG_P2P) release(rs, k, &x);
@@ -565,6 +632,15 @@ static int on_end(eng *e, uint32_t r, uint32_t i, ss_ns t)
     }
     if (!rc && x.mask) rc = start_ready(e, r, &x, t);
     return rc ? rc : host_step(e, r, t);
+}
+
+static int on_cend(eng *e, uint32_t r, uint32_t gen, ss_ns t)
+{
+    rank_st *rs = &e->r[r];
+    if (gen != rs->cgen || rs->cur == NONE) return SS_OK; /* superseded */
+    uint32_t i = rs->cur;
+    rs->cur = NONE;
+    return on_end(e, r, i, t);
 }
 
 static int eng_loop(eng *e)
@@ -579,6 +655,7 @@ static int eng_loop(eng *e)
         case EV_ISSUE: rc = on_issue(e, ev.a, ev.b, ev.t); break;
         case EV_NET: rc = on_net(e, ev.a, ev.b, ev.t); break;
         case EV_SETTLE: rc = on_settle(e, ev.t); break;
+        case EV_CEND: rc = on_cend(e, ev.a, ev.b, ev.t); break;
         default: rc = host_step(e, ev.a, ev.t); break; /* EV_KICK: nothing is issued yet */
         }
     }
@@ -708,7 +785,8 @@ static void fill_stats(const eng *e, eng_stats *st)
 
 int eng_run_stats(const prog *p, const eng_net *net, trc **out, eng_stats *st, ss_err *err)
 {
-    eng e = {.p = p, .net = net, .err = err, .nr = prog_nranks(p), .ng = prog_ngroups(p)};
+    eng e = {.p = p, .net = net, .err = err, .nr = prog_nranks(p), .ng = prog_ngroups(p),
+             .slow = net && net->overlap_slowdown > 0 ? net->overlap_slowdown : 0};
     int rc = eq_init(&e.q, err);
     if (!rc) rc = trc_new(&e.t, p, err);
     if (!rc) rc = eng_setup(&e);

@@ -59,6 +59,13 @@ typedef struct eng_net {
     int (*wake)(void *ctx, uint32_t id, ss_ns now, bool *done, eng_wakes *w,
                 ss_err *err);
     int (*settle)(void *ctx, ss_ns now, eng_wakes *w, ss_err *err);
+    /* Interference: while any collective of a rank runs (from its start,
+     * every member arrived, to its end), the COMPUTE op on that rank's
+     * compute stream progresses 1 / (1 + overlap_slowdown) as fast: NCCL's
+     * kernels hold SMs and HBM bandwidth the compute kernel would use. The
+     * op's dev_ns is its work alone; its trace record holds the stretched
+     * end. 0: no interference (the op lasts dev_ns). */
+    double overlap_slowdown;
 } eng_net;
 
 /* Run one step of `p`. On success *out is a new trace (caller frees with

@@ -86,12 +86,27 @@ static int load_attention(js_node dev, spec_device *d, ss_err *err)
     return SS_OK;
 }
 
+/* "overlap": {"slowdown": S, "source": "..."}: compute runs 1 / (1 + S)
+ * as fast while a collective runs on the GPU (eng.h); absent: 0. */
+static int load_overlap(js_node n, spec_device *d, ss_err *err)
+{
+    js_node o;
+    d->overlap_slowdown = 0;
+    if (!js_get(n, "overlap", &o)) return SS_OK;
+    const char *src;
+    int rc = js_want_obj(o, err);
+    if (rc || (rc = js_keys_check(o, JS_KEYS("slowdown", "source"), err)) ||
+        (rc = js_str(o, "source", true, NULL, &src, err)))
+        return rc;
+    return js_num(o, "slowdown", true, 0, 0.0, 10.0, &d->overlap_slowdown, err);
+}
+
 static int load_device(js_node n, spec_device *d, ss_err *err)
 {
     int rc = js_keys_check(n, JS_KEYS("name", "source", "hbm_bytes", "hbm_bw_GBps",
                                    "peak_tflops", "gemm_efficiency", "gemm_half_dim",
                                    "mem_efficiency", "launch_us", "kernel_min_us",
-                                   "attention"), err);
+                                   "attention", "overlap"), err);
     double bw, launch, kmin;
     if (rc || (rc = js_copy_name(n, "name", true, d->name, err)) ||
         (rc = js_u64(n, "hbm_bytes", true, 0, 1, UINT64_MAX, &d->hbm_bytes, err)) ||
@@ -102,7 +117,7 @@ static int load_device(js_node n, spec_device *d, ss_err *err)
         (rc = js_num(n, "mem_efficiency", true, 0, 1e-3, 1.0, &d->mem_efficiency, err)) ||
         (rc = js_num(n, "launch_us", true, 0, 0.0, 1e6, &launch, err)) ||
         (rc = js_num(n, "kernel_min_us", false, 0, 0.0, 1e6, &kmin, err)) ||
-        (rc = load_attention(n, d, err)))
+        (rc = load_attention(n, d, err)) || (rc = load_overlap(n, d, err)))
         return rc;
     d->hbm_bw_Bps = bw * 1e9;
     d->launch_ns = ss_ns_from_s(launch * 1e-6);

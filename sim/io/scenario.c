@@ -1343,8 +1343,8 @@ static int layout_check(js_node root, spec_scenario *s, ss_err *err)
 static int load_layout(js_node root, spec_scenario *s, ss_err *err)
 {
     js_node par, tr;
-    uint64_t dp, mb, accum;
-    int recomp;
+    uint64_t dp, mb, accum, every;
+    int recomp, kern;
     int rc = js_need(root, "parallel", &par, err);
     if (rc || (rc = js_want_obj(par, err)) ||
         (rc = js_keys_check(par, KEYS("dp", "tp", "cp", "pp", "ep", "etp", "sequence_parallel",
@@ -1356,13 +1356,27 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
                                       "order"), err)) ||
         (rc = js_u64(par, "dp", true, 0, 1, 1u << 24, &dp, err)) ||
         (rc = js_need(root, "training", &tr, err)) || (rc = js_want_obj(tr, err)) ||
-        (rc = js_keys_check(tr, KEYS("micro_batch", "seq_len", "recompute", "grad_accum"), err)) ||
+        (rc = js_keys_check(tr, KEYS("micro_batch", "seq_len", "recompute", "grad_accum",
+                                     "kernels", "recompute_every"), err)) ||
         (rc = js_u64(tr, "grad_accum", false, 1, 1, 4096, &accum, err)) ||
         (rc = js_u64(tr, "micro_batch", true, 0, 1, 1ull << 32, &mb, err)) ||
         (rc = js_u64(tr, "seq_len", s->model.is_arch, 1, 1, 1ull << 24, &s->seq_len, err)) ||
         (rc = js_enum(tr, "recompute", false, SPEC_RECOMP_NONE, spec_recompute_names, SPEC_NRECOMP,
-                      &recomp, err)))
+                      &recomp, err)) ||
+        (rc = js_enum(tr, "kernels", false, SPEC_KERNELS_AUTO, spec_kernels_names, SPEC_NKERNELS,
+                      &kern, err)) ||
+        (rc = js_u64(tr, "recompute_every", false, 1, 1, 1u << 20, &every, err)))
         return rc;
+    s->kernels = (spec_kernels)kern;
+    s->recompute_every = (uint32_t)every;
+    if (every > 1 && recomp != SPEC_RECOMP_FULL) {
+        js_node n;
+        js_get(tr, "recompute_every", &n);
+        return js_failf(n, err, "recompute_every = %llu checkpoints every %llu-th layer in full: "
+                        "expected recompute \"full\" with it, found \"%s\"",
+                        (unsigned long long)every, (unsigned long long)every,
+                        spec_recompute_names[recomp]);
+    }
     if (mb * s->seq_len > SPEC_TOKENS_MAX) /* both bounded, so no overflow */
         return js_failf(tr, err, "micro_batch x seq_len = %llu tokens per micro-batch: expected "
                         "at most 2^32 = %llu", (unsigned long long)(mb * s->seq_len),
@@ -1419,6 +1433,18 @@ static int load_refs(js_node root, spec_scenario *s, ss_err *err)
     return rc;
 }
 
+/* training.kernels "auto": the fused kernels of Megatron-core, and of
+ * Megatron-DeepSpeed (DeepSpeed inside a tp or pp layout); PyTorch eager
+ * modules for every other runtime (spec.h, SPEC_KERNEL_SETS). */
+static int resolve_kernels(spec_scenario *s)
+{
+    if (s->kernels != SPEC_KERNELS_AUTO) return SS_OK;
+    bool megatron = s->shard.strategy == SPEC_MEGATRON ||
+                    (s->shard.strategy == SPEC_DEEPSPEED && (s->par.tp > 1 || s->par.pp > 1));
+    s->kernels = megatron ? SPEC_KERNELS_FUSED : SPEC_KERNELS_EAGER;
+    return SS_OK;
+}
+
 static int load_root(js_node root, spec_scenario *s, ss_err *err)
 {
     js_node a;
@@ -1440,7 +1466,8 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
         (rc = load_fsdp2(root, s, err)) || (rc = load_megatron(root, s, err)) ||
         (rc = load_offload(root, s, err)) ||
         (rc = ds_optimizer_impl(root, s, err)) ||
-        (rc = layout_check(root, s, err)) || (rc = load_runtime(root, s, err)) ||
+        (rc = layout_check(root, s, err)) || (rc = resolve_kernels(s)) ||
+        (rc = load_runtime(root, s, err)) ||
         (rc = load_network(root, s, err)) || (rc = load_calibration(root, s, err)) ||
         (rc = load_allocator(root, s, err)) || (rc = load_init(root, s, err)) ||
         (rc = load_expect(root, s, err)) || (rc = load_measured(root, s, err)))

@@ -7,6 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Rank 0's compute-stream time beyond its ops' own work: the slowdown
+ * collectives running beside them cost (eng.h, overlap_slowdown). */
+static ss_ns interference(const trc *t)
+{
+    const prog_op *ops = prog_ops(t->p, 0);
+    ss_ns extra = 0;
+    for (uint32_t i = 0; i < prog_nops(t->p, 0); i++) {
+        const trc_op *o = &t->ops[0][i];
+        if (ops[i].kind == PROG_OP_COMPUTE && ops[i].stream == PROG_COMPUTE &&
+            o->end - o->start > ops[i].dev_ns)
+            extra += o->end - o->start - ops[i].dev_ns;
+    }
+    return extra;
+}
+
 static int busy_times(const trc *t, sum_report *r, ss_err *err)
 {
     uint32_t n = prog_nops(t->p, 0);
@@ -24,6 +39,7 @@ static int busy_times(const trc *t, sum_report *r, ss_err *err)
     r->exposed_comm_ns = r->comm_ns - r->overlap_ns;
     size_t nh = span_rank(t, 0, SPAN_HOST, c);
     r->host_ns = span_total(c, nh);
+    r->interference_ns = interference(t);
     free(c);
     free(m);
     return SS_OK;
@@ -311,6 +327,8 @@ static void json_time(cJSON *root, const sum_report *r)
     cJSON_AddNumberToObject(t, "overlap_s", secs(r->overlap_ns));
     cJSON_AddNumberToObject(t, "exposed_communication_s", secs(r->exposed_comm_ns));
     cJSON_AddNumberToObject(t, "host_s", secs(r->host_ns));
+    cJSON_AddNumberToObject(t, "interference_s", secs(r->interference_ns));
+    cJSON_AddStringToObject(t, "kernels", spec_kernels_names[r->s->kernels]);
 }
 
 /* DeepSpeed: the zero_optimization values that ran (after "auto" and the
@@ -484,7 +502,9 @@ void sum_text(const sum_report *r, FILE *f)
                     spec_pp_names[p->schedule], r->s->grad_accum,
                     100.0 * sum_bubble_fraction(p, r->s->grad_accum));
     }
-    fprintf(f, "  compute busy     %10.3f ms\n", secs(r->compute_ns) * 1e3);
+    fprintf(f, "  compute busy     %10.3f ms  (%s kernels; slowed %.3f by collectives beside it)\n",
+            secs(r->compute_ns) * 1e3, spec_kernels_names[r->s->kernels],
+            secs(r->interference_ns) * 1e3);
     fprintf(f, "  comm busy        %10.3f ms  (overlapped %.3f, exposed %.3f)\n",
             secs(r->comm_ns) * 1e3, secs(r->overlap_ns) * 1e3, secs(r->exposed_comm_ns) * 1e3);
     fprintf(f, "  host busy        %10.3f ms\n", secs(r->host_ns) * 1e3);

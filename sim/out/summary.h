@@ -36,6 +36,7 @@ typedef struct sum_report {
     const spec_scenario *s;
     ss_ns step_ns;
     ss_ns compute_ns, comm_ns, overlap_ns, exposed_comm_ns, host_ns; /* rank 0 */
+    ss_ns interference_ns; /* rank 0: compute time added by collectives beside it */
     sum_coll coll[PROG_NCOLLS]; /* rank 0, per step */
     uint32_t nranks;        /* ranks reported: every rank, or (a layout) those simulated */
     uint32_t nsim;          /* ranks simulated (the trace's) */

@@ -41,6 +41,7 @@ typedef struct plan_block {
     uint64_t fwd_flops, bwd_flops;
     ss_ns fwd_ns, bwd_ns;    /* device time */
     bool dgrad;              /* backward computes the input gradient */
+    bool recompute_full;     /* full recompute: its forward re-runs inside its backward */
     bool recompute_input;    /* full recompute: the input is the layer's previous
                               * block's output, re-run in backward, not kept */
     /* Layouts (plan_layout): costs and bytes above are one rank's share. */

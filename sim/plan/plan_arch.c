@@ -41,6 +41,9 @@ typedef struct ab {
      * layer's matmuls are counted in order; the odd-numbered ones keep
      * their outputs, whose forward time and bytes the block sums here. */
     bool op_sac;
+    bool eager;        /* training.kernels eager: PyTorch's composite elementwise ops */
+    uint64_t eager_saved; /* what the block's eager composites keep besides the fused
+                             kernels' tensors (bytes) */
     uint32_t mm;
     ss_ns keep_ns;
     uint64_t keep_bytes, keep_flops;
@@ -62,6 +65,7 @@ static plan_block *blk(ab *x, const char *group, const char *fmt, unsigned l)
     b->dgrad = true;
     x->keep_ns = 0;
     x->keep_bytes = x->keep_flops = 0;
+    x->eager_saved = 0;
     b->in_bytes = b->out_bytes = x->t * x->a->hidden * x->c / x->sp;
     if (x->tp > 1) b->tp_bytes = x->t * x->a->hidden * x->c;
     return b;
@@ -142,21 +146,64 @@ static void qkv_bias(ab *x, plan_block *b, uint64_t n)
     if (x->a->qkv_bias && !x->a->bias) param(x, b, n, n);
 }
 
-static void norm(ab *x, plan_block *b, uint64_t dim)
+/* A memory-bound pass of `kf` kernels forward and `kb` backward moving the
+ * given bytes: at least one kernel_min per kernel (launch-bound when small). */
+static void eltwise_k(ab *x, plan_block *b, uint64_t fwd_bytes, uint64_t bwd_bytes, uint32_t kf,
+                      uint32_t kb)
 {
-    param(x, b, dim, dim);
-    if (x->a->layernorm) param(x, b, dim, dim);
-    ss_ns t = plan_mem_ns(x->p, 3 * x->t / x->sp * dim * x->c);
-    if (b) b->fwd_ns += t, b->bwd_ns += 2 * t;
+    if (!b) return;
+    ss_ns kmin = x->p->s->topo.device.kernel_min_ns, f = plan_mem_ns(x->p, fwd_bytes);
+    ss_ns g = plan_mem_ns(x->p, bwd_bytes);
+    b->fwd_ns += f > kf * kmin ? f : kf * kmin;
+    b->bwd_ns += g > kb * kmin ? g : kb * kmin;
 }
 
 /* A memory-bound kernel reading and writing its tensors once, forward and
  * backward (bytes each way): every op of the layer that is not a GEMM. */
 static void eltwise(ab *x, plan_block *b, uint64_t fwd_bytes, uint64_t bwd_bytes)
 {
-    if (!b) return;
-    b->fwd_ns += plan_mem_ns(x->p, fwd_bytes);
-    b->bwd_ns += plan_mem_ns(x->p, bwd_bytes);
+    eltwise_k(x, b, fwd_bytes, bwd_bytes, 1, 1);
+}
+
+/* RMSNorm over n elements. Fused (one kernel each way): forward reads the
+ * input and writes the output (with the weight and the rstd, 3 passes
+ * counted), backward twice that. Eager: the composite that torch's
+ * F.rms_norm and Hugging Face's LlamaRMSNorm run, in fp32 (4-byte upcast,
+ * c the activation size), per element:
+ *   forward  to(fp32) c+4, pow 8, mean 4, mul by rstd 8, type_as 4+c,
+ *            mul by weight 2c: 28 + 4c bytes in 8 kernels (add eps and
+ *            rsqrt on the [t, 1] rstd);
+ *   backward the weight mul's two grads 5c, type_as' cast c+4, the mul's
+ *            grads 8 + 16, pow's 12, the sum of the two paths 12, the
+ *            upcast's cast down 4+c: 64 + 7c bytes in 12 kernels;
+ * and autograd keeps the fp32 upcast (pow and mul read it) and the
+ * normalized copy the weight mul reads: (4 + c) n bytes more than the
+ * fused kernel keeps. LayerNorm is one native kernel in eager PyTorch too
+ * (aten's layer_norm): fused costs. */
+static void rms_pass(ab *x, plan_block *b, uint64_t n)
+{
+    uint64_t c = x->c;
+    if (!x->eager || x->a->layernorm) {
+        ss_ns t = plan_mem_ns(x->p, 3 * n * c);
+        if (b) b->fwd_ns += t, b->bwd_ns += 2 * t;
+        return;
+    }
+    eltwise_k(x, b, (28 + 4 * c) * n, (64 + 7 * c) * n, 8, 12);
+    x->eager_saved += (4 + c) * n;
+}
+
+static void norm(ab *x, plan_block *b, uint64_t dim)
+{
+    param(x, b, dim, dim);
+    if (x->a->layernorm) param(x, b, dim, dim);
+    rms_pass(x, b, x->t / x->sp * dim);
+}
+
+/* The tensors a block keeps for backward: `bytes` with fused kernels, plus
+ * what its eager composites keep. */
+static void keep(ab *x, plan_block *b, uint64_t bytes)
+{
+    b->saved_bytes = bytes + x->eager_saved;
 }
 
 /* Qwen3's RMSNorm on every query and key head (q_norm, k_norm: one
@@ -168,7 +215,8 @@ static uint64_t qk_norm(ab *x, plan_block *b, uint64_t n)
     if (!x->a->qk_norm) return 0;
     param(x, b, x->a->head_dim, x->a->head_dim);
     param(x, b, x->a->head_dim, x->a->head_dim);
-    eltwise(x, b, 2 * n * x->c, 3 * n * x->c);
+    if (x->eager) rms_pass(x, b, n);
+    else eltwise(x, b, 2 * n * x->c, 3 * n * x->c);
     return n;
 }
 
@@ -186,8 +234,31 @@ static void residual(ab *x, plan_block *b)
 static void activation(ab *x, plan_block *b, uint64_t m, uint64_t f)
 {
     uint64_t v = m * f * x->c;
-    if (x->a->act == SPEC_ACT_SWIGLU) eltwise(x, b, 3 * v, 5 * v);
-    else eltwise(x, b, 2 * v, 3 * v);
+    if (x->a->act != SPEC_ACT_SWIGLU) eltwise(x, b, 2 * v, 3 * v);
+    else if (!x->eager) eltwise(x, b, 3 * v, 5 * v);
+    else { /* silu(a) * b as two kernels; backward the mul's two grads and
+              silu's; autograd also keeps silu's output for the mul */
+        eltwise_k(x, b, 5 * v, 9 * v, 2, 3);
+        x->eager_saved += v;
+    }
+}
+
+/* Rotary embedding on n query and key elements. Fused: one kernel reading
+ * and writing them. Eager (torchtitan's apply_rotary_emb): per tensor
+ * to(fp32) c+4, the complex multiply 8, type_as 4+c, each way (the
+ * backward multiplies by the conjugate): 16 + 2c bytes in 3 kernels per
+ * tensor; the multiply keeps its fp32 input (4 bytes per element).
+ * Hugging Face's rotate_half in the activation dtype moves about as much
+ * (q cos, the halves' cat, sin, add: ~9c). */
+static void rotary(ab *x, plan_block *b, uint64_t n)
+{
+    if (!x->eager) {
+        eltwise(x, b, 2 * n * x->c, 2 * n * x->c);
+        return;
+    }
+    uint64_t v = (16 + 2 * x->c) * n;
+    eltwise_k(x, b, v, v, 6, 6);
+    x->eager_saved += 4 * n;
 }
 
 static void embed(ab *x)
@@ -259,8 +330,7 @@ static void attention(ab *x, unsigned l)
     /* Rotary embedding (read and write); learned absolute positions are
      * added in the embedding instead. */
     if (!a->max_positions) {
-        uint64_t v = t * rope_heads * rope_dim * x->c;
-        eltwise(x, b, 2 * v, 2 * v);
+        rotary(x, b, t * rope_heads * rope_dim);
     }
     residual(x, b);
     /* Causal context parallel with load-balanced chunks: each rank's s / cp
@@ -274,7 +344,7 @@ static void attention(ab *x, unsigned l)
     b->fwd_ns += core_ns;
     b->bwd_ns += ss_ns_from_s(2.5 * core / plan_attn_rate(x->p, q, g, true));
     uint64_t in = t * h / sp * x->c, out = t * heads * dv * x->c, lse = t * heads * 4;
-    b->saved_bytes = in + (t * heads * dqk + kv_saved + qk_saved) * x->c + out + lse;
+    keep(x, b, in + (t * heads * dqk + kv_saved + qk_saved) * x->c + out + lse);
     b->recompute_bytes = out;
     /* selective_op keeps the layer's input and the attention output with
      * its logsumexp; the kernel's own time is not re-run. */
@@ -310,7 +380,7 @@ static void mlp(ab *x, unsigned l)
     residual(x, b);
     if (!b) return;
     uint64_t inter = a->act == SPEC_ACT_SWIGLU ? 3 : 2;
-    b->saved_bytes = x->t * (a->hidden / x->sp + inter * a->ffn_hidden / x->tp) * x->c;
+    keep(x, b, x->t * (a->hidden / x->sp + inter * a->ffn_hidden / x->tp) * x->c);
     op_sac(x, b, 0, 0, 0);
     blk_done(x, b);
 }
@@ -354,8 +424,8 @@ static void moe(ab *x, unsigned l)
     residual(x, b);
     if (!b) return;
     uint64_t inter = a->act == SPEC_ACT_SWIGLU ? 3 : 2;
-    b->saved_bytes = (ts * h + routed * h + routed * inter * fl +
-                      t * a->shared_experts * inter * fe / x->tp) * x->c + ts * a->experts * 4;
+    keep(x, b, (ts * h + routed * h + routed * inter * fl +
+                t * a->shared_experts * inter * fe / x->tp) * x->c + ts * a->experts * 4);
     if (x->ep > 1) b->ep_bytes = sent * h * x->c;
     if (x->etp > 1) b->etp_bytes = sent * x->etp * h * x->c;
     if (!a->shared_experts) b->tp_bytes = 0; /* routed tokens stay split over tp */
@@ -386,11 +456,17 @@ static void apply_recompute(plan *p)
     spec_recompute r = p->s->recompute;
     for (uint32_t i = 0; i < p->nblocks; i++) {
         plan_block *b = &p->blocks[i];
-        if (strncmp(b->name, "layers.", 7) != 0) {
+        unsigned l = 0;
+        if (sscanf(b->name, "layers.%u", &l) != 1) {
             b->recompute_bytes = 0;
             continue;
         }
-        if (r == SPEC_RECOMP_FULL) {
+        /* training.recompute_every N: the N-th, 2N-th, ... layer (counted
+         * from 1, as torchtitan's ac_freq and fms-fsdp's every_xth_item) */
+        if (r == SPEC_RECOMP_FULL && (l + 1) % p->s->recompute_every) {
+            b->recompute_bytes = 0;
+        } else if (r == SPEC_RECOMP_FULL) {
+            b->recompute_full = true;
             b->recompute_bytes = b->saved_bytes;
             b->saved_bytes = 0;
             b->recompute_input = i > 0 && strcmp(p->blocks[i - 1].group, b->group) == 0;
@@ -439,6 +515,7 @@ int plan_arch_blocks(plan *p, ss_err *err)
         x.t = p->tokens / par->cp;
     }
     x.op_sac = p->s->recompute == SPEC_RECOMP_SELECTIVE_OP;
+    x.eager = p->s->kernels == SPEC_KERNELS_EAGER;
     if (x.op_sac && a->experts)
         return ss_fail(err, SS_E_INPUT, p->s->file,
                        "$.training.recompute: \"selective_op\" (torchtitan's op-level "

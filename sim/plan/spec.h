@@ -159,6 +159,27 @@ typedef enum { SPEC_RECOMPUTE(SPEC_ENUM2_) SPEC_NRECOMP } spec_recompute;
 #undef SPEC_ENUM2_
 extern const char *const spec_recompute_names[SPEC_NRECOMP];
 
+/* The elementwise kernels a framework launches around the GEMMs
+ * (training.kernels), which decide the bytes and kernel count of norms,
+ * rotary embedding and the gated activation (plan_arch.c):
+ *   eager     PyTorch eager modules as torchtitan and Hugging Face write
+ *             them: RMSNorm as fp32 composite ops, complex rotary in fp32,
+ *             SwiGLU as silu then mul;
+ *   fused     one fused kernel each (Megatron-core, Transformer Engine,
+ *             Apex, Megatron-DeepSpeed);
+ *   compiled  torch.compile's fused kernels: costed as fused.
+ * AUTO resolves at load: fused for strategy megatron and for deepspeed
+ * inside a tp or pp layout (Megatron-DeepSpeed), eager otherwise. */
+#define SPEC_KERNEL_SETS(X)                                                    \
+    X(AUTO, "auto")                                                            \
+    X(EAGER, "eager")                                                          \
+    X(FUSED, "fused")                                                          \
+    X(COMPILED, "compiled")
+#define SPEC_ENUM2_(id, name) SPEC_KERNELS_##id,
+typedef enum { SPEC_KERNEL_SETS(SPEC_ENUM2_) SPEC_NKERNELS } spec_kernels;
+#undef SPEC_ENUM2_
+extern const char *const spec_kernels_names[SPEC_NKERNELS];
+
 /* A measured GEMM efficiency curve (a calibration profile's "gemm"):
  * eff(d) = e_max d^p / (d^p + d_half^p) of peak_flops, d the geometric mean
  * of m, n, k. Replaces the device's curve for that dtype when present. */
@@ -189,6 +210,7 @@ typedef struct spec_device {
     double mem_efficiency;     /* fraction of HBM bandwidth a stream reaches */
     ss_ns launch_ns;           /* host time to launch one kernel */
     ss_ns kernel_min_ns;       /* shortest kernel on the device */
+    double overlap_slowdown;   /* compute slowdown while a collective runs (eng.h) */
 } spec_device;
 
 /* Flat network (a topology without "node"): per level, ring alpha-beta with
@@ -518,6 +540,8 @@ typedef struct spec_scenario {
     uint64_t seq_len;     /* tokens per sample (1 for row-wise models) */
     uint32_t grad_accum;  /* micro-batches per optimizer step */
     spec_recompute recompute;
+    uint32_t recompute_every; /* full: every N-th layer only (1: all) */
+    spec_kernels kernels; /* never AUTO after loading */
     spec_precision prec;
     spec_optimizer_cfg opt;
     spec_sharding shard;

@@ -43,6 +43,7 @@ static int simulate(const spec_scenario *s, const prof *pf, const prog *p, trc *
     if (!s->topo.graph) {
         cost_net cn = {&s->topo};
         eng_net e = cost_eng_net(&cn);
+        e.overlap_slowdown = s->topo.device.overlap_slowdown;
         return eng_run(p, &e, out, err);
     }
     net_opts no = {(algo_kind)s->net_algo, (algo_proto)s->net_proto, pf};
@@ -52,6 +53,7 @@ static int simulate(const spec_scenario *s, const prof *pf, const prog *p, trc *
         snprintf(err->where, sizeof err->where, "%.480s: $.topology", s->file);
     if (!rc) {
         eng_net e = net_eng(n, p);
+        e.overlap_slowdown = s->topo.device.overlap_slowdown;
         rc = eng_run(p, &e, out, err);
     }
     net_free(n);

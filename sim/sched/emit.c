@@ -335,7 +335,7 @@ uint32_t em_bwd_block(em *e, uint32_t i, uint32_t dep, const uint32_t *grads,
      * recomputes them and dropped once it has issued the block's backward. They are used on
      * the compute stream only (no record_stream), so PyTorch's allocator
      * frees them at host time and the next block's recompute reuses them. */
-    bool full = e->pl->s->recompute == SPEC_RECOMP_FULL;
+    bool full = b->recompute_full;
     uint32_t recomp = b->recompute_bytes && !full ? em_tensor(e, PROG_MEM_ACTIVATION,
                                                               b->recompute_bytes, false,
                                                               "recomputed.%s", b->name)

@@ -386,7 +386,7 @@ static void fwd_block(mp *m, uint32_t i)
  * backward op, in forward order, on the critical path as in forward. */
 static uint32_t recompute_colls(mp *m, const plan_block *b, uint32_t dep)
 {
-    if (m->pl->s->recompute != SPEC_RECOMP_FULL || strncmp(b->name, "layers.", 7)) return dep;
+    if (!b->recompute_full) return dep;
     const prog_phase ph = PROG_PH_BACKWARD;
     bool sp = m->par->sequence_parallel;
     if (sp && b->tp_bytes)

@@ -227,7 +227,8 @@ static double korthikanti_case(const char *parallel, const char *recompute)
 {
     char training[256];
     snprintf(training, sizeof training,
-             "{\"micro_batch\": 2, \"seq_len\": 2048, \"recompute\": \"%s\"}", recompute);
+             "{\"micro_batch\": 2, \"seq_len\": 2048, \"recompute\": \"%s\","
+             " \"kernels\": \"fused\"}", recompute);
     spec_scenario s;
     load(gpt_like, hgx(1), parallel, training, "zero1", &s);
     plan *p = plan_of(&s);

@@ -36,13 +36,18 @@ static int load(const char *model, const char *extra, spec_scenario *s)
     return rc;
 }
 
-/* The plan of `model` in load's scenario. */
-static plan *load_plan(const char *model, spec_scenario *s)
+/* The plan of `model` in load's scenario, with `extra` training keys. */
+static plan *load_plan_with(const char *model, const char *extra, spec_scenario *s)
 {
-    load(model, "", s);
+    load(model, extra, s);
     plan *p = NULL;
     assert_int_equal(plan_new(&p, s, NULL), SS_OK);
     return p;
+}
+
+static plan *load_plan(const char *model, spec_scenario *s)
+{
+    return load_plan_with(model, "", s);
 }
 
 static void test_parameter_counts(void **state)
@@ -122,8 +127,9 @@ static void test_recompute(void **state)
     assert_true(step[2] > step[0]);
 }
 
-/* Llama 3 8B, one 4096-token sequence, bf16 on H100: a layer's device time
- * is its GEMMs plus every other op as one pass over its tensors (norm
+/* Llama 3 8B, one 4096-token sequence, bf16 on H100, fused kernels
+ * (training.kernels "fused", Megatron's and Transformer Engine's): a layer's
+ * device time is its GEMMs plus every other op as one pass over its tensors (norm
  * 3thc; SwiGLU 3tfc forward, 5tfc backward; residual add 3thc each way;
  * rotary 2 x read+write of the 32 query and 8 key heads), plus the causal
  * attention core, 32 heads x 4096^2 x 256 FLOPs forward, at FlashAttention-2's
@@ -133,7 +139,7 @@ static void test_layer_costs(void **state)
 {
     (void)state;
     spec_scenario s;
-    plan *p = load_plan("llama3-8b", &s);
+    plan *p = load_plan_with("llama3-8b", ", \"kernels\": \"fused\"", &s);
     const uint64_t t = 4096, h = 4096, f = 14336, c = 2, kv = 1024;
     ss_ns norm = plan_mem_ns(p, 3 * t * h * c), res = plan_mem_ns(p, 3 * t * h * c);
     const plan_block *m = plan_find(p, "layers.0.mlp");
@@ -159,6 +165,94 @@ static void test_layer_costs(void **state)
     spec_scenario_fini(&s);
 }
 
+/* The same layer with PyTorch eager modules (training.kernels "eager", the
+ * default for FSDP): the fused plan's costs plus, per RMSNorm, the fp32
+ * composite of torch's F.rms_norm (to(fp32), pow, mean, mul by rstd,
+ * type_as, mul by weight: 28 + 4c bytes per element forward in 8 kernels,
+ * 64 + 7c backward in 12, counted op by op in plan_arch.c) in place of one
+ * pass of 3c and 6c; SwiGLU as silu then mul (5c forward, 9c backward per
+ * element instead of 3c and 5c); torchtitan's complex rotary in fp32
+ * (16 + 2c bytes per query and key element each way instead of 2c). Saved
+ * tensors grow by the fp32 upcast and the normalized copy per norm
+ * ((4 + c) bytes per element), silu's output (c per FFN element) and the
+ * rotary multiply's fp32 input (4 per query and key element). */
+static void test_eager_kernels(void **state)
+{
+    (void)state;
+    spec_scenario sf, se;
+    plan *pf = load_plan_with("llama3-8b", ", \"kernels\": \"fused\"", &sf);
+    plan *pe = load_plan("llama3-8b", &se);
+    assert_int_equal(se.kernels, SPEC_KERNELS_EAGER); /* full_shard: eager by default */
+    const uint64_t t = 4096, h = 4096, f = 14336, c = 2, kv = 1024;
+    ss_ns fnorm_f = plan_mem_ns(pf, 3 * t * h * c), fnorm_b = 2 * fnorm_f;
+    ss_ns enorm_f = plan_mem_ns(pe, (28 + 4 * c) * t * h);
+    ss_ns enorm_b = plan_mem_ns(pe, (64 + 7 * c) * t * h);
+    const plan_block *mf = plan_find(pf, "layers.0.mlp"), *me = plan_find(pe, "layers.0.mlp");
+    assert_int_equal(me->fwd_ns - mf->fwd_ns, enorm_f - fnorm_f + plan_mem_ns(pe, 5 * t * f * c) -
+                                                  plan_mem_ns(pf, 3 * t * f * c));
+    assert_int_equal(me->bwd_ns - mf->bwd_ns, enorm_b - fnorm_b + plan_mem_ns(pe, 9 * t * f * c) -
+                                                  plan_mem_ns(pf, 5 * t * f * c));
+    assert_int_equal(me->saved_bytes - mf->saved_bytes, (4 + c) * t * h + t * f * c);
+    const plan_block *af = plan_find(pf, "layers.0.attn"), *ae = plan_find(pe, "layers.0.attn");
+    uint64_t qk = t * (h + kv);
+    ss_ns rope_e = plan_mem_ns(pe, (16 + 2 * c) * qk), rope_f = plan_mem_ns(pf, 2 * qk * c);
+    assert_int_equal(ae->fwd_ns - af->fwd_ns, enorm_f - fnorm_f + rope_e - rope_f);
+    assert_int_equal(ae->bwd_ns - af->bwd_ns, enorm_b - fnorm_b + rope_e - rope_f);
+    assert_int_equal(ae->saved_bytes - af->saved_bytes, (4 + c) * t * h + 4 * qk);
+    /* Megatron-core, and DeepSpeed inside a pipeline (Megatron-DeepSpeed),
+     * run their fused kernels unless told otherwise */
+    const char *fused[] = {"megatron-core-r0.8-gpt-1.7b-tp1-pp1-dp48-48xh100.json",
+                           "bigscience-bloom-176b-tp4-pp12-dp8-384xa100.json"};
+    for (int i = 0; i < 2; i++) {
+        char path[1024];
+        spec_scenario sm;
+        ss_err err;
+        ss_err_clear(&err);
+        snprintf(path, sizeof path, "%s/scenarios/published/%s", SS_SOURCE_DIR, fused[i]);
+        if (scn_load(path, NULL, 0, &sm, &err)) fail_msg("%s: %s", path, err.msg);
+        assert_int_equal(sm.kernels, SPEC_KERNELS_FUSED);
+        spec_scenario_fini(&sm);
+    }
+    plan_free(pf);
+    plan_free(pe);
+    spec_scenario_fini(&sf);
+    spec_scenario_fini(&se);
+}
+
+/* recompute_every 2 (torchtitan's selective_ac_option "2", fms-fsdp's
+ * selective_checkpointing=2): layers counted from 1, the even ones (ids
+ * 1, 3, ...) recompute in full (their forward again in backward, nothing
+ * saved), the others keep what recompute "none" keeps. recompute_every
+ * without "full" is refused. */
+static void test_recompute_every(void **state)
+{
+    (void)state;
+    spec_scenario s0, s1, s2;
+    plan *p0 = load_plan_with("llama3-8b", "", &s0);
+    plan *p1 = load_plan_with("llama3-8b", ", \"recompute\": \"full\"", &s1);
+    plan *p2 = load_plan_with("llama3-8b", ", \"recompute\": \"full\", \"recompute_every\": 2", &s2);
+    const char *names[] = {"layers.0.attn", "layers.0.mlp", "layers.1.attn", "layers.1.mlp"};
+    for (int k = 0; k < 4; k++) {
+        const plan_block *want = plan_find(k < 2 ? p0 : p1, names[k]), *got = plan_find(p2, names[k]);
+        assert_int_equal(got->saved_bytes, want->saved_bytes);
+        assert_int_equal(got->bwd_ns, want->bwd_ns);
+        assert_int_equal(got->recompute_full, k >= 2);
+    }
+    plan_free(p0), plan_free(p1), plan_free(p2);
+    spec_scenario_fini(&s0), spec_scenario_fini(&s1), spec_scenario_fini(&s2);
+    const char *bad = "{\"name\": \"t\", \"model\": \"" SS_SOURCE_DIR "/models/llama3-8b.json\","
+                      " \"topology\": \"" SS_SOURCE_DIR "/topologies/h100x8-hgx.json\","
+                      " \"parallel\": {\"dp\": 8}, \"training\": {\"micro_batch\": 1,"
+                      " \"seq_len\": 4096, \"recompute_every\": 2}, \"precision\": {\"param\": \"bf16\"},"
+                      " \"optimizer\": {\"type\": \"adamw\"}, \"sharding\": {\"strategy\": \"full_shard\"}}";
+    spec_scenario sb;
+    ss_err err;
+    ss_err_clear(&err);
+    assert_int_equal(scn_load_text("t.json", bad, strlen(bad), NULL, 0, &sb, &err), SS_E_INPUT);
+    assert_non_null(strstr(err.msg, "expected recompute \"full\" with it, found \"none\""));
+    assert_non_null(strstr(err.where, "$.training.recompute_every"));
+}
+
 /* torchtitan's op-level SAC (_save_list and _custom_policy in its
  * parallelize_llama.py): in each layer the matmuls are counted wq 1, wk 2,
  * wv 3, wo 4, w1 5, w3 6, w2 7 and the even ones recomputed, with every
@@ -169,8 +263,8 @@ static void test_selective_op(void **state)
 {
     (void)state;
     spec_scenario s0, s1;
-    load("llama3-8b", "", &s0);
-    load("llama3-8b", ", \"recompute\": \"selective_op\"", &s1);
+    load("llama3-8b", ", \"kernels\": \"fused\"", &s0);
+    load("llama3-8b", ", \"kernels\": \"fused\", \"recompute\": \"selective_op\"", &s1);
     plan *p0, *p1;
     assert_int_equal(plan_new(&p0, &s0, NULL), SS_OK);
     assert_int_equal(plan_new(&p1, &s1, NULL), SS_OK);
@@ -199,7 +293,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parameter_counts), cmocka_unit_test(test_flops_per_token),
         cmocka_unit_test(test_moe_active), cmocka_unit_test(test_recompute),
-        cmocka_unit_test(test_layer_costs), cmocka_unit_test(test_selective_op),
+        cmocka_unit_test(test_layer_costs),
+        cmocka_unit_test(test_eager_kernels), cmocka_unit_test(test_recompute_every), cmocka_unit_test(test_selective_op),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

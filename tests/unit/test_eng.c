@@ -812,10 +812,50 @@ static void test_random_programs(void **state)
     }
 }
 
+/* Interference (eng_net.overlap_slowdown = 0.25): op b (200 ns of work)
+ * runs on the compute stream from 20 ns; an all-gather (100 ns: [20, 120])
+ * and a reduce-scatter (100 + 100 / 2 = 150 ns: [20, 170]) run beside it.
+ * While either runs b progresses at 1 / 1.25: by 170 it has done 150 / 1.25
+ * = 120 ns of work, the 80 left take 80 ns: b ends at 250 (220 with the
+ * all-gather alone: 80 done by 120, 120 left). Collectives keep their
+ * durations; op a, over before they start, keeps its own; an op that
+ * starts and ends inside the window (c, 8 ns of work after b) is not
+ * slowed after 170. */
+static void overlap_case(double slow, bool two, ss_ns want_b)
+{
+    prog *p = new_prog(1);
+    uint32_t r0 = 0, g = group(p, &r0, 1);
+    uint32_t a = op(p, 0, "a", PROG_COMPUTE, 0, 20, NULL);
+    coll(p, 0, "ag", PROG_COLL_ALL_GATHER, g, PROG_UNSHARD, 0, &a);
+    if (two) coll(p, 0, "rs", PROG_COLL_REDUCE_SCATTER, g, PROG_REDUCE, 100, &a);
+    uint32_t b = op(p, 0, "b", PROG_COMPUTE, 0, 200, NULL);
+    uint32_t c = op(p, 0, "c", PROG_COMPUTE, 0, 8, NULL);
+    fake f = {0};
+    eng_net net = {.ctx = &f, .coll_ns = fake_coll, .overlap_slowdown = slow};
+    trc *t = NULL;
+    assert_int_equal(eng_run(p, &net, &t, NULL), SS_OK);
+    assert_times(&t->ops[0][a], 0, 0, 20);
+    assert_times(&t->ops[0][1], 0, 20, 120);
+    if (two) assert_times(&t->ops[0][2], 0, 20, 170);
+    assert_times(&t->ops[0][b], 0, 20, want_b);
+    assert_times(&t->ops[0][c], 0, want_b, want_b + 8);
+    trc_free(t);
+    prog_free(p);
+}
+
+static void test_overlap_slowdown(void **state)
+{
+    (void)state;
+    overlap_case(0, true, 220);     /* no interference: 20 + 200 */
+    overlap_case(0.25, false, 240); /* 80 done by 120, 120 left */
+    overlap_case(0.25, true, 250);  /* 120 done by 170, 80 left */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chain),
+        cmocka_unit_test(test_overlap_slowdown),
         cmocka_unit_test(test_two_streams_event_dep),
         cmocka_unit_test(test_host_issue_cost),
         cmocka_unit_test(test_host_block),
