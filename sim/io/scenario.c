@@ -1372,7 +1372,7 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
     if (every > 1 && recomp != SPEC_RECOMP_FULL) {
         js_node n;
         js_get(tr, "recompute_every", &n);
-        return js_failf(n, err, "recompute_every = %llu checkpoints every %llu-th layer in full: "
+        return js_failf(n, err, "recompute_every = %llu recomputes one layer in %llu in full: "
                         "expected recompute \"full\" with it, found \"%s\"",
                         (unsigned long long)every, (unsigned long long)every,
                         spec_recompute_names[recomp]);
