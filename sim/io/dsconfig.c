@@ -255,7 +255,7 @@ static int ds_precision(js_node cfg, js_node root, spec_scenario *s, ss_err *err
                             q->master < SPEC_NDT ? spec_dtype_names[q->master] : "none");
         return SS_OK;
     }
-    spec_precision p = {bit16, bit16, bit16, bit16, SPEC_DT_FP32, SPEC_DT_FP32};
+    spec_precision p = {bit16, bit16, bit16, bit16, SPEC_DT_FP32, SPEC_DT_FP32, SPEC_FP8_TENSORWISE, false};
     if (js_get(cfg, "data_types", &dt) &&
         ((rc = js_want_obj(dt, err)) || (rc = js_keys_check(dt, JS_KEYS("grad_accum_dtype"), err)) ||
          (rc = dtype_at(dt, "grad_accum_dtype", bit16, &p.grad, err))))

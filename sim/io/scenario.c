@@ -263,17 +263,37 @@ static int master_check(js_node n, const spec_precision *p, ss_err *err)
     return SS_OK;
 }
 
+/* precision.fp8: {"recipe", "all_gather"}, with compute "fp8" only. */
+static int load_fp8(js_node prec, spec_precision *p, ss_err *err)
+{
+    js_node n;
+    if (!js_get(prec, "fp8", &n)) return SS_OK;
+    if (p->compute != SPEC_DT_FP8)
+        return js_failf(n, err, "the Float8 recipe applies to fp8 compute: expected "
+                        "precision.compute \"fp8\" with it, found \"%s\"",
+                        spec_dtype_names[p->compute]);
+    int recipe;
+    int rc = js_want_obj(n, err);
+    if (rc || (rc = js_keys_check(n, KEYS("recipe", "all_gather"), err)) ||
+        (rc = js_enum(n, "recipe", false, SPEC_FP8_TENSORWISE, spec_fp8_names, SPEC_NFP8, &recipe,
+                      err)) ||
+        (rc = js_bool(n, "all_gather", false, false, &p->fp8_all_gather, err)))
+        return rc;
+    p->fp8_recipe = (spec_fp8_recipe)recipe;
+    return SS_OK;
+}
+
 static int load_precision(js_node root, spec_precision *p, ss_err *err)
 {
     js_node n;
     *p = (spec_precision){SPEC_DT_FP32, SPEC_DT_FP32, SPEC_DT_FP32, SPEC_DT_FP32,
-                          SPEC_DT_NONE, SPEC_DT_FP32};
+                          SPEC_DT_NONE, SPEC_DT_FP32, SPEC_FP8_TENSORWISE, false};
     if (!js_get(root, "precision", &n)) return SS_OK;
     static const char *const master_names[] = {"fp32", "fp16", "bf16", "fp8", "none"};
     int v[6];
     int rc = js_want_obj(n, err);
     if (rc || (rc = js_keys_check(n, KEYS("param", "compute", "grad", "reduce",
-                                          "master", "optimizer"), err)) ||
+                                          "master", "optimizer", "fp8"), err)) ||
         (rc = js_enum(n, "param", false, SPEC_DT_FP32, spec_dtype_names, SPEC_NDT, &v[0], err)) ||
         (rc = js_enum(n, "compute", false, v[0], spec_dtype_names, SPEC_NDT, &v[1], err)) ||
         (rc = js_enum(n, "grad", false, v[0], spec_dtype_names, SPEC_NDT, &v[2], err)) ||
@@ -281,8 +301,8 @@ static int load_precision(js_node root, spec_precision *p, ss_err *err)
         (rc = js_enum(n, "master", false, SPEC_DT_NONE, master_names, 5, &v[4], err)) ||
         (rc = js_enum(n, "optimizer", false, SPEC_DT_FP32, spec_dtype_names, SPEC_NDT, &v[5], err)))
         return rc;
-    *p = (spec_precision){v[0], v[1], v[2], v[3], v[4], v[5]};
-    return master_check(n, p, err);
+    *p = (spec_precision){v[0], v[1], v[2], v[3], v[4], v[5], SPEC_FP8_TENSORWISE, false};
+    return (rc = load_fp8(n, p, err)) ? rc : master_check(n, p, err);
 }
 
 /* The sharding section is a DeepSpeed config (a file, or strategy

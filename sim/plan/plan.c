@@ -36,22 +36,32 @@ ss_ns plan_optim_ns(const plan *p, uint64_t numel)
 /* Roofline of one GEMM m x k x n in the compute dtype. Small GEMMs are far
  * from peak: efficiency = gemm_efficiency * g / (g + gemm_half_dim), g the
  * geometric mean of the three dimensions (flat when gemm_half_dim is 0). */
-double plan_gemm_rate(const plan *p, double g)
+static double gemm_rate_dt(const plan *p, spec_dtype dt, double g)
 {
     const spec_device *d = &p->s->topo.device;
-    const spec_gemm_cal *c = &d->gemm_cal[p->s->prec.compute];
+    const spec_gemm_cal *c = &d->gemm_cal[dt];
     if (c->present) { /* measured (calibration profile) */
         double gp = pow(g, c->p);
         return c->peak_flops * c->e_max * gp / (gp + pow(c->d_half, c->p));
     }
     double eff = d->gemm_efficiency * (d->gemm_half_dim > 0 ? g / (g + d->gemm_half_dim) : 1.0);
-    return d->peak_flops[p->s->prec.compute] * eff;
+    return d->peak_flops[dt] * eff;
+}
+
+static bool fp8(const plan *p)
+{
+    return p->s->prec.compute == SPEC_DT_FP8;
+}
+
+double plan_gemm_rate(const plan *p, double g)
+{
+    return gemm_rate_dt(p, fp8(p) ? p->dt16 : p->s->prec.compute, g);
 }
 
 double plan_attn_rate(const plan *p, double seq, double g, bool backward)
 {
     const spec_device *d = &p->s->topo.device;
-    spec_dtype dt = p->s->prec.compute;
+    spec_dtype dt = fp8(p) ? p->dt16 : p->s->prec.compute;
     if (!d->nattn || (dt != SPEC_DT_BF16 && dt != SPEC_DT_FP16)) return plan_gemm_rate(p, g);
     const spec_attn_point *a = d->attn;
     uint32_t i = 0;
@@ -65,15 +75,59 @@ double plan_attn_rate(const plan *p, double seq, double g, bool backward)
     return rlo + w * (rhi - rlo);
 }
 
-ss_ns plan_gemm_ns(const plan *p, uint64_t m, uint64_t k, uint64_t n)
+/* A roofline: the GEMM's FLOPs at `rate` or its bytes (inputs of `in`
+ * bytes per element, output of `out`) at the memory bandwidth. */
+static ss_ns roofline(const plan *p, double rate, uint32_t in, uint32_t out, uint64_t m,
+                      uint64_t k, uint64_t n)
 {
     const spec_device *d = &p->s->topo.device;
     double flops = 2.0 * (double)m * (double)k * (double)n;
-    double peak = plan_gemm_rate(p, cbrt((double)m * (double)k * (double)n));
-    double bytes = (double)(m * k + k * n + m * n) * p->compute_elem;
-    double tc = flops / peak;
+    double bytes = (double)(m * k + k * n) * in + (double)(m * n) * out;
+    double tc = flops / rate;
     double tm = bytes / (d->hbm_bw_Bps * d->mem_efficiency);
     return dev_floor(d, ss_ns_from_s(tc > tm ? tc : tm));
+}
+
+ss_ns plan_gemm_ns(const plan *p, uint64_t m, uint64_t k, uint64_t n)
+{
+    double g = cbrt((double)m * (double)k * (double)n);
+    return roofline(p, plan_gemm_rate(p, g), p->act_elem, p->act_elem, m, k, n);
+}
+
+static ss_ns gemm8_ns(const plan *p, uint64_t m, uint64_t k, uint64_t n)
+{
+    double g = cbrt((double)m * (double)k * (double)n);
+    return roofline(p, gemm_rate_dt(p, SPEC_DT_FP8, g), 1, p->act_elem, m, k, n);
+}
+
+/* Casting e elements of a 16-bit tensor to fp8 for a GEMM, `ways` layouts
+ * written (the backward needs a transposed copy for the weight gradient).
+ * torchao's dynamic scaling (tensorwise, rowwise) in eager PyTorch: an amax
+ * pass (read 2) and a cast (read 2, write 1 per layout), two kernels; fused
+ * (torch.compile, or Transformer Engine's delayed scaling, whose cast
+ * records the amax): one kernel reading 2 and writing 1 per layout. */
+static ss_ns cast8_ns(const plan *p, uint64_t e, uint32_t ways)
+{
+    bool fused = p->s->kernels != SPEC_KERNELS_EAGER || p->s->prec.fp8_recipe == SPEC_FP8_DELAYED;
+    uint64_t bytes = e * ((fused ? 2 : 4) + ways);
+    ss_ns t = plan_mem_ns(p, bytes), kmin = p->s->topo.device.kernel_min_ns;
+    return fused || t > 2 * kmin ? t : 2 * kmin;
+}
+
+void plan_linear(const plan *p, uint64_t m, uint64_t k, uint64_t n, ss_ns *fwd, ss_ns *bwd)
+{
+    if (!fp8(p)) {
+        *fwd = plan_gemm_ns(p, m, k, n);
+        *bwd = plan_gemm_ns(p, m, n, k) + plan_gemm_ns(p, k, m, n);
+        return;
+    }
+    /* forward: the input and the weight cast, the fp8 GEMM; backward: the
+     * output gradient cast in both layouts, the saved bf16 input and the
+     * weight cast again transposed, two fp8 GEMMs (torchao's Float8Linear
+     * keeps the bf16 input and re-casts it). */
+    *fwd = cast8_ns(p, m * k, 1) + cast8_ns(p, k * n, 1) + gemm8_ns(p, m, k, n);
+    *bwd = cast8_ns(p, m * n, 2) + cast8_ns(p, m * k, 1) + cast8_ns(p, k * n, 1) +
+           gemm8_ns(p, m, n, k) + gemm8_ns(p, k, m, n);
 }
 
 static int add_params(plan *p, ss_err *err)
@@ -102,16 +156,19 @@ static int add_params(plan *p, ss_err *err)
         b->nparam = p->nparams - b->param0;
         b->numel = w + (sb->bias ? sb->out : 0);
         if (ss_add_u64(p->total_numel, b->numel, &p->total_numel) ||
-            ss_mul_u64(rows * p->compute_elem, sb->in, &b->in_bytes) ||
-            ss_mul_u64(rows * p->compute_elem, sb->out, &b->out_bytes))
+            ss_mul_u64(rows * p->act_elem, sb->in, &b->in_bytes) ||
+            ss_mul_u64(rows * p->act_elem, sb->out, &b->out_bytes))
             return ss_fail(err, SS_E_OVERFLOW, p->s->file,
                            "block %s: sizes overflow 64 bits", sb->name);
         /* The first block's input needs no gradient: autograd skips dgrad. */
         b->dgrad = i > 0;
         b->fwd_flops = 2 * rows * b->numel;
         b->bwd_flops = b->fwd_flops * (b->dgrad ? 2 : 1);
-        b->fwd_ns = plan_gemm_ns(p, rows, sb->in, sb->out);
-        b->bwd_ns = b->fwd_ns * (b->dgrad ? 2 : 1);
+        ss_ns bwd;
+        plan_linear(p, rows, sb->in, sb->out, &b->fwd_ns, &bwd);
+        /* the first block computes no input gradient: its weight
+         * gradient alone, about half of the pair */
+        b->bwd_ns = b->dgrad ? bwd : bwd / 2;
     }
     return SS_OK;
 }
@@ -427,6 +484,12 @@ int plan_new(plan **out, const spec_scenario *s, ss_err *err)
     p->tokens = s->micro_batch * s->seq_len;
     p->param_elem = spec_dtype_size(s->prec.param);
     p->compute_elem = spec_dtype_size(s->prec.compute);
+    p->act_elem = p->compute_elem;
+    p->dt16 = s->topo.device.peak_flops[SPEC_DT_BF16] > 0 ? SPEC_DT_BF16 : SPEC_DT_FP16;
+    if (s->prec.compute == SPEC_DT_FP8) {
+        p->act_elem = 2;
+        p->compute_elem = s->prec.fp8_all_gather ? 1 : 2;
+    }
     p->grad_elem = spec_dtype_size(s->prec.grad);
     p->reduce_elem = spec_dtype_size(s->prec.reduce);
     rc = s->model.is_arch ? plan_arch_blocks(p, err) : add_params(p, err);

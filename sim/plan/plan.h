@@ -77,6 +77,12 @@ typedef struct plan {
     uint32_t nsim;            /* ranks in the program: n, or 1 when folded without a layout */
     uint32_t shard_n;         /* ranks a FlatParameter is sharded over (n; HSDP: a group) */
     uint32_t param_elem, compute_elem, grad_elem, reduce_elem;
+    /* Activations' element size: compute_elem, but 16-bit under fp8 compute
+     * (Float8 training keeps activations in bf16 and casts each linear's
+     * inputs); compute_elem is then the all-gathered weight's (1 with
+     * precision.fp8.all_gather, else 2). */
+    uint32_t act_elem;
+    spec_dtype dt16; /* the 16-bit dtype fp8 scenarios run the rest in */
     plan_param *params;
     uint32_t nparams;
     plan_block *blocks;
@@ -127,8 +133,15 @@ double plan_gemm_rate(const plan *p, double g);
 double plan_attn_rate(const plan *p, double seq, double g, bool backward);
 
 /* Device time of a GEMM m x k x n in the compute dtype: a roofline with that
- * rate and the memory bandwidth. */
+ * rate and the memory bandwidth. Under fp8 compute, in the 16-bit dtype
+ * (the GEMMs that stay in bf16: the output head, the router). */
 ss_ns plan_gemm_ns(const plan *p, uint64_t m, uint64_t k, uint64_t n);
+
+/* A linear layer's weight k x n applied to m tokens: the forward GEMM and
+ * the backward's input- and weight-gradient GEMMs. Under fp8 compute they
+ * run at the fp8 rate on fp8 inputs (bf16 outputs), plus the casts the
+ * recipe launches (plan.c, plan_linear). */
+void plan_linear(const plan *p, uint64_t m, uint64_t k, uint64_t n, ss_ns *fwd, ss_ns *bwd);
 /* Internal to plan/: expand an architecture model into blocks (plan_arch.c). */
 int plan_arch_blocks(plan *p, ss_err *err);
 /* Internal: rebuild the blocks as one rank's share of a layout (plan.c). */

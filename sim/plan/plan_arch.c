@@ -41,6 +41,7 @@ typedef struct ab {
      * layer's matmuls are counted in order; the odd-numbered ones keep
      * their outputs, whose forward time and bytes the block sums here. */
     bool op_sac;
+    bool hp; /* the GEMMs being added stay in 16 bits under fp8 compute (head, router) */
     bool eager;        /* training.kernels eager: PyTorch's composite elementwise ops */
     uint64_t eager_saved; /* what the block's eager composites keep besides the fused
                              kernels' tensors (bytes) */
@@ -105,7 +106,13 @@ static void gemm(ab *x, plan_block *b, uint64_t m, uint64_t k, uint64_t n)
     if (!b || !m) return;
     plan *p = x->p;
     uint64_t f = 2 * m * k * n;
-    ss_ns fwd = plan_gemm_ns(p, m, k, n);
+    ss_ns fwd, bwd;
+    if (x->hp) {
+        fwd = plan_gemm_ns(p, m, k, n);
+        bwd = plan_gemm_ns(p, m, n, k) + plan_gemm_ns(p, k, m, n);
+    } else {
+        plan_linear(p, m, k, n, &fwd, &bwd);
+    }
     if (x->op_sac && ++x->mm % 2) {
         x->keep_ns += fwd;
         x->keep_bytes += m * n * x->c;
@@ -114,7 +121,7 @@ static void gemm(ab *x, plan_block *b, uint64_t m, uint64_t k, uint64_t n)
     b->fwd_flops += f;
     b->bwd_flops += 2 * f;
     b->fwd_ns += fwd;
-    b->bwd_ns += plan_gemm_ns(p, m, n, k) + plan_gemm_ns(p, k, m, n);
+    b->bwd_ns += bwd;
 }
 
 /* A linear layer with its parameters: weight k x n (+ bias n). */
@@ -400,7 +407,9 @@ static void moe(ab *x, unsigned l)
     plan_block *b = blk(x, "layers.%u", "layers.%u.moe", l);
     norm(x, b, h);
     param(x, b, h * a->experts, a->experts); /* router: nn.Linear(h, E) */
+    x->hp = true; /* Float8 recipes leave the router in bf16 */
     gemm(x, b, ts, h, a->experts);
+    x->hp = false;
     uint64_t sent = (uint64_t)ceil((double)ts * a->top_k * a->capacity_factor);
     uint64_t routed = (uint64_t)ceil((double)sent * x->p->s->par.expert_imbalance) * x->etp;
     uint64_t per = ss_div_ceil(routed, local);
@@ -440,6 +449,7 @@ static void output(ab *x)
     if (n) n->saved_bytes = 0;
     blk_done(x, n);
     plan_block *b = blk(x, "output", "head", 0);
+    x->hp = true; /* Float8 recipes leave the output head in bf16 (torchtitan, TE) */
     if (a->tied_embeddings) gemm(x, b, x->t, a->hidden, a->vocab / x->tp);
     else linear_col(x, b, a->hidden, a->vocab, x->t);
     if (!b) return;
@@ -508,7 +518,7 @@ int plan_arch_blocks(plan *p, ss_err *err)
     const spec_arch *a = &p->s->model.arch;
     const spec_parallel *par = &p->s->par;
     ab x = {.p = p, .a = a, .capb = (uint32_t)(2 * a->layers + 3), .t = p->tokens,
-            .c = p->compute_elem, .err = err, .rc = SS_OK, .tp = 1, .sp = 1, .ep = 1, .cp = 1, .etp = 1};
+            .c = p->act_elem, .err = err, .rc = SS_OK, .tp = 1, .sp = 1, .ep = 1, .cp = 1, .etp = 1};
     if (p->layout) {
         x.tp = par->tp, x.cp = par->cp, x.ep = par->ep, x.etp = par->etp;
         x.sp = par->sequence_parallel ? par->tp : 1;

@@ -329,8 +329,24 @@ enum { SPEC_NET_PROTOS(SPEC_ENUM2_) SPEC_NNET_PROTOS };
 extern const char *const spec_net_algo_names[SPEC_NNET_ALGOS];
 extern const char *const spec_net_proto_names[SPEC_NNET_PROTOS];
 
+/* Float8 training (precision.compute "fp8"): how the linear layers scale
+ * their fp8 inputs (precision.fp8.recipe): torchao's dynamic tensorwise or
+ * rowwise scaling (an amax pass, then the cast), or Transformer Engine's
+ * delayed scaling (the cast kernel records the amax). */
+#define SPEC_FP8_RECIPES(X)                                                    \
+    X(TENSORWISE, "tensorwise")                                                \
+    X(ROWWISE, "rowwise")                                                      \
+    X(DELAYED, "delayed")
+#define SPEC_ENUM2_(id, name) SPEC_FP8_##id,
+typedef enum { SPEC_FP8_RECIPES(SPEC_ENUM2_) SPEC_NFP8 } spec_fp8_recipe;
+#undef SPEC_ENUM2_
+extern const char *const spec_fp8_names[SPEC_NFP8];
+
 typedef struct spec_precision {
     spec_dtype param, compute, grad, reduce, master, optim;
+    spec_fp8_recipe fp8_recipe; /* compute fp8 only */
+    bool fp8_all_gather;        /* FSDP all-gathers the fp8 weights (torchtitan's
+                                   enable_fsdp_float8_all_gather) */
 } spec_precision;
 
 typedef struct spec_optimizer_cfg {

@@ -112,7 +112,10 @@ int run_step(const spec_scenario *s, const run_opts *o, run_result *out, ss_err 
         /* per GPU: a replica's tokens shared by its tp cp pp GPUs */
         r.sum.tokens = r.pl->tokens * s->grad_accum / r.pl->replica;
         r.sum.flops_per_token = r.pl->flops_per_token;
-        r.sum.peak_flops = s->topo.device.peak_flops[s->prec.compute];
+        /* MFU against the 16-bit dense peak under fp8 compute too, as
+         * torchtitan and Megatron report Float8 runs */
+        r.sum.peak_flops = s->topo.device.peak_flops[s->prec.compute == SPEC_DT_FP8 ? r.pl->dt16
+                                                                                    : s->prec.compute];
         r.sum.parameters = r.pl->model_numel;
         r.sum.active_parameters = r.pl->active_numel;
         r.sum.moe = s->model.is_arch && s->model.arch.experts > 0;

@@ -5,6 +5,7 @@
  * al. 2020 (GPT-3 175B), Mistral AI (Mixtral 8x7B 46.7B), DeepSeek-V3
  * technical report (671B without the MTP module); the 5T MoE is this
  * project's design point of 5.0T. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -219,6 +220,76 @@ static void test_eager_kernels(void **state)
     spec_scenario_fini(&se);
 }
 
+/* Float8 linears (precision.compute "fp8", torchao's tensorwise recipe,
+ * eager kernels): each transformer linear runs its three GEMMs at the fp8
+ * rate (the device's fp8 peak x gemm_efficiency x g / (g + half), g the
+ * geometric mean, against fp8 inputs and a bf16 output at the memory
+ * bandwidth) plus its casts: an amax pass and a cast per tensor, (4 + 1)
+ * bytes per element forward for the input and the weight; backward the
+ * output gradient in two layouts (4 + 2), the bf16 input and the weight
+ * again (4 + 1 each). The output head and the attention core stay bf16:
+ * those costs equal the bf16 plan's. */
+static ss_ns gemm8(const spec_device *d, uint64_t m, uint64_t k, uint64_t n)
+{
+    double g = cbrt((double)m * k * n);
+    double rate = d->peak_flops[SPEC_DT_FP8] * d->gemm_efficiency * g / (g + d->gemm_half_dim);
+    double tc = 2.0 * m * k * n / rate, tm = ((double)(m * k + k * n) + 2.0 * m * n) /
+                                               (d->hbm_bw_Bps * d->mem_efficiency);
+    ss_ns t = ss_ns_from_s(tc > tm ? tc : tm);
+    return t > d->kernel_min_ns ? t : d->kernel_min_ns;
+}
+
+static ss_ns cast8(const plan *p, uint64_t e, uint32_t ways)
+{
+    ss_ns t = plan_mem_ns(p, e * (4 + ways)), two = 2 * p->s->topo.device.kernel_min_ns;
+    return t > two ? t : two;
+}
+
+static void test_fp8_linears(void **state)
+{
+    (void)state;
+    spec_scenario sb, s8;
+    plan *pb = load_plan_with("llama3-8b", "", &sb);
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{\"name\": \"t\", \"model\": \"%s/models/llama3-8b.json\","
+             " \"topology\": \"%s/topologies/h100x8-hgx.json\", \"parallel\": {\"dp\": 8},"
+             " \"training\": {\"micro_batch\": 1, \"seq_len\": 4096},"
+             " \"precision\": {\"param\": \"bf16\", \"compute\": \"fp8\", \"master\": \"fp32\","
+             " \"fp8\": {\"recipe\": \"tensorwise\"}},"
+             " \"optimizer\": {\"type\": \"adamw\"}, \"sharding\": {\"strategy\": \"full_shard\"}}",
+             SS_SOURCE_DIR, SS_SOURCE_DIR);
+    ss_err err;
+    ss_err_clear(&err);
+    if (scn_load_text("t.json", text, strlen(text), NULL, 0, &s8, &err)) fail_msg("%s", err.msg);
+    plan *p8 = NULL;
+    assert_int_equal(plan_new(&p8, &s8, NULL), SS_OK);
+    const spec_device *d = &s8.topo.device;
+    const uint64_t t = 4096, h = 4096, f = 14336;
+    /* the MLP: w1 and w3 [h -> f], w2 [f -> h] */
+    struct { uint64_t k, n; } mm[] = {{h, f}, {h, f}, {f, h}};
+    ss_ns fwd8 = 0, bwd8 = 0, fwd16 = 0, bwd16 = 0;
+    for (int i = 0; i < 3; i++) {
+        uint64_t k = mm[i].k, n = mm[i].n;
+        fwd8 += cast8(p8, t * k, 1) + cast8(p8, k * n, 1) + gemm8(d, t, k, n);
+        bwd8 += cast8(p8, t * n, 2) + cast8(p8, t * k, 1) + cast8(p8, k * n, 1) +
+                gemm8(d, t, n, k) + gemm8(d, k, t, n);
+        fwd16 += plan_gemm_ns(pb, t, k, n);
+        bwd16 += plan_gemm_ns(pb, t, n, k) + plan_gemm_ns(pb, k, t, n);
+    }
+    const plan_block *mb = plan_find(pb, "layers.2.mlp"), *m8 = plan_find(p8, "layers.2.mlp");
+    assert_int_equal(m8->fwd_ns - fwd8, mb->fwd_ns - fwd16);
+    assert_int_equal(m8->bwd_ns - bwd8, mb->bwd_ns - bwd16);
+    assert_int_equal(m8->saved_bytes, mb->saved_bytes); /* activations stay bf16 */
+    const plan_block *hb = plan_find(pb, "head"), *h8 = plan_find(p8, "head");
+    assert_int_equal(h8->fwd_ns, hb->fwd_ns);
+    assert_int_equal(h8->bwd_ns, hb->bwd_ns);
+    assert_int_equal(p8->act_elem, 2);
+    assert_int_equal(p8->compute_elem, 2); /* weights all-gathered in bf16 */
+    plan_free(pb), plan_free(p8);
+    spec_scenario_fini(&sb), spec_scenario_fini(&s8);
+}
+
 /* recompute_every 2 (torchtitan's selective_ac_option "2", fms-fsdp's
  * selective_checkpointing=2): layers counted from 1, the even ones (ids
  * 1, 3, ...) recompute in full (their forward again in backward, nothing
@@ -294,7 +365,8 @@ int main(void)
         cmocka_unit_test(test_parameter_counts), cmocka_unit_test(test_flops_per_token),
         cmocka_unit_test(test_moe_active), cmocka_unit_test(test_recompute),
         cmocka_unit_test(test_layer_costs),
-        cmocka_unit_test(test_eager_kernels), cmocka_unit_test(test_recompute_every), cmocka_unit_test(test_selective_op),
+        cmocka_unit_test(test_eager_kernels), cmocka_unit_test(test_recompute_every),
+        cmocka_unit_test(test_fp8_linears), cmocka_unit_test(test_selective_op),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

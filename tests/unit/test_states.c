@@ -15,7 +15,7 @@
 #define W 4194304ull /* one 2048 x 2048 weight = 16 MiB of FP32 */
 
 static const spec_precision fp32 = {SPEC_DT_FP32, SPEC_DT_FP32, SPEC_DT_FP32,
-                                    SPEC_DT_FP32, SPEC_DT_NONE, SPEC_DT_FP32};
+                                    SPEC_DT_FP32, SPEC_DT_NONE, SPEC_DT_FP32, SPEC_FP8_TENSORWISE, false};
 static const spec_optimizer_cfg adamw = {SPEC_OPT_ADAMW, SPEC_IMPL_FOREACH, false};
 static const uint64_t eight[8] = {W, W, W, W, W, W, W, W};
 
@@ -122,7 +122,7 @@ static void test_mixed_precision(void **state)
 {
     (void)state;
     spec_precision mp = {SPEC_DT_BF16, SPEC_DT_BF16, SPEC_DT_BF16, SPEC_DT_BF16,
-                         SPEC_DT_FP32, SPEC_DT_FP32};
+                         SPEC_DT_FP32, SPEC_DT_FP32, SPEC_FP8_TENSORWISE, false};
     uint64_t n[1] = {1000};
     st_input in = {.kind = ST_ZERO0, .n = 4, .rank = 0, .numels = n, .count = 1, .prec = mp, .opt = adamw};
     st_bytes b;
@@ -145,7 +145,7 @@ static void test_five_trillion(void **state)
 {
     (void)state;
     spec_precision mp = {SPEC_DT_BF16, SPEC_DT_BF16, SPEC_DT_BF16, SPEC_DT_BF16,
-                         SPEC_DT_FP32, SPEC_DT_FP32};
+                         SPEC_DT_FP32, SPEC_DT_FP32, SPEC_FP8_TENSORWISE, false};
     uint64_t n[1] = {5000000000000ull};
     st_input in = {.kind = ST_ZERO0, .n = 16384, .rank = 0, .numels = n, .count = 1, .prec = mp, .opt = adamw};
     st_bytes b;
