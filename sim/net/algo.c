@@ -550,6 +550,52 @@ static void direct_all(const topo *g, prog_coll c, const uint32_t *r, uint32_t n
             if (i != j) acc_p2p(a, g, r[i], r[j], 1.0 / n);
 }
 
+/* ---- point-to-point channels across nodes (algo.h) ---- */
+
+#define P2P_NET_CHANNEL_BPS 14e9 /* NCCL_P2P_PER_CHANNEL_NET_BW, GB/s */
+#define P2P_PEERS_PER_BATCH 8    /* NCCL_MAX_DEV_WORK_P2P_PER_BATCH */
+#define CHANNELS_PER_SEARCH 4    /* Hopper across nodes (connect.cc) */
+#define CHANNELS_AUTO_MAX 16     /* "won't automatically double past 16" */
+
+static uint32_t pow2_up(uint32_t x)
+{
+    uint32_t p = 1;
+    while (p < x) p <<= 1;
+    return p;
+}
+
+static uint32_t pow2_down(uint32_t x)
+{
+    uint32_t p = 1;
+    while (2 * p <= x) p <<= 1;
+    return p;
+}
+
+/* Channels per network peer of a p2p operation over n ranks on m > 1
+ * nodes with at most ppn members on a node. */
+uint32_t algo_p2p_peer_channels(const topo *g, uint32_t n, uint32_t ppn)
+{
+    uint32_t search = ppn < topo_nics_per_node(g) ? ppn : topo_nics_per_node(g);
+    uint32_t ring = CHANNELS_PER_SEARCH * (search ? search : 1);
+    uint32_t p2p = pow2_up(ring < CHANNELS_AUTO_MAX ? ring : CHANNELS_AUTO_MAX);
+    uint32_t batches = (n + P2P_PEERS_PER_BATCH - 1) / P2P_PEERS_PER_BATCH;
+    return p2p / batches ? pow2_down(p2p / batches) : 1;
+}
+
+/* The payload rate at which the busiest network peer edge of a direct
+ * shape reaches k channels' worth; 0 inside one node or without NICs. */
+static double peer_cap(const topo *g, prog_coll c, const uint32_t *r, uint32_t n, uint32_t m)
+{
+    if (m < 2 || topo_nics_per_node(g) == 0) return 0.0;
+    uint32_t ppn = 0, run = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        run = i > 0 && topo_node_of(g, r[i]) == topo_node_of(g, r[i - 1]) ? run + 1 : 1;
+        if (run > ppn) ppn = run;
+    }
+    double w = c == PROG_COLL_ALL_TO_ALL ? 1.0 / n : 1.0; /* payload share of one peer */
+    return algo_p2p_peer_channels(g, n, ppn) * P2P_NET_CHANNEL_BPS / w;
+}
+
 /* ---- shapes ---- */
 
 bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n, algo_kind algo)
@@ -680,6 +726,7 @@ int algo_shape_build(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t
         return rc;
     }
     set_steps(g, c, ranks, n, m, &s);
+    if (algo == ALGO_DIRECT) s.peer_cap = peer_cap(g, c, ranks, n, m);
     *out = s;
     return SS_OK;
 }
@@ -753,6 +800,8 @@ algo_cost algo_cost_of(const topo *g, const algo_shape *s, prog_coll c, uint32_t
     k.iso_s = lat;
     for (uint32_t i = 0; i < s->nphase; i++) {
         k.iso_rate[i] = iso_rate(g, s->use[i], s->nuse[i], k.wscale);
+        if (s->peer_cap > 0 && s->peer_cap / k.wscale < k.iso_rate[i])
+            k.iso_rate[i] = s->peer_cap / k.wscale;
         if (isfinite(k.iso_rate[i])) k.iso_s += (double)bytes / k.iso_rate[i];
     }
     return k;

@@ -45,6 +45,20 @@
  * rail-optimized fabric through the member of the sender's node that owns
  * the receiver's rail (PXN, members only); else they cross the spine.
  *
+ * Point-to-point channels (direct across nodes). NCCL 2.29 runs each
+ * network peer of a send, receive or all-to-all on a few channels, each
+ * moving about 14 GB/s (NCCL_P2P_PER_CHANNEL_NET_BW), and halves the count
+ * per peer while peers per batch of 8 x channels per peer exceed the
+ * communicator's p2p channels (src/graph/paths.cc,
+ * ncclTopoComputeP2pChannels). Those are its ring channels rounded up to a
+ * power of 2: on Hopper across nodes 4 per search channel, a search channel
+ * per member GPU of a node (one 48 GB/s channel per GPU, its PCIe link) up
+ * to the node's NICs, not doubled past 16 (src/graph/connect.cc). So a
+ * peer gets k = max(1, pow2Down(P / ceil(n / 8))) channels, and the edge
+ * at most k x 14 GB/s: 10 ranks at one GPU per node get 2 (28 GB/s), 80 at
+ * eight get 1. The cap on the edge's rate rides on the whole collective
+ * (peer_cap, a flow rate cap); it binds only when below the NICs' rate.
+ *
  * Latency follows NCCL's tuning model (src/graph/tuning.cc): a base per
  * algorithm and protocol plus a per-step cost by hardware (NVLink, PCIe,
  * network), with NCCL's step counts, plus the wire latency of the longest
@@ -91,6 +105,9 @@ typedef struct algo_shape {
     uint32_t steps_intra, steps_inter; /* NCCL's step counts for latency */
     ss_ns wire_ns;                     /* longest path latency of one step */
     bool inter;                        /* the group spans nodes */
+    double peer_cap;   /* direct across nodes: the most payload bytes/s the
+                          per-peer network channels carry (see "Point-to-point
+                          channels" above); 0: no cap */
 } algo_shape;
 
 /* One collective's costed choice. */
@@ -124,6 +141,11 @@ bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
 /* Cost of a built shape with protocol p for `bytes` of payload, alone. */
 algo_cost algo_cost_of(const topo *g, const algo_shape *s, prog_coll c, uint32_t n,
                        algo_proto p, ss_bytes bytes);
+
+/* NCCL's channels per network peer of a point-to-point operation over n
+ * ranks on two or more nodes, at most ppn of them on one node (see
+ * "Point-to-point channels"); at least 1. */
+uint32_t algo_p2p_peer_channels(const topo *g, uint32_t n, uint32_t ppn);
 
 /* The algorithms the tuner tries for c over the group (hier only when
  * forced, so not here), in tuner order; the count is returned. */

@@ -332,7 +332,8 @@ static int start_phase(net *n, uint32_t id, ss_ns now, ss_err *err)
         return nomem(err);
     for (uint32_t i = 0; i < nu; i++)
         n->scratch[i] = (flow_use){s->use[x->phase][i].link, s->use[x->phase][i].w * x->cost.wscale};
-    int rc = flow_add(n->fs, n->scratch, nu, 0.0, &x->flow, err);
+    double cap = s->peer_cap > 0 ? s->peer_cap / x->cost.wscale : 0.0;
+    int rc = flow_add(n->fs, n->scratch, nu, cap, &x->flow, err);
     if (rc) return rc;
     if (!ss_grow((void **)&n->owner, &n->cap_owner, x->flow + 1, sizeof *n->owner)) {
         flow_remove(n->fs, x->flow);

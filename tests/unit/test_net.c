@@ -521,6 +521,50 @@ static void test_pxn_members_only(void **state)
     topo_free(g);
 }
 
+/* Point-to-point channels per network peer (NCCL 2.29, src/graph/paths.cc
+ * and connect.cc; algo.h). By hand on h100-ib-fattree.json (8 NICs a node):
+ * the communicator's p2p channels are P = pow2Up(min(16, 4 x members per
+ * node)), a peer gets the largest power of 2 k with k x ceil(n / 8) <= P.
+ *   10 x 1: P 4,  ceil(10/8) 2  -> 2      10 x 2: P 8,  3  -> 8/3 = 2 -> 2
+ *   10 x 4: P 16, 5  -> 3 -> 2            10 x 8: P 16, 10 -> 1
+ *    2 x 1: P 4,  1  -> 4                  2 x 8: P 16, 2  -> 8
+ * So a send/recv shift over 10 nodes at one GPU each moves 2 x 14 = 28
+ * GB/s (the cluster01 corpus logs measure 24.9), below the GPU's PCIe link;
+ * over 2 nodes the cap (4 x 14 = 56) is above the link and does not bind;
+ * an all-to-all peer carries 1/n of the payload, so its cap is n times
+ * the edge's. */
+static void test_p2p_channels(void **state)
+{
+    (void)state;
+    topo *g = graph("h100-ib-fattree.json", 10);
+    const uint32_t cases[][3] = {{10, 1, 2}, {20, 2, 2}, {40, 4, 2},
+                                 {80, 8, 1}, {2, 1, 4},  {16, 8, 8}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        assert_int_equal(algo_p2p_peer_channels(g, cases[i][0], cases[i][1]), cases[i][2]);
+    uint32_t r[10];
+    for (uint32_t i = 0; i < 10; i++) r[i] = i * 8;
+    algo_shape s = shape(g, PROG_COLL_SEND_RECV, r, 10, ALGO_DIRECT);
+    assert_true(REL(s.peer_cap, 28e9) < 1e-12);
+    double algbw =
+        algo_cost_of(g, &s, PROG_COLL_SEND_RECV, 10, ALGO_P_SIMPLE, 1u << 30).iso_rate[0];
+    assert_true(REL(algbw, 28e9) < 1e-12);
+    algo_shape_fini(&s);
+    s = shape(g, PROG_COLL_ALL_TO_ALL, r, 10, ALGO_DIRECT);
+    assert_true(REL(s.peer_cap, 10 * 28e9) < 1e-12);
+    algo_shape_fini(&s);
+    s = shape(g, PROG_COLL_SEND_RECV, r, 2, ALGO_DIRECT); /* 2 nodes x 1 */
+    assert_true(REL(s.peer_cap, 56e9) < 1e-12);
+    algbw = algo_cost_of(g, &s, PROG_COLL_SEND_RECV, 2, ALGO_P_SIMPLE, 1u << 30).iso_rate[0];
+    assert_true(algbw < 56e9 && algbw > 28e9); /* the PCIe link, 64 GB/s x efficiency */
+    algo_shape_fini(&s);
+    uint32_t one[8];
+    for (uint32_t i = 0; i < 8; i++) one[i] = i;
+    s = shape(g, PROG_COLL_SEND_RECV, one, 8, ALGO_DIRECT); /* one node: no cap */
+    assert_true(s.peer_cap == 0.0);
+    algo_shape_fini(&s);
+    topo_free(g);
+}
+
 /* ---- contention through the engine ---- */
 
 /* 2 nodes x 2 GPUs, one NIC each: GPUs reach the NIC at 100 GB/s, the NIC
@@ -641,7 +685,7 @@ int main(void)
         cmocka_unit_test(test_local_nics),      cmocka_unit_test(test_one_gpu_per_node),
         cmocka_unit_test(test_sub_communicator), cmocka_unit_test(test_pxn_members_only),
         cmocka_unit_test(test_ring_two_nodes),   cmocka_unit_test(test_tree_correction),
-        cmocka_unit_test(test_all_to_all_nodes),
+        cmocka_unit_test(test_all_to_all_nodes), cmocka_unit_test(test_p2p_channels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
