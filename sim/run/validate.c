@@ -150,6 +150,7 @@ static int run_row(val_row *w, ss_err *err)
         double tps = step > 0 ? (double)sr->tokens / step : 0;
         if (w->mfu.has && sr->peak_flops > 0) w->mfu.predicted = tps * sr->flops_per_token / sr->peak_flops;
         w->compute_s = (double)sr->compute_ns * 1e-9;
+        w->interference_s = (double)sr->interference_ns * 1e-9;
         w->exposed_comm_s = (double)sr->exposed_comm_ns * 1e-9;
         w->pipelined = s.par.pp > 1;
         w->bubble_fraction = sum_bubble_fraction(&s.par, s.grad_accum);
@@ -340,14 +341,14 @@ static void text_stat(const char *label, const val_group *g, FILE *f)
 
 void val_text(const val_report *r, FILE *f)
 {
-    fprintf(f, "%-52s %-28s %9s %9s %8s %9s %9s %7s %9s %9s %8s %9s %9s %8s\n", "scenario", "source",
-            "meas s", "pred s", "err", "compute s", "exp.comm", "bubble", "alloc m", "alloc p",
-            "err", "resv m", "resv p", "err");
+    fprintf(f, "%-52s %-28s %9s %9s %8s %9s %8s %9s %7s %9s %9s %8s %9s %9s %8s\n", "scenario",
+            "source", "meas s", "pred s", "err", "compute s", "interf.", "exp.comm", "bubble",
+            "alloc m", "alloc p", "err", "resv m", "resv p", "err");
     for (size_t i = 0; i < r->nrows; i++) {
         const val_row *w = &r->rows[i];
         fprintf(f, "%-52.52s %-28.28s", w->name, w->source);
         text_fig(&w->step, "%9.3f", f);
-        fprintf(f, " %9.3f %9.3f", w->compute_s, w->exposed_comm_s);
+        fprintf(f, " %9.3f %8.3f %9.3f", w->compute_s, w->interference_s, w->exposed_comm_s);
         if (w->pipelined) fprintf(f, " %6.1f%%", 100.0 * w->bubble_fraction);
         else fprintf(f, " %7s", "-");
         text_fig(&w->alloc, "%9.2f", f);
@@ -393,6 +394,7 @@ static cJSON *json_row(const val_row *w)
     json_fig(o, "step_time", &w->step, "s");
     cJSON *sp = cJSON_AddObjectToObject(o, "split");
     cJSON_AddNumberToObject(sp, "compute_s", w->compute_s);
+    cJSON_AddNumberToObject(sp, "interference_s", w->interference_s);
     cJSON_AddNumberToObject(sp, "exposed_communication_s", w->exposed_comm_s);
     if (w->pipelined) cJSON_AddNumberToObject(sp, "bubble_fraction_analytic", w->bubble_fraction);
     json_fig(o, "peak_allocated", &w->alloc, "gib");

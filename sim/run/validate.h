@@ -57,6 +57,7 @@ typedef struct val_row {
     /* the prediction's split (summary keys time.compute_s,
      * time.exposed_communication_s, layout.bubble_fraction_analytic) */
     double compute_s, exposed_comm_s, bubble_fraction;
+    double interference_s; /* of compute_s, what collectives beside it added */
     bool pipelined;            /* pp > 1: the bubble applies */
 } val_row;
 
