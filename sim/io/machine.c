@@ -47,17 +47,24 @@ static int attn_vs_peak(js_node pt, const spec_attn_point *a, const spec_device 
     return SS_OK;
 }
 
+/* A point's causal forward and backward rates. A table whose backward was
+ * measured without the causal mask gives the non-causal forward beside it
+ * (fwd_full_tflops): the causal backward is then taken at the forward's
+ * causal / non-causal ratio, the share of the work the mask's skipped and
+ * diagonal blocks cost both passes alike. */
 static int load_attn_point(js_node pt, spec_attn_point *a, ss_err *err)
 {
-    double fwd, bwd;
+    double fwd, bwd, full;
     int rc = js_want_obj(pt, err);
-    if (rc || (rc = js_keys_check(pt, JS_KEYS("seq", "fwd_tflops", "bwd_tflops"), err)) ||
+    if (rc || (rc = js_keys_check(pt, JS_KEYS("seq", "fwd_tflops", "bwd_tflops", "fwd_full_tflops"),
+                                  err)) ||
         (rc = js_num(pt, "seq", true, 0, 1, 1e9, &a->seq, err)) ||
         (rc = js_num(pt, "fwd_tflops", true, 0, 1e-3, 1e6, &fwd, err)) ||
-        (rc = js_num(pt, "bwd_tflops", true, 0, 1e-3, 1e6, &bwd, err)))
+        (rc = js_num(pt, "bwd_tflops", true, 0, 1e-3, 1e6, &bwd, err)) ||
+        (rc = js_num(pt, "fwd_full_tflops", false, fwd, fwd, 1e6, &full, err)))
         return rc;
     a->fwd_flops = fwd * 1e12;
-    a->bwd_flops = bwd * 1e12;
+    a->bwd_flops = bwd * 1e12 * fwd / full;
     return SS_OK;
 }
 
