@@ -13,7 +13,8 @@
 #define DEFAULT_DIR "scenarios/published"
 
 static const char usage[] =
-    "usage: shardsim validate [FILE|FOLDER]... [--json FILE] [-j THREADS] [--strict]\n"
+    "usage: shardsim validate [FILE|FOLDER]... [--json FILE] [--markdown FILE] [-j THREADS]\n"
+    "                         [--strict]\n"
     "\n"
     "  Simulate every scenario with a \"measured\" block (default: the folder\n"
     "  " DEFAULT_DIR ") and compare with the figure its source measured:\n"
@@ -26,13 +27,15 @@ static const char usage[] =
     "  every source's median |error| <= 20%).\n"
     "\n"
     "  --json    also write the table as JSON to FILE ('-' for stdout)\n"
+    "  --markdown  also write the tables as Markdown to FILE ('-' for stdout),\n"
+    "            for a review or a README\n"
     "  -j        simulate on THREADS threads (default 1)\n"
     "  --strict  exit 1 when a threshold fails (default: exit 0 once it ran)\n";
 
 typedef struct opts {
     const char *paths[MAX_PATHS];
     size_t npaths;
-    const char *json;
+    const char *json, *markdown;
     unsigned threads;
     bool strict;
 } opts;
@@ -62,6 +65,9 @@ static int parse(int argc, char **argv, opts *o)
         }
         if (!strcmp(a, "--strict")) {
             o->strict = true;
+        } else if (!strcmp(a, "--markdown")) {
+            if (i + 1 >= argc) return bad("missing value after", a);
+            o->markdown = argv[++i];
         } else if (!strcmp(a, "--json") || !strcmp(a, "-j")) {
             if (i + 1 >= argc) return bad("missing value after", a);
             const char *v = argv[++i];
@@ -97,9 +103,14 @@ int validate_cmd(int argc, char **argv)
     if (!rc) rc = val_stats(&r, &err);
     if (!rc && o.json && !(json = val_json(&r))) rc = ss_fail(&err, SS_E_NOMEM, NULL, "out of memory");
     if (!rc && json) rc = of_write_text(o.json, json, &err);
+    char *md = NULL;
+    if (!rc && o.markdown && !(md = val_markdown(&r))) rc = ss_fail(&err, SS_E_NOMEM, NULL, "out of memory");
+    if (!rc && md) rc = of_write_text(o.markdown, md, &err);
+    free(md);
     bool pass = !rc && val_pass(&r);
-    /* With --json -, stdout is the JSON's alone. */
-    if (!rc && !(o.json && !strcmp(o.json, "-"))) val_text(&r, stdout);
+    /* With --json - (or --markdown -), stdout is that output's alone. */
+    if (!rc && !(o.json && !strcmp(o.json, "-")) && !(o.markdown && !strcmp(o.markdown, "-")))
+        val_text(&r, stdout);
     free(json);
     val_fini(&r);
     if (rc) return fail(&err);

@@ -363,6 +363,73 @@ void val_text(const val_report *r, FILE *f)
     check_kind(r, true, f);
 }
 
+/* ---- Markdown ---- */
+
+static void md_fig(const val_fig *x, const char *fmt_num, FILE *f)
+{
+    if (!x->has) {
+        fprintf(f, " - | - | - |");
+        return;
+    }
+    fprintf(f, " ");
+    fprintf(f, fmt_num, x->measured);
+    fprintf(f, " | ");
+    fprintf(f, fmt_num, x->predicted);
+    fprintf(f, " | %+.1f%% |", x->err_pct);
+}
+
+static void md_stat(const val_stat *s, FILE *f)
+{
+    if (s->n) fprintf(f, " %zu | %.1f%% | %+.1f%% |", s->n, s->med_abs, s->med_signed);
+    else fprintf(f, " 0 | - | - |");
+}
+
+static void md_write(const val_report *r, FILE *f)
+{
+    fprintf(f, "| scenario | source | measured s | predicted s | error | compute s | of which "
+               "interference s | exposed comm. s | bubble | allocated GiB measured | predicted | error | "
+               "reserved GiB measured | predicted | error |\n"
+               "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (size_t i = 0; i < r->nrows; i++) {
+        const val_row *w = &r->rows[i];
+        fprintf(f, "| %s | %s |", w->name, w->source);
+        md_fig(&w->step, "%.3f", f);
+        fprintf(f, " %.3f | %.3f | %.3f |", w->compute_s, w->interference_s, w->exposed_comm_s);
+        if (w->pipelined) fprintf(f, " %.1f%% |", 100.0 * w->bubble_fraction);
+        else fprintf(f, " - |");
+        md_fig(&w->alloc, "%.2f", f);
+        md_fig(&w->reserved, "%.2f", f);
+        fprintf(f, "\n");
+    }
+    fprintf(f, "\n| source | step n | median abs error | median signed | memory n | median abs "
+               "error | median signed |\n|---|---:|---:|---:|---:|---:|---:|\n");
+    for (size_t k = 0; k <= r->ngroups; k++) {
+        const val_group *g = k < r->ngroups ? &r->groups[k] : &r->all;
+        fprintf(f, "| %s |", k < r->ngroups ? g->source : "**overall**");
+        md_stat(&g->step, f);
+        md_stat(&g->mem, f);
+        fprintf(f, "\n");
+    }
+    fprintf(f, "\n```\n");
+    check_kind(r, false, f);
+    check_kind(r, true, f);
+    fprintf(f, "```\n");
+}
+
+char *val_markdown(const val_report *r)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+    md_write(r, f);
+    if (fclose(f)) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
 /* ---- JSON ---- */
 
 static void json_fig(cJSON *o, const char *key, const val_fig *f, const char *unit)

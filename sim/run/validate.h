@@ -106,6 +106,12 @@ int val_stats(val_report *r, ss_err *err);
 void val_text(const val_report *r, FILE *f);
 /* The same as JSON; NULL when out of memory. */
 char *val_json(const val_report *r);
+
+/* The same report as Markdown for a review or a README: a table of the
+ * rows (measured, predicted, signed error and its split), a table of the
+ * per-source and overall medians, and the threshold lines. The caller
+ * frees the string; NULL when out of memory. */
+char *val_markdown(const val_report *r);
 /* Whether every threshold above holds. */
 bool val_pass(const val_report *r);
 

@@ -36,6 +36,17 @@ check "--strict exits 1 when a threshold fails" '[ $rc -eq 1 ]'
 rc=$?
 # zro-recipe-ddp's memory is within 1% (its expect band is 5%): every threshold holds.
 check "--strict exits 0 when every threshold holds" '[ $rc -eq 0 ]'
+"$bin" validate "${files[@]}" --markdown "$d/v.md" >/dev/null
+"$bin" validate "${files[@]}" --markdown - >"$d/v2.md"
+# the Markdown holds a row per scenario with the text table's signed error,
+# the overall medians and the threshold lines; '-' writes it alone to stdout
+md_ok=1
+for n in "${names[@]}"; do
+  e=$(grep "^$n " "$d/v.txt" | grep -o '[+-][0-9]*\.[0-9]%' | head -1)
+  grep -q "^| $n |.* ${e:-|} |" "$d/v.md" || md_ok=0
+done
+check "--markdown: a row per scenario with its error, the medians, the thresholds" \
+    '[ $md_ok -eq 1 ] && grep -q "^| \*\*overall\*\* |" "$d/v.md" && grep -q "^FAIL  step time" "$d/v.md" && cmp -s "$d/v.md" "$d/v2.md"'
 "$bin" validate --help >"$d/help.txt"
 rc=$?
 check "--help exits 0 with the usage" '[ $rc -eq 0 ] && grep -q "^usage: shardsim validate" "$d/help.txt"'
