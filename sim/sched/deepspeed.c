@@ -388,19 +388,21 @@ static int ds_local(ds *d, em_tensors *params, em_tensors *optim)
     if (!rc) rc = em_tensors_init(optim, pl->nparams + 1, d->e->err);
     if (rc) return rc;
     if (!d->s3) {
-        for (uint32_t p = 0; p < pl->nparams; p++) params->numel[params->n++] = pl->params[p].numel;
-        optim->numel[optim->n++] = ds_partition(d);
+        for (uint32_t p = 0; p < pl->nparams; p++)
+            em_tensors_add(params, pl->params[p].numel, em_param_module(pl, p));
+        em_tensors_add(optim, ds_partition(d), "partition");
         return SS_OK;
     }
     uint64_t sec = 0;
     for (uint32_t p = 0; p < pl->nparams; p++) {
         uint64_t n = pl->params[p].numel, part = ss_div_ceil(n, d->N);
-        optim->numel[optim->n++] = part;
-        if (n < d->c->persistence_threshold) params->numel[params->n++] = n;
+        const char *mod = em_param_module(pl, p);
+        em_tensors_add(optim, part, mod);
+        if (n < d->c->persistence_threshold) em_tensors_add(params, n, mod);
         else sec += ss_div_ceil(n, d->c->hpz);
-        if (!d->off_par) params->numel[params->n++] = part;
+        if (!d->off_par) em_tensors_add(params, part, mod);
     }
-    if (d->c->hpz > 1) params->numel[params->n++] = sec;
+    if (d->c->hpz > 1) em_tensors_add(params, sec, "hpz_secondary");
     return SS_OK;
 }
 

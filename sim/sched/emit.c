@@ -147,20 +147,37 @@ int em_tensors_init(em_tensors *t, uint32_t n, ss_err *err)
 {
     t->n = 0;
     t->numel = malloc((n ? n : 1) * sizeof *t->numel);
-    return t->numel ? SS_OK : ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    t->label = calloc(n ? n : 1, sizeof *t->label);
+    if (t->numel && t->label) return SS_OK;
+    em_tensors_fini(t);
+    return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
 }
 
 void em_tensors_fini(em_tensors *t)
 {
     free(t->numel);
+    free(t->label);
     t->numel = NULL;
+    t->label = NULL;
     t->n = 0;
+}
+
+void em_tensors_add(em_tensors *t, uint64_t numel, const char *label)
+{
+    t->numel[t->n] = numel;
+    t->label[t->n++] = label;
+}
+
+const char *em_param_module(const plan *pl, uint32_t i)
+{
+    return pl->blocks[pl->params[i].block].name;
 }
 
 int em_tensors_all(const plan *pl, em_tensors *t, ss_err *err)
 {
     int rc = em_tensors_init(t, pl->nparams, err);
-    for (uint32_t i = 0; !rc && i < pl->nparams; i++) t->numel[t->n++] = pl->params[i].numel;
+    for (uint32_t i = 0; !rc && i < pl->nparams; i++)
+        em_tensors_add(t, pl->params[i].numel, em_param_module(pl, i));
     return rc;
 }
 
@@ -179,6 +196,13 @@ static void check_total(em *e, const char *what, uint64_t numel, uint32_t elem, 
                     what, (unsigned long long)(numel * elem), (unsigned long long)want);
 }
 
+static const char *module_tag(char *buf, size_t n, const char *label)
+{
+    if (label) snprintf(buf, n, "[%s]", label);
+    else buf[0] = '\0';
+    return buf;
+}
+
 void em_states(em *e, const em_tensors *params, const em_tensors *optim)
 {
     const spec_scenario *s = e->pl->s;
@@ -189,13 +213,18 @@ void em_states(em *e, const em_tensors *params, const em_tensors *optim)
      * the parameters' partitions (params lists only the device's). */
     bool host_optim = e->st.optim.host || e->st.master.host;
     bool host_param = e->st.param.host && e->st.param.host == e->st.param.physical;
+    /* "param.3[layers.0.attn]": the index keeps names apart, the module
+     * says whose it is */
+    char m[96];
     for (uint32_t i = 0; !host_param && i < params->n; i++)
-        em_tensor(e, PROG_MEM_PARAM, params->numel[i] * pe, true, "param.%u", i);
+        em_tensor(e, PROG_MEM_PARAM, params->numel[i] * pe, true, "param.%u%s", i,
+                  module_tag(m, sizeof m, params->label[i]));
     for (uint32_t i = 0; !host_optim && i < optim->n; i++) {
-        if (me) em_tensor(e, PROG_MEM_OPTIM, optim->numel[i] * me, true, "master.%u", i);
+        module_tag(m, sizeof m, optim->label[i]);
+        if (me) em_tensor(e, PROG_MEM_OPTIM, optim->numel[i] * me, true, "master.%u%s", i, m);
         for (uint32_t k = 0; k < nmom; k++)
-            em_tensor(e, PROG_MEM_OPTIM, optim->numel[i] * oe, true, "optim.%u.%s", i,
-                      k ? "exp_avg_sq" : s->opt.type == SPEC_OPT_SGD ? "momentum" : "exp_avg");
+            em_tensor(e, PROG_MEM_OPTIM, optim->numel[i] * oe, true, "optim.%u.%s%s", i,
+                      k ? "exp_avg_sq" : s->opt.type == SPEC_OPT_SGD ? "momentum" : "exp_avg", m);
     }
     check_total(e, "parameter", host_param ? 0 : sum_of(params), pe,
                 e->st.param.physical - e->st.param.host);

@@ -83,15 +83,23 @@ uint32_t em_host(em *e, prog_phase ph, ss_ns ns, const char *name);
 void em_marker_begin(em *e, prog_stream st, prog_phase ph, const char *name);
 
 /* The local tensors the optimizer works on: element counts, one entry per
- * tensor (whole parameters, owned parameters, or FSDP shards / views). */
+ * tensor (whole parameters, owned parameters, or FSDP shards / views), each
+ * with the module it belongs to (a block or unit name of the plan, or a
+ * runtime's own word such as "partition"; NULL: none), which names the
+ * tensor in the memory ledger. */
 typedef struct em_tensors {
     uint64_t *numel;
+    const char **label;
     uint32_t n;
 } em_tensors;
 
 /* Room for n entries (n = 0 allowed); em_tensors_fini frees. */
 int em_tensors_init(em_tensors *t, uint32_t n, ss_err *err);
 void em_tensors_fini(em_tensors *t);
+/* Append an entry (room for it was made by em_tensors_init). */
+void em_tensors_add(em_tensors *t, uint64_t numel, const char *label);
+/* The name of parameter i's block in the plan. */
+const char *em_param_module(const plan *pl, uint32_t i);
 /* Every parameter of the model, whole. */
 int em_tensors_all(const plan *pl, em_tensors *t, ss_err *err);
 

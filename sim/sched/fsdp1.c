@@ -69,9 +69,10 @@ static void fs_tensors(fs *f)
         prog_memcat gc = noshard ? PROG_MEM_GRAD : PROG_MEM_GRAD_SHARD;
         if (linger && !f->off) /* CPUOffload: the host keeps the gradient shards */
             f->t_old[u] = em_tensor(f->e, gc, gnum * pl->grad_elem, true,
-                                    "fsdp.u%u.grad_shard.prev", u);
+                                    "fsdp.u%u[%s].grad_shard.prev", u, plan_unit_name(f->pl, u));
         if (!f->off)
-            f->t_new[u] = em_tensor(f->e, gc, gnum * pl->grad_elem, false, "fsdp.u%u.grad_shard", u);
+            f->t_new[u] = em_tensor(f->e, gc, gnum * pl->grad_elem, false, "fsdp.u%u[%s].grad_shard",
+                                    u, plan_unit_name(f->pl, u));
     }
 }
 
@@ -88,10 +89,11 @@ static void fs_unshard(fs *f, uint32_t u, prog_phase ph)
     /* A fresh buffer each time: the previous one may still wait for the
      * compute stream before it is released. */
     f->t_full[u] = em_tensor(f->e, PROG_MEM_PARAM_UNSHARDED, pu->padded * f->pl->compute_elem,
-                             false, "fsdp.u%u.unsharded.%s", u, prog_phase_name(ph));
+                             false, "fsdp.u%u[%s].unsharded.%s", u, plan_unit_name(f->pl, u),
+                             prog_phase_name(ph));
     /* CPUOffload: the host shard is copied in before it is gathered. */
     uint32_t dev = f->off ? em_tensor(f->e, PROG_MEM_PARAM, pu->shard * f->pl->param_elem, false,
-                                      "fsdp.u%u.shard.device", u)
+                                      "fsdp.u%u[%s].shard.device", u, plan_unit_name(f->pl, u))
                           : EM_NONE;
     uint32_t h2d = f->off ? em_host_copy(f->e, ph, pu->shard * f->pl->param_elem,
                                          false, EM_NONE, dev, EM_NONE, "fsdp.shard_to_device")
@@ -144,7 +146,8 @@ static void fs_reduce(fs *f, uint32_t u, uint32_t last_bwd)
      * it until the reduce-scatter ends. */
     uint32_t cast = !noshard && f->pl->reduce_elem != f->pl->compute_elem
                         ? em_tensor(f->e, PROG_MEM_COMM_BUFFER, pu->padded * f->pl->reduce_elem,
-                                    false, "fsdp.u%u.grad.reduce_dtype", u)
+                                    false, "fsdp.u%u[%s].grad.reduce_dtype", u,
+                                    plan_unit_name(f->pl, u))
                         : EM_NONE;
     em_begin(f->e, PROG_OP_COLL, PROG_REDUCE, PROG_PH_BACKWARD,
              noshard ? "fsdp.all_reduce.u%u" : "fsdp.reduce_scatter.u%u", u);
@@ -157,7 +160,7 @@ static void fs_reduce(fs *f, uint32_t u, uint32_t last_bwd)
          * CPUOffload each reduction makes a device shard for its copy out. */
         if (f->off)
             f->t_new[u] = em_tensor(f->e, PROG_MEM_GRAD_SHARD, pu->shard * f->pl->grad_elem, false,
-                                    "fsdp.u%u.grad_shard.device", u);
+                                    "fsdp.u%u[%s].grad_shard.device", u, plan_unit_name(f->pl, u));
         if (!f->have_shard[u]) em_mem(f->e, f->t_new[u], PROG_ALLOC_AT_ISSUE);
         f->have_shard[u] = !f->off;
         f->gdone[u] = false;
@@ -232,7 +235,7 @@ static void fs_backward_block(fs *f, uint32_t i)
     if (!f->gdone[u] && fs_live(f, u)) {
         if (f->strat != SPEC_NO_SHARD)
             f->t_grad[u] = em_tensor(f->e, PROG_MEM_GRAD, pu->padded * pl->compute_elem, false,
-                                     "fsdp.u%u.grad", u);
+                                     "fsdp.u%u[%s].grad", u, plan_unit_name(f->pl, u));
         grad = f->strat == SPEC_NO_SHARD ? f->t_new[u] : f->t_grad[u];
         f->gdone[u] = true;
     }
@@ -310,9 +313,9 @@ static int fs_local_tensors(const fs *f, em_tensors *params, em_tensors *optim)
         const plan_unit *pu = &pl->units[u];
         if (!fs_live(f, u)) continue;
         uint64_t lo = noshard ? 0 : (uint64_t)r * pu->shard, hi = noshard ? pu->numel : lo + pu->shard;
-        params->numel[params->n++] = hi - lo;
+        em_tensors_add(params, hi - lo, plan_unit_name(pl, u));
         if (!views || noshard) {
-            optim->numel[optim->n++] = hi - lo;
+            em_tensors_add(optim, hi - lo, plan_unit_name(pl, u));
             continue;
         }
         uint64_t off = 0; /* the unit's parameters, in flat order */
@@ -321,7 +324,7 @@ static int fs_local_tensors(const fs *f, em_tensors *params, em_tensors *optim)
             for (uint32_t k = 0; k < pl->blocks[b].nparam; k++) {
                 uint64_t n = pl->params[pl->blocks[b].param0 + k].numel;
                 uint64_t a = off > lo ? off : lo, z = off + n < hi ? off + n : hi;
-                if (z > a) optim->numel[optim->n++] = z - a;
+                if (z > a) em_tensors_add(optim, z - a, pl->blocks[b].name);
                 off += n;
             }
         }

@@ -99,13 +99,14 @@ static void f2_unshard(f2 *f, uint32_t u, prog_phase ph)
     /* CPUOffloadPolicy: the host shard comes to the device first. */
     bool h2d = f->off && !post;
     uint32_t t_dev = h2d ? em_tensor(f->e, PROG_MEM_PARAM, pu->shard * pl->param_elem, false,
-                                     "fsdp2.u%u.shard.device", u)
+                                     "fsdp2.u%u[%s].shard.device", u, plan_unit_name(f->pl, u))
                          : EM_NONE;
     uint32_t copy = h2d ? em_host_copy(f->e, ph, pu->shard * pl->param_elem, false, f->ag_wait,
                                        t_dev, EM_NONE, "fsdp2.shard_to_device")
                         : EM_NONE;
-    f->t_ago[u] = em_tensor(f->e, PROG_MEM_COMM_BUFFER, out, false, "fsdp2.u%u.all_gather_output.%s",
-                            u, prog_phase_name(ph));
+    f->t_ago[u] = em_tensor(f->e, PROG_MEM_COMM_BUFFER, out, false,
+                            "fsdp2.u%u[%s].all_gather_output.%s", u, plan_unit_name(f->pl, u),
+                            prog_phase_name(ph));
     em_begin(f->e, PROG_OP_COMPUTE, PROG_COPY, ph, "fsdp2.copy_in.u%u", u);
     em_cost(f->e, em_launch_ns(f->e), plan_mem_ns(pl, in_read + in_write), 0);
     em_dep(f->e, f->ag_wait);
@@ -129,8 +130,9 @@ static void f2_wait(f2 *f, uint32_t u, prog_phase ph)
     if (!f2_live(f, u) || f->state[u] != F2_GATHERING) return;
     const plan *pl = f->pl;
     ss_bytes full = pl->units[u].padded * pl->compute_elem;
-    f->t_full[u] = em_tensor(f->e, PROG_MEM_PARAM_UNSHARDED, full, false, "fsdp2.u%u.unsharded.%s",
-                             u, prog_phase_name(ph));
+    f->t_full[u] = em_tensor(f->e, PROG_MEM_PARAM_UNSHARDED, full, false,
+                             "fsdp2.u%u[%s].unsharded.%s", u, plan_unit_name(f->pl, u),
+                             prog_phase_name(ph));
     em_begin(f->e, PROG_OP_COMPUTE, PROG_COMPUTE, ph, "fsdp2.copy_out.u%u", u);
     em_cost(f->e, em_launch_ns(f->e), plan_mem_ns(pl, 2 * full), 0);
     em_dep(f->e, f->ag[u]);
@@ -174,7 +176,7 @@ static void f2_post_forward(f2 *f, uint32_t u)
     if (k < pl->shard_n) { /* keep this rank's 1/k of the gathered parameters */
         ss_bytes part = pl->units[u].padded * pl->compute_elem / k;
         f->t_post[u] = em_tensor(f->e, PROG_MEM_PARAM_UNSHARDED, part, false,
-                                 "fsdp2.u%u.post_forward_shard", u);
+                                 "fsdp2.u%u[%s].post_forward_shard", u, plan_unit_name(f->pl, u));
         em_begin(f->e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_FORWARD,
                  "fsdp2.post_forward_copy.u%u", u);
         em_cost(f->e, em_launch_ns(f->e), plan_mem_ns(pl, 2 * part), 0);
@@ -276,7 +278,7 @@ static void f2_reduce(f2 *f, uint32_t u, uint32_t last_bwd)
     ss_bytes in = pu->padded * pl->reduce_elem, shard = pu->shard * pl->reduce_elem;
     ss_bytes gshard = pu->shard * pl->grad_elem;
     uint32_t t_in = em_tensor(f->e, PROG_MEM_COMM_BUFFER, in, false,
-                              "fsdp2.u%u.reduce_scatter_input", u);
+                              "fsdp2.u%u[%s].reduce_scatter_input", u, plan_unit_name(f->pl, u));
     em_begin(f->e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "fsdp2.reduce_copy_in.u%u", u);
     em_cost(f->e, em_launch_ns(f->e), plan_mem_ns(pl, pu->numel * pl->compute_elem + in), 0);
     em_dep(f->e, last_bwd);
@@ -290,12 +292,13 @@ static void f2_reduce(f2 *f, uint32_t u, uint32_t last_bwd)
      * or accumulated into; otherwise a temporary. */
     if (f->off) /* the device shard of this reduction, copied out below */
         f->t_gshard[u] = em_tensor(f->e, PROG_MEM_GRAD_SHARD, gshard, false,
-                                   "fsdp2.u%u.grad_shard.device", u);
+                                   "fsdp2.u%u[%s].grad_shard.device", u, plan_unit_name(f->pl, u));
     bool direct = !f->have_gshard[u] && pl->grad_elem == pl->reduce_elem &&
                   pl->s->prec.grad == pl->s->prec.reduce;
     uint32_t out = direct ? f->t_gshard[u]
                           : em_tensor(f->e, PROG_MEM_COMM_BUFFER, shard, false,
-                                      "fsdp2.u%u.reduce_scatter_output", u);
+                                      "fsdp2.u%u[%s].reduce_scatter_output", u,
+                                      plan_unit_name(f->pl, u));
     em_begin(f->e, PROG_OP_COLL, PROG_REDUCE, PROG_PH_BACKWARD, "fsdp2.reduce_scatter.u%u", u);
     em_coll(f->e, PROG_COLL_REDUCE_SCATTER, in);
     em_group(f->e, f->g_shard);
@@ -329,7 +332,7 @@ static void f2_backward_block(f2 *f, uint32_t i)
     uint32_t grad = EM_NONE;
     if (!f->have_grad[u] && f2_live(f, u)) {
         f->t_grad[u] = grad = em_tensor(f->e, PROG_MEM_GRAD, pu->numel * pl->compute_elem, false,
-                                        "fsdp2.u%u.grad", u);
+                                        "fsdp2.u%u[%s].grad", u, plan_unit_name(f->pl, u));
         f->have_grad[u] = true;
     }
     uint32_t op = em_bwd_block(f->e, i, f->ready[u], &grad, grad == EM_NONE ? 0 : 1);
@@ -406,9 +409,9 @@ static int f2_local_tensors(const f2 *f, em_tensors *params, em_tensors *optim)
     for (uint32_t i = 0; !rc && i < pl->nparams; i++) {
         const plan_param *q = &pl->params[i];
         uint64_t rows = q->rows ? q->rows : 1, cols = q->numel / rows;
-        params->numel[params->n++] = ss_div_ceil(rows, S) * cols;
+        em_tensors_add(params, ss_div_ceil(rows, S) * cols, em_param_module(pl, i));
         uint64_t real = st_shard_logical(rows, S, r) * cols;
-        if (real) optim->numel[optim->n++] = real;
+        if (real) em_tensors_add(optim, real, em_param_module(pl, i));
     }
     return rc;
 }
@@ -425,11 +428,12 @@ static void f2_tensors(f2 *f)
         last = u;
         if (f->off) continue; /* made per reduction */
         f->t_gshard[u] = em_tensor(f->e, PROG_MEM_GRAD_SHARD, pl->units[u].shard * pl->grad_elem,
-                                   false, "fsdp2.u%u.grad_shard", u);
+                                   false, "fsdp2.u%u[%s].grad_shard", u, plan_unit_name(f->pl, u));
     }
     if (last < pl->nunits && pl->shard_n > 1)
         f->ag_state = em_tensor(f->e, PROG_MEM_COMM_BUFFER, pl->units[last].padded * pl->compute_elem,
-                                true, "fsdp2.u%u.all_gather_output.previous_step", last);
+                                true, "fsdp2.u%u[%s].all_gather_output.previous_step", last,
+                                plan_unit_name(f->pl, last));
 }
 
 static int f2_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)

@@ -724,9 +724,10 @@ static void states_and_step(mp *m)
     }
     for (int k = 0; k < 2; k++) {
         if (!m->part[k]) continue;
-        m->rt->at_rest(pl, m->part[k], m->gsize[k], &params.numel[params.n],
-                       &optim.numel[optim.n]);
-        params.n++, optim.n++;
+        uint64_t pn, on;
+        m->rt->at_rest(pl, m->part[k], m->gsize[k], &pn, &on);
+        em_tensors_add(&params, pn, k ? "experts" : "dense");
+        em_tensors_add(&optim, on, k ? "experts" : "dense");
     }
     em_states(e, &params, &optim);
     if (make_units(m)) {

@@ -41,7 +41,7 @@ static int zro_body(em *e, ddp_grads *g, const em_tensors *all, const uint32_t *
     int rc = em_tensors_init(&mine, all->n, e->err);
     if (rc) return rc;
     for (uint32_t i = 0; i < all->n; i++)
-        if (owner[i] == e->rank) mine.numel[mine.n++] = all->numel[i];
+        if (owner[i] == e->rank) em_tensors_add(&mine, all->numel[i], all->label[i]);
     em_states(e, all, &mine);
     ddp_body(e, g);
     uint32_t step = em_optim(e, &mine);
