@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
 command -v clang >/dev/null || { echo "fuzz: clang is needed (apt-get install clang libclang-rt-14-dev)"; exit 2; }
-cmake -S . -B build-fuzz -DSS_FUZZ=ON -DCMAKE_C_COMPILER=clang -DSS_NO_MPI=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build-fuzz -DSS_FUZZ=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DSS_NO_MPI=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-fuzz -j"$(nproc)" >/dev/null
 corpus=build-fuzz/corpus
 rm -rf "$corpus" build-fuzz/*-crash-* build-fuzz/*-leak-* build-fuzz/*-timeout-* build-fuzz/*-oom-*

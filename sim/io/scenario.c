@@ -17,6 +17,7 @@
 #include "json.h"
 #include "machine.h"
 #include "profile.h"
+#include "ttconfig.h"
 
 #define SPEC_TOKENS_MAX (1ull << 32) /* micro_batch x seq_len, docs/ROBUSTNESS.md */
 
@@ -1452,6 +1453,86 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
     return rc;
 }
 
+/* ---- "trainer": a runtime's own config as the training sections ---- */
+
+/* Move each key of sec (a section the trainer config implies) into the
+ * scenario's own section of that name; a key both give is an error. */
+static int merge_section(js_node root, cJSON *dst_root, cJSON *sec, const char *tfile, ss_err *err)
+{
+    cJSON *dst = cJSON_GetObjectItemCaseSensitive(dst_root, sec->string);
+    js_node own, k;
+    js_get(root, sec->string, &own);
+    if (!strcmp(sec->string, "assumptions")) {
+        if (!cJSON_IsArray(dst)) return js_failf(own, err, "expected an array of strings");
+    } else if (!cJSON_IsObject(dst)) {
+        return js_failf(own, err, "expected an object (keys added to what the torchtitan "
+                                  "config %s gives)", tfile);
+    }
+    while (sec->child) {
+        cJSON *c = cJSON_DetachItemViaPointer(sec, sec->child);
+        if (c->string && cJSON_GetObjectItemCaseSensitive(dst, c->string)) {
+            js_get(own, c->string, &k);
+            int rc = js_failf(k, err, "also given by the torchtitan config %s (trainer."
+                              "torchtitan): give it in one place (--set trainer.torchtitan."
+                              "SECTION.KEY=VALUE changes the config)", tfile);
+            cJSON_Delete(c);
+            return rc;
+        }
+        if (!(c->string ? cJSON_AddItemToObject(dst, c->string, c) : cJSON_AddItemToArray(dst, c))) {
+            cJSON_Delete(c);
+            return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+        }
+    }
+    return SS_OK;
+}
+
+/* "trainer": {"torchtitan": PATH or inline tables}: the sections the job
+ * config implies (io/ttconfig.h), for the world of the scenario's topology
+ * and the layers of its model, merged into the scenario; "trainer" then
+ * goes. Runs after --set, so an override of a key the config gives is an
+ * error naming both. */
+static int expand_trainer(js_doc *doc, ss_err *err)
+{
+    js_node root = js_root(doc), tr, cfg;
+    js_doc tdoc = {0};
+    spec_scenario pre = {0};
+    cJSON *secs = NULL;
+    if (!cJSON_IsObject(doc->root) || !js_get(root, "trainer", &tr)) return SS_OK;
+    int rc = js_want_obj(tr, err);
+    if (!rc) rc = js_keys_check(tr, KEYS("torchtitan"), err);
+    if (!rc) rc = js_need(tr, "torchtitan", &cfg, err);
+    if (!rc && js_is_str(cfg)) {
+        snprintf(tdoc.file, sizeof tdoc.file, "%s", "");
+        rc = js_path_resolve(doc->file, cfg.j->valuestring, tdoc.file, sizeof tdoc.file, err);
+        if (!rc) rc = ttc_read(tdoc.file, &tdoc.root, err);
+        if (!rc) cfg = js_root(&tdoc);
+    } else if (!rc && !js_is_obj(cfg)) {
+        rc = js_failf(cfg, err, "expected the path of a torchtitan TOML job config, or its "
+                                "tables as an object");
+    }
+    if (!rc) rc = load_refs(root, &pre, err);
+    if (!rc) rc = ttc_sections(cfg, (uint64_t)pre.topo.nodes * pre.topo.gpus_per_node,
+                               pre.model.is_arch ? pre.model.arch.layers : 0, &secs, err);
+    while (!rc && secs->child) {
+        cJSON *sec = cJSON_DetachItemViaPointer(secs, secs->child);
+        cJSON *dst = cJSON_GetObjectItemCaseSensitive(doc->root, sec->string);
+        if (!dst) {
+            if (!cJSON_AddItemToObject(doc->root, sec->string, sec)) {
+                cJSON_Delete(sec);
+                rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+            }
+            continue;
+        }
+        rc = merge_section(root, doc->root, sec, cfg.file, err);
+        cJSON_Delete(sec);
+    }
+    if (!rc) cJSON_DeleteItemFromObjectCaseSensitive(doc->root, "trainer");
+    cJSON_Delete(secs);
+    spec_scenario_fini(&pre);
+    js_doc_fini(&tdoc);
+    return rc;
+}
+
 static int scn_from_doc(js_doc *doc, int rc, const char *file, const char *const *overrides,
                         size_t noverrides, spec_scenario *out, ss_err *err);
 
@@ -1479,8 +1560,25 @@ static int absolute_ref(cJSON *node, const char *key, const char *file, ss_err *
  * the scenario, its own references made absolute and a topology wrapper's
  * nodes and device kept; the override then applies to the copy, never to
  * the file. */
+static int inline_trainer(js_doc *doc, const char *file, const char *assignment, ss_err *err)
+{
+    cJSON *tr = cJSON_IsObject(doc->root) ? cJSON_GetObjectItemCaseSensitive(doc->root, "trainer") : NULL;
+    cJSON *ref = cJSON_IsObject(tr) ? cJSON_GetObjectItemCaseSensitive(tr, "torchtitan") : NULL;
+    if (strncmp(assignment, "trainer.torchtitan.", 19) || !cJSON_IsString(ref)) return SS_OK;
+    char path[JS_FILE_MAX];
+    cJSON *cfg = NULL;
+    int rc = js_path_resolve(file, ref->valuestring, path, sizeof path, err);
+    if (!rc) rc = ttc_read(path, &cfg, err);
+    if (!rc && !cJSON_ReplaceItemInObjectCaseSensitive(tr, "torchtitan", cfg)) {
+        cJSON_Delete(cfg);
+        rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    }
+    return rc;
+}
+
 static int inline_for(js_doc *doc, const char *file, const char *assignment, ss_err *err)
 {
+    if (!strncmp(assignment, "trainer.", 8)) return inline_trainer(doc, file, assignment, err);
     static const char *const heads[] = {"model", "topology", "sharding"};
     const char *head = NULL;
     for (size_t k = 0; k < 3 && !head; k++) {
@@ -1541,6 +1639,7 @@ static int scn_from_doc(js_doc *d, int rc, const char *file, const char *const *
         rc = inline_for(&doc, file, o, err);
         if (!rc) rc = js_doc_set(&doc, overrides[i], err);
     }
+    if (!rc) rc = expand_trainer(&doc, err);
     if (!rc) rc = load_root(js_root(&doc), &s, err);
     js_doc_fini(&doc);
     if (rc) {
@@ -1611,6 +1710,7 @@ int scn_write_resolved(const char *file, const char *const *overrides, size_t no
     static const char *const top[] = {"model", "topology", "sharding", "calibration"};
     for (size_t k = 0; k < 4 && !rc; k++) rc = absolute_ref(root, top[k], file, err);
     if (!rc) rc = absolute_ref(model, "hf_config", file, err);
+    if (!rc) rc = absolute_ref(cJSON_GetObjectItemCaseSensitive(root, "trainer"), "torchtitan", file, err);
     if (!rc) rc = absolute_ref(topo, "file", file, err);
     if (!rc) rc = absolute_ref(topo, "device", file, err);
     cJSON *n = !rc && name ? cJSON_GetObjectItemCaseSensitive(root, "name") : NULL;
