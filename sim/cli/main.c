@@ -517,7 +517,7 @@ static void print_advice(const cli_args *a, const sim_one *o)
         return;
     }
     printf("\n  what would fit in %.2f GiB, each change alone (peak reserved, step):\n",
-           (double)o->s.capacity_bytes / (double)(1ull << 30));
+           (double)sum_usable(&o->r.sum) / (double)(1ull << 30));
     unsigned shown = 0;
     ss_bytes peak0 = sum_max_peak_reserved(&o->r.sum);
     for (size_t k = 0; k < sizeof tries / sizeof *tries; k++) {
