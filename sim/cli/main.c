@@ -36,6 +36,7 @@ static const char usage[] =
     "usage: shardsim run SCENARIO [--json FILE] [--trace FILE] [--dot FILE] [--svg FILE]\n"
     "       shardsim run --model FILE|hf:CONFIG.json --gpus N [--gpu h100|h200|a100]\n"
     "                    [--torchtitan JOB.toml] [...]\n"
+    "       shardsim run --torchtitan JOB.toml --gpus N [--gpu KIND] [...]\n"
     "                    [--window MS..MS] [--ranks A..B] [--set PATH=VALUE]...\n"
     "                    [--memory] [--quiet] [--timing] [--max-memory SIZE]\n"
     "                    [--expect | --no-expect] [--top N] [--no-advice]\n"
@@ -93,8 +94,9 @@ static const char usage_options[] =
     "           Hugging Face config.json) on --gpus N GPUs of --gpu (default\n"
     "           h100), FSDP2 as torchtitan runs it, 1 x 4096 tokens per GPU;\n"
     "           --set changes any of it\n"
-    "  --torchtitan  with --model: the parallel, training, precision, optimizer\n"
-    "           and sharding sections from a torchtitan TOML job config\n"
+    "  --torchtitan  the parallel, training, precision, optimizer and sharding\n"
+    "           sections from a torchtitan TOML job config; without --model, the\n"
+    "           model its [model] names (llama3 8B, 70B, 405B)\n"
     "  --no-advice  when the step does not fit, do not try the usual changes\n"
     "           (recompute, another sharding, optimizer offload, ...) one by one\n"
     "  --max-memory  cap the process's memory (address space) at SIZE, e.g. 8G;\n"
@@ -308,14 +310,15 @@ static int parse_args(int argc, char **argv, cli_args *a, int is_run)
             a->files[a->nfiles++] = argv[i];
         }
     }
-    if (a->quick_model && a->nfiles) return usage_error("%s", "give a SCENARIO or --model, not both");
-    if (!a->quick_model && (a->quick_gpus || a->quick_gpu))
-        return usage_error("%s", "--gpus and --gpu go with --model FILE");
-    if (a->quick_model && !a->quick_gpus) return usage_error("%s", "--model needs --gpus N");
-    if (a->quick_tt && !a->quick_model)
-        return usage_error("%s", "--torchtitan goes with --model FILE --gpus N (a scenario names "
-                                 "its config as \"trainer\": {\"torchtitan\": PATH})");
-    if (a->quick_model) return 0;
+    bool quick = a->quick_model || a->quick_tt;
+    if (quick && a->nfiles)
+        return usage_error("%s", "give a SCENARIO or --model / --torchtitan, not both (a scenario "
+                                 "names a torchtitan config as \"trainer\": {\"torchtitan\": PATH})");
+    if (!quick && (a->quick_gpus || a->quick_gpu))
+        return usage_error("%s", "--gpus and --gpu go with --model FILE or --torchtitan FILE");
+    if (quick && !a->quick_gpus)
+        return usage_error("%s", a->quick_model ? "--model needs --gpus N" : "--torchtitan needs --gpus N");
+    if (quick) return 0;
     if (!a->nfiles) return usage_error("%s", "no SCENARIO file given");
     return 0;
 }
@@ -875,7 +878,7 @@ int main(int argc, char **argv)
     a.top = 10;
     int rc = parse_args(argc, argv, &a, is_run);
     if (rc) return rc;
-    if (a.quick_model) {
+    if (a.quick_model || a.quick_tt) {
         ss_err err;
         ss_err_clear(&err);
         if (quick_scenario(a.quick_model, a.quick_gpus, a.quick_gpu ? a.quick_gpu : "h100",

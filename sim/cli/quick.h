@@ -13,7 +13,8 @@
  * (`--torchtitan FILE`, may be NULL) the scenario names it as "trainer":
  * {"torchtitan": PATH} instead of the parallel, training, precision,
  * optimizer and sharding sections above (io/ttconfig.h maps it, the world
- * being the N GPUs). Every file is named by its absolute path
+ * being the N GPUs); model may then be NULL: the shipped model file of
+ * the config's [model] name and flavor (llama3 8B, 70B, 405B). Every file is named by its absolute path
  * under data_dir (the source tree), so the text loads from anywhere.
  * Errors: SS_E_INPUT for an unknown kind or a model or torchtitan file
  * that cannot be found, naming the option.

@@ -319,6 +319,17 @@ static int read_cfg(js_node cfg, tt_cfg *c, ss_err *err)
     return rc;
 }
 
+const char *ttc_shipped_model(const char *name, const char *flavor)
+{
+    /* torchtitan's llama3 flavors are Llama 3.1's shapes, as the model files */
+    static const char *const known[][3] = {{"llama3", "8B", "models/llama3-8b.json"},
+                                           {"llama3", "70B", "models/llama3-70b.json"},
+                                           {"llama3", "405B", "models/llama3-405b.json"}};
+    for (size_t i = 0; i < SS_ARRAY_LEN(known); i++)
+        if (!strcmp(name, known[i][0]) && !strcmp(flavor, known[i][1])) return known[i][2];
+    return NULL;
+}
+
 /* ---- torchtitan's rules, then the scenario's sections ---- */
 
 bool ttc_split_layers(uint32_t layers, uint32_t stages, uint32_t in_w, uint32_t out_w,

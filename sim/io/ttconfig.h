@@ -63,6 +63,10 @@ int ttc_read(const char *file, struct cJSON **out, ss_err *err);
  * ("file.toml: parallelism.tensor_parallel_degree"). */
 int ttc_sections(js_node cfg, uint64_t gpus, uint32_t layers, struct cJSON **out, ss_err *err);
 
+/* The shipped model file (relative to the source tree) for torchtitan's
+ * [model] name and flavor (llama3 8B, 70B, 405B), or NULL. */
+const char *ttc_shipped_model(const char *name, const char *flavor);
+
 /* The layer split of torchtitan's generate_llm_fqn_per_model_part: layers
  * transformer layers over stages model chunks, the embedding counted as
  * in_w layers on the first and the norm and head as out_w on the last.

@@ -97,7 +97,20 @@ err=$("$bin" run "$d/ttbad.json" 2>&1); rc=$?
 check "a mapping error names the TOML key" \
   '[ $rc -eq 2 ] && echo "$err" | grep -q "bad.toml: parallelism: data_parallel_shard_degree = -1"'
 err=$("$bin" run --torchtitan configs/torchtitan/llama3_8b.toml 2>&1); rc=$?
-check "--torchtitan without --model is a usage error" '[ $rc -eq 2 ] && echo "$err" | grep -q "goes with --model"'
+check "--torchtitan without --gpus is a usage error" '[ $rc -eq 2 ] && echo "$err" | grep -q "needs --gpus N"'
+# without --model, the model of [model] name "llama3", flavor "8B": models/llama3-8b.json
+"$bin" run --torchtitan configs/torchtitan/llama3_8b.toml --gpus 8 --quiet --json "$d/f.json"
+same_but_name() { python3 - "$1" "$2" <<'PY'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+a.pop("scenario"); b.pop("scenario")
+sys.exit(a != b)
+PY
+}
+check "--torchtitan alone takes the flavor's shipped model" 'same_but_name "$d/f.json" "$d/q.json"'
+sed 's/flavor = "8B"/flavor = "1B"/' configs/torchtitan/llama3_8b.toml >"$d/f1b.toml"
+err=$("$bin" run --torchtitan "$d/f1b.toml" --gpus 8 2>&1); rc=$?
+check "... and a flavor without one asks for --model" '[ $rc -eq 2 ] && echo "$err" | grep -q "flavor \"1B\" has no shipped model"'
 
 echo "$n checks, $fails failed"
 [ $fails -eq 0 ]
