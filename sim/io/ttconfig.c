@@ -321,10 +321,12 @@ static int read_cfg(js_node cfg, tt_cfg *c, ss_err *err)
 
 const char *ttc_shipped_model(const char *name, const char *flavor)
 {
-    /* torchtitan's llama3 flavors are Llama 3.1's shapes, as the model files */
+    /* torchtitan's llama3 flavors are Llama 3.1's shapes, deepseek_v3 671B
+     * DeepSeek-V3's, as the model files */
     static const char *const known[][3] = {{"llama3", "8B", "models/llama3-8b.json"},
                                            {"llama3", "70B", "models/llama3-70b.json"},
-                                           {"llama3", "405B", "models/llama3-405b.json"}};
+                                           {"llama3", "405B", "models/llama3-405b.json"},
+                                           {"deepseek_v3", "671B", "models/deepseek-v3.json"}};
     for (size_t i = 0; i < SS_ARRAY_LEN(known); i++)
         if (!strcmp(name, known[i][0]) && !strcmp(flavor, known[i][1])) return known[i][2];
     return NULL;

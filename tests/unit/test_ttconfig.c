@@ -353,12 +353,42 @@ static void test_shipped(void **state)
     js_doc_fini(&d);
 }
 
+/* The shipped deepseek_v3_671b.toml on 256 GPUs: FSDP over all of them,
+ * local batch 4 x 4096, per-op SAC, compile recorded (the file's values);
+ * its [model] is the shipped DeepSeek-V3 file. */
+static void test_shipped_deepseek(void **state)
+{
+    (void)state;
+    if (!toml_available()) skip();
+    js_doc d = {0};
+    ss_err err;
+    cJSON *o = NULL;
+    ss_err_clear(&err);
+    snprintf(d.file, sizeof d.file, "%s", SS_SOURCE_DIR "/configs/torchtitan/deepseek_v3_671b.toml");
+    if (ttc_read(d.file, &d.root, &err) || ttc_sections(js_root(&d), 256, 61, &o, &err))
+        fail_msg("%s: %s", err.where, err.msg);
+    assert_int_equal(num(o, "parallel", "dp"), 256);
+    assert_int_equal(num(o, "training", "micro_batch"), 4);
+    assert_int_equal(num(o, "training", "seq_len"), 4096);
+    assert_string_equal(str(o, "training", "recompute"), "selective_op");
+    const cJSON *notes = cJSON_GetObjectItem(o, "assumptions");
+    bool compile = false;
+    for (int i = 0; i < cJSON_GetArraySize(notes); i++)
+        compile = compile || strstr(cJSON_GetArrayItem(notes, i)->valuestring, "[compile]");
+    assert_true(compile);
+    assert_string_equal(ttc_shipped_model("deepseek_v3", "671B"), "models/deepseek-v3.json");
+    assert_null(ttc_shipped_model("deepseek_v3", "16B"));
+    cJSON_Delete(o);
+    js_doc_fini(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults), cmocka_unit_test(test_each_key),
         cmocka_unit_test(test_pipeline), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_toml),     cmocka_unit_test(test_shipped),
+        cmocka_unit_test(test_shipped_deepseek),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
