@@ -1455,9 +1455,40 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
 
 /* ---- "trainer": a runtime's own config as the training sections ---- */
 
+/* The scenario keys a trainer config gave ("$.training", "$.parallel.tp"),
+ * so that a later error at one of them can say where it came from. */
+typedef struct tt_origin {
+    char file[JS_FILE_MAX];
+    char keys[48][48];
+    size_t n;
+} tt_origin;
+
+static void origin_add(tt_origin *o, const char *sec, const char *key)
+{
+    if (o->n < SS_ARRAY_LEN(o->keys))
+        snprintf(o->keys[o->n++], sizeof o->keys[0], "$.%.20s%s%.20s", sec, key ? "." : "",
+                 key ? key : "");
+}
+
+/* An error at a key the trainer config gave says so. */
+static void origin_note(const tt_origin *o, ss_err *err)
+{
+    const char *p = strstr(err->where, ": $.");
+    for (size_t i = 0; p && i < o->n; i++) {
+        size_t n = strlen(o->keys[i]);
+        if (strncmp(p + 2, o->keys[i], n) || (p[2 + n] && p[2 + n] != '.' && p[2 + n] != '['))
+            continue;
+        size_t len = strlen(err->msg);
+        snprintf(err->msg + len, sizeof err->msg - len, " (set by trainer.torchtitan: %s)",
+                 o->file);
+        return;
+    }
+}
+
 /* Move each key of sec (a section the trainer config implies) into the
  * scenario's own section of that name; a key both give is an error. */
-static int merge_section(js_node root, cJSON *dst_root, cJSON *sec, const char *tfile, ss_err *err)
+static int merge_section(js_node root, cJSON *dst_root, cJSON *sec, const char *tfile,
+                         tt_origin *origin, ss_err *err)
 {
     cJSON *dst = cJSON_GetObjectItemCaseSensitive(dst_root, sec->string);
     js_node own, k;
@@ -1478,6 +1509,7 @@ static int merge_section(js_node root, cJSON *dst_root, cJSON *sec, const char *
             cJSON_Delete(c);
             return rc;
         }
+        if (c->string) origin_add(origin, sec->string, c->string);
         if (!(c->string ? cJSON_AddItemToObject(dst, c->string, c) : cJSON_AddItemToArray(dst, c))) {
             cJSON_Delete(c);
             return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
@@ -1491,7 +1523,7 @@ static int merge_section(js_node root, cJSON *dst_root, cJSON *sec, const char *
  * and the layers of its model, merged into the scenario; "trainer" then
  * goes. Runs after --set, so an override of a key the config gives is an
  * error naming both. */
-static int expand_trainer(js_doc *doc, ss_err *err)
+static int expand_trainer(js_doc *doc, tt_origin *origin, ss_err *err)
 {
     js_node root = js_root(doc), tr, cfg;
     js_doc tdoc = {0};
@@ -1517,15 +1549,17 @@ static int expand_trainer(js_doc *doc, ss_err *err)
         cJSON *sec = cJSON_DetachItemViaPointer(secs, secs->child);
         cJSON *dst = cJSON_GetObjectItemCaseSensitive(doc->root, sec->string);
         if (!dst) {
+            if (strcmp(sec->string, "assumptions")) origin_add(origin, sec->string, NULL);
             if (!cJSON_AddItemToObject(doc->root, sec->string, sec)) {
                 cJSON_Delete(sec);
                 rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
             }
             continue;
         }
-        rc = merge_section(root, doc->root, sec, cfg.file, err);
+        rc = merge_section(root, doc->root, sec, cfg.file, origin, err);
         cJSON_Delete(sec);
     }
+    if (!rc) snprintf(origin->file, sizeof origin->file, "%s", cfg.file);
     if (!rc) cJSON_DeleteItemFromObjectCaseSensitive(doc->root, "trainer");
     cJSON_Delete(secs);
     spec_scenario_fini(&pre);
@@ -1639,8 +1673,10 @@ static int scn_from_doc(js_doc *d, int rc, const char *file, const char *const *
         rc = inline_for(&doc, file, o, err);
         if (!rc) rc = js_doc_set(&doc, overrides[i], err);
     }
-    if (!rc) rc = expand_trainer(&doc, err);
-    if (!rc) rc = load_root(js_root(&doc), &s, err);
+    tt_origin origin;
+    origin.n = 0;
+    if (!rc) rc = expand_trainer(&doc, &origin, err);
+    if (!rc && (rc = load_root(js_root(&doc), &s, err))) origin_note(&origin, err);
     js_doc_fini(&doc);
     if (rc) {
         spec_scenario_fini(&s);
