@@ -38,7 +38,7 @@ static int find(const char *opt, const char *path, char *abs, const char *data_d
 static void training_text(char *buf, size_t cap, uint32_t gpus, const char *tt)
 {
     if (tt) {
-        snprintf(buf, cap, " \"trainer\": {\"torchtitan\": \"%s\"}}\n", tt);
+        snprintf(buf, cap, " \"trainer\": {\"torchtitan\": \"%s\", \"gpus\": %u}}\n", tt, gpus);
         return;
     }
     snprintf(buf, cap,

@@ -1459,9 +1459,17 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
  * so that a later error at one of them can say where it came from. */
 typedef struct tt_origin {
     char file[JS_FILE_MAX];
-    char keys[48][48];
-    size_t n;
+    char keys[48][48];      /* "$.training", "$.parallel.tp" */
+    char sets[16][48];      /* "training.seq_len": overridden after the merge */
+    size_t n, nsets;
 } tt_origin;
+
+static void origin_set(tt_origin *o, const char *assignment)
+{
+    size_t n = strcspn(assignment, "=");
+    if (o->nsets < SS_ARRAY_LEN(o->sets))
+        snprintf(o->sets[o->nsets++], sizeof o->sets[0], "%.*s", (int)(n < 47 ? n : 47), assignment);
+}
 
 static void origin_add(tt_origin *o, const char *sec, const char *key)
 {
@@ -1474,6 +1482,8 @@ static void origin_add(tt_origin *o, const char *sec, const char *key)
 static void origin_note(const tt_origin *o, ss_err *err)
 {
     const char *p = strstr(err->where, ": $.");
+    for (size_t i = 0; p && i < o->nsets; i++) /* --set gave it after the merge */
+        if (!strncmp(p + 4, o->sets[i], strlen(o->sets[i]))) return;
     for (size_t i = 0; p && i < o->n; i++) {
         size_t n = strlen(o->keys[i]);
         if (strncmp(p + 2, o->keys[i], n) || (p[2 + n] && p[2 + n] != '.' && p[2 + n] != '['))
@@ -1504,8 +1514,7 @@ static int merge_section(js_node root, cJSON *dst_root, cJSON *sec, const char *
         if (c->string && cJSON_GetObjectItemCaseSensitive(dst, c->string)) {
             js_get(own, c->string, &k);
             int rc = js_failf(k, err, "also given by the torchtitan config %s (trainer."
-                              "torchtitan): give it in one place (--set trainer.torchtitan."
-                              "SECTION.KEY=VALUE changes the config)", tfile);
+                              "torchtitan): give it in one place (--set changes either)", tfile);
             cJSON_Delete(c);
             return rc;
         }
@@ -1518,11 +1527,12 @@ static int merge_section(js_node root, cJSON *dst_root, cJSON *sec, const char *
     return SS_OK;
 }
 
-/* "trainer": {"torchtitan": PATH or inline tables}: the sections the job
- * config implies (io/ttconfig.h), for the world of the scenario's topology
- * and the layers of its model, merged into the scenario; "trainer" then
- * goes. Runs after --set, so an override of a key the config gives is an
- * error naming both. */
+/* "trainer": {"torchtitan": PATH or inline tables, "gpus": N}: the sections
+ * the job config implies (io/ttconfig.h), for a world of N GPUs (default
+ * every GPU of the scenario's topology) and the layers of its model, merged
+ * into the scenario; "trainer" then goes. Runs between the two passes of
+ * --set (scn_from_doc): a key the scenario file also gives is an error
+ * naming both; --set changes either. */
 static int expand_trainer(js_doc *doc, tt_origin *origin, ss_err *err)
 {
     js_node root = js_root(doc), tr, cfg;
@@ -1531,7 +1541,7 @@ static int expand_trainer(js_doc *doc, tt_origin *origin, ss_err *err)
     cJSON *secs = NULL;
     if (!cJSON_IsObject(doc->root) || !js_get(root, "trainer", &tr)) return SS_OK;
     int rc = js_want_obj(tr, err);
-    if (!rc) rc = js_keys_check(tr, KEYS("torchtitan"), err);
+    if (!rc) rc = js_keys_check(tr, KEYS("torchtitan", "gpus"), err);
     if (!rc) rc = js_need(tr, "torchtitan", &cfg, err);
     if (!rc && js_is_str(cfg)) {
         snprintf(tdoc.file, sizeof tdoc.file, "%s", "");
@@ -1542,9 +1552,14 @@ static int expand_trainer(js_doc *doc, tt_origin *origin, ss_err *err)
         rc = js_failf(cfg, err, "expected the path of a torchtitan TOML job config, or its "
                                 "tables as an object");
     }
+    uint64_t world = 0;
     if (!rc) rc = load_refs(root, &pre, err);
-    if (!rc) rc = ttc_sections(cfg, (uint64_t)pre.topo.nodes * pre.topo.gpus_per_node,
-                               pre.model.is_arch ? pre.model.arch.layers : 0, &secs, err);
+    if (!rc) { /* torchrun's world: every GPU of the topology unless "gpus" says fewer */
+        uint64_t all = (uint64_t)pre.topo.nodes * pre.topo.gpus_per_node;
+        rc = js_u64(tr, "gpus", false, all, 1, all, &world, err);
+    }
+    if (!rc) rc = ttc_sections(cfg, world, pre.model.is_arch ? pre.model.arch.layers : 0, &secs,
+                               err);
     while (!rc && secs->child) {
         cJSON *sec = cJSON_DetachItemViaPointer(secs, secs->child);
         cJSON *dst = cJSON_GetObjectItemCaseSensitive(doc->root, sec->string);
@@ -1662,20 +1677,41 @@ static int inline_for(js_doc *doc, const char *file, const char *assignment, ss_
     return rc;
 }
 
+/* An override of what the trainer config reads (its file, the model, the
+ * topology): applied before the config is expanded. */
+static bool trainer_input(const char *o)
+{
+    static const char *const heads[] = {"trainer", "model", "topology"};
+    for (size_t k = 0; k < SS_ARRAY_LEN(heads); k++) {
+        size_t n = strlen(heads[k]);
+        if (!strncmp(o, heads[k], n) && (o[n] == '.' || o[n] == '[' || o[n] == '='))
+            return true;
+    }
+    return false;
+}
+
+/* Overrides in two passes around the trainer config's expansion: what it
+ * reads first, then everything else, so that --set on a key the config
+ * gave changes it (run's advice, sweeps and search vary keys that way);
+ * within a pass the command line's order holds. */
 static int scn_from_doc(js_doc *d, int rc, const char *file, const char *const *overrides,
                         size_t noverrides, spec_scenario *out, ss_err *err)
 {
     js_doc doc = *d;
     spec_scenario s = {0};
-    snprintf(s.file, sizeof s.file, "%s", file);
-    for (size_t i = 0; i < noverrides && !rc; i++) {
-        const char *o = !strncmp(overrides[i], "$.", 2) ? overrides[i] + 2 : overrides[i];
-        rc = inline_for(&doc, file, o, err);
-        if (!rc) rc = js_doc_set(&doc, overrides[i], err);
-    }
     tt_origin origin;
-    origin.n = 0;
-    if (!rc) rc = expand_trainer(&doc, &origin, err);
+    origin.n = origin.nsets = 0;
+    snprintf(s.file, sizeof s.file, "%s", file);
+    for (int pass = 0; pass < 2 && !rc; pass++) {
+        for (size_t i = 0; i < noverrides && !rc; i++) {
+            const char *o = !strncmp(overrides[i], "$.", 2) ? overrides[i] + 2 : overrides[i];
+            if (trainer_input(o) != (pass == 0)) continue;
+            if (pass == 1) origin_set(&origin, o);
+            rc = inline_for(&doc, file, o, err);
+            if (!rc) rc = js_doc_set(&doc, overrides[i], err);
+        }
+        if (!rc && pass == 0) rc = expand_trainer(&doc, &origin, err);
+    }
     if (!rc && (rc = load_root(js_root(&doc), &s, err))) origin_note(&origin, err);
     js_doc_fini(&doc);
     if (rc) {

@@ -85,9 +85,24 @@ check "--set trainer.torchtitan.training.local_batch_size equals an edited copy"
   'cmp -s "$d/a.json" "$d/b.json" && ! cmp -s "$d/a.json" "$d/c.json"'
 check "... and the TOML file is untouched" '[ "$(sha256sum configs/torchtitan/llama3_8b.toml)" = "$sum0" ]'
 
-err=$("$bin" run "$d/tt8.json" --set parallel.tp=2 2>&1); rc=$?
+# --set on a key the TOML gave changes it (as run's advice, sweeps and search
+# do): the same as the TOML edited; the scenario file giving it too is an error
+"$bin" run "$d/tt8.json" --quiet --json "$d/a.json" --set training.seq_len=4096
+sed 's/^seq_len = 8192/seq_len = 4096/' configs/torchtitan/llama3_8b.toml >"$d/edit.toml"
+"$bin" run "$d/tt8e.json" --quiet --json "$d/b.json"
+check "--set training.seq_len overrides the TOML's seq_len" 'cmp -s "$d/a.json" "$d/b.json"'
+err=$("$bin" run tests/bad-inputs/torchtitan-duplicate.json 2>&1); rc=$?
 check "a scenario key the TOML also gives is an error naming both" \
-  '[ $rc -eq 2 ] && echo "$err" | grep -q "\$.parallel.tp: also given by the torchtitan config"'
+  '[ $rc -eq 2 ] && echo "$err" | grep -q "\$.training.seq_len: also given by the torchtitan config"'
+# trainer.gpus: torchrun's world, fewer than the topology's GPUs
+cat >"$d/tt2.json" <<EOF
+{"name": "t", "model": "$r/models/llama3-8b.json", "topology": "$r/topologies/h100x8-hgx.json",
+ "trainer": {"torchtitan": "$r/configs/torchtitan/llama3_8b.toml", "gpus": 2}}
+EOF
+"$bin" run "$d/tt2.json" --quiet --json "$d/a.json"
+sed 's/"dp": 8/"dp": 2/' "$d/hand8.json" >"$d/hand2.json"
+"$bin" run "$d/hand2.json" --quiet --json "$d/b.json"
+check "trainer.gpus 2: FSDP over 2 ranks" 'cmp -s "$d/a.json" "$d/b.json"'
 printf '[training]\nseq_len = = 3\n' >"$d/bad.toml"
 sed "s|$d/edit.toml|$d/bad.toml|" "$d/tt8e.json" >"$d/ttbad.json"
 err=$("$bin" run "$d/ttbad.json" 2>&1); rc=$?
