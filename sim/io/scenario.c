@@ -1544,7 +1544,6 @@ static int expand_trainer(js_doc *doc, tt_origin *origin, ss_err *err)
     if (!rc) rc = js_keys_check(tr, KEYS("torchtitan", "gpus"), err);
     if (!rc) rc = js_need(tr, "torchtitan", &cfg, err);
     if (!rc && js_is_str(cfg)) {
-        snprintf(tdoc.file, sizeof tdoc.file, "%s", "");
         rc = js_path_resolve(doc->file, cfg.j->valuestring, tdoc.file, sizeof tdoc.file, err);
         if (!rc) rc = ttc_read(tdoc.file, &tdoc.root, err);
         if (!rc) cfg = js_root(&tdoc);
