@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the build and test dependencies from Debian packages.
 set -euo pipefail
-pkgs=(cmake gcc make pkg-config libgsl-dev libcjson-dev libcmocka-dev graphviz openmpi-bin libopenmpi-dev valgrind python3)
+pkgs=(cmake gcc g++ make pkg-config libgsl-dev libcjson-dev libcmocka-dev libtomlplusplus-dev graphviz openmpi-bin libopenmpi-dev valgrind python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

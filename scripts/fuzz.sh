@@ -5,14 +5,14 @@
 # every parser); ncclt with the nccl-tests logs of tests/data/nccl-tests,
 # profile with calib/profiles, dsconfig with configs/deepspeed (as inline
 # sharding sections: "strategy": "deepspeed" added) and hfconfig with
-# models/hf. Prints one line per target with
+# models/hf, ttconfig (torchtitan TOML) with configs/torchtitan. Prints one line per target with
 # executions, coverage and crashes; a crash leaves its input in
 # build-fuzz/TARGET-crash-* and fails the script. Usage: scripts/fuzz.sh [SECONDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
 command -v clang >/dev/null || { echo "fuzz: clang is needed (apt-get install clang libclang-rt-14-dev)"; exit 2; }
-cmake -S . -B build-fuzz -DSS_FUZZ=ON -DCMAKE_C_COMPILER=clang -DSS_NO_MPI=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build-fuzz -DSS_FUZZ=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DSS_NO_MPI=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-fuzz -j"$(nproc)" >/dev/null
 corpus=build-fuzz/corpus
 rm -rf "$corpus" build-fuzz/*-crash-* build-fuzz/*-leak-* build-fuzz/*-timeout-* build-fuzz/*-oom-*
@@ -34,7 +34,8 @@ for i, f in enumerate(sorted(glob.glob("scenarios/**/*.json", recursive=True))):
 PY
 cp tests/bad-inputs/*.json "$corpus/seed/" 2>/dev/null || true
 for t in json scenario run; do mkdir -p "$corpus/$t" && cp "$corpus"/seed/* "$corpus/$t/"; done
-mkdir -p "$corpus/ncclt" "$corpus/profile" "$corpus/dsconfig" "$corpus/hfconfig"
+mkdir -p "$corpus/ncclt" "$corpus/profile" "$corpus/dsconfig" "$corpus/hfconfig" "$corpus/ttconfig"
+cp configs/torchtitan/*.toml "$corpus/ttconfig/"
 cp tests/data/nccl-tests/*.txt "$corpus/ncclt/"
 cp calib/profiles/*.json "$corpus/profile/"
 cp models/hf/*.json "$corpus/hfconfig/"
@@ -51,7 +52,7 @@ for f in sorted(glob.glob("scenarios/**/*.json", recursive=True)):
         json.dump(sh, open(os.path.join(out, "inline-" + os.path.basename(f)), "w"))
 PY
 status=0
-for t in json scenario run ncclt profile dsconfig hfconfig; do
+for t in json scenario run ncclt profile dsconfig hfconfig ttconfig; do
   log=build-fuzz/fuzz_$t.log
   if ! build-fuzz/tests/fuzz/fuzz_$t -max_total_time="$secs" -max_len=65536 -timeout=10 \
        -rss_limit_mb=4096 -artifact_prefix=build-fuzz/$t- -print_final_stats=1 "$corpus/$t" >"$log" 2>&1; then

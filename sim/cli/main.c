@@ -34,7 +34,9 @@
 
 static const char usage[] =
     "usage: shardsim run SCENARIO [--json FILE] [--trace FILE] [--dot FILE] [--svg FILE]\n"
-    "       shardsim run --model FILE|hf:CONFIG.json --gpus N [--gpu h100|h200|a100] [...]\n"
+    "       shardsim run --model FILE|hf:CONFIG.json --gpus N [--gpu h100|h200|a100]\n"
+    "                    [--torchtitan JOB.toml] [...]\n"
+    "       shardsim run --torchtitan JOB.toml --gpus N [--gpu KIND] [...]\n"
     "                    [--window MS..MS] [--ranks A..B] [--set PATH=VALUE]...\n"
     "                    [--memory] [--quiet] [--timing] [--max-memory SIZE]\n"
     "                    [--expect | --no-expect] [--top N] [--no-advice]\n"
@@ -92,6 +94,9 @@ static const char usage_options[] =
     "           Hugging Face config.json) on --gpus N GPUs of --gpu (default\n"
     "           h100), FSDP2 as torchtitan runs it, 1 x 4096 tokens per GPU;\n"
     "           --set changes any of it\n"
+    "  --torchtitan  the parallel, training, precision, optimizer and sharding\n"
+    "           sections from a torchtitan TOML job config; without --model, the\n"
+    "           model its [model] names (llama3 8B, 70B, 405B)\n"
     "  --no-advice  when the step does not fit, do not try the usual changes\n"
     "           (recompute, another sharding, optimizer offload, ...) one by one\n"
     "  --max-memory  cap the process's memory (address space) at SIZE, e.g. 8G;\n"
@@ -111,6 +116,7 @@ typedef struct cli_args {
     uint32_t top;        /* --top: tensors per category in --memory (0: all) */
     const char *junit;   /* check --junit FILE */
     const char *quick_model, *quick_gpu; /* run --model FILE --gpus N [--gpu KIND] */
+    const char *quick_tt;                /* [--torchtitan JOB.toml] */
     uint32_t quick_gpus;
     char *quick_text;    /* the scenario they make (cli/quick.h) */
     const char *out;
@@ -150,7 +156,8 @@ static int unknown_option(const char *s, int is_run)
     static const char *const run[] = {"--json", "--trace", "--dot",    "--svg",   "--window",
                                       "--ranks", "--set",  "--memory", "--quiet", "--timing",
                                       "--max-memory", "--expect", "--no-expect", "--top",
-                                      "--no-advice", "--model", "--gpus", "--gpu"};
+                                      "--no-advice", "--model", "--gpus", "--gpu",
+                                      "--torchtitan"};
     static const char *const sweep[] = {"--set", "--vary", "-o", "-j", "--max-memory"};
     static const char *const diff[] = {"--set", "--svg", "--window", "--ranks", "--max-memory"};
     static const char *const check[] = {"--set", "--max-memory", "--junit"};
@@ -260,6 +267,9 @@ static int parse_opt(int argc, char **argv, int *i, cli_args *a, int is_run)
     } else if (is_run == 1 && (!strcmp(s, "--model") || !strcmp(s, "--gpu"))) {
         if (!has_val) return usage_error("%s needs a value", s);
         *(s[2] == 'm' ? &a->quick_model : &a->quick_gpu) = argv[++*i];
+    } else if (is_run == 1 && !strcmp(s, "--torchtitan")) {
+        if (!has_val) return usage_error("%s needs a value", s);
+        a->quick_tt = argv[++*i];
     } else if (is_run == 1 && !strcmp(s, "--gpus")) {
         char *end;
         if (!has_val) return usage_error("%s needs a value", s);
@@ -300,11 +310,15 @@ static int parse_args(int argc, char **argv, cli_args *a, int is_run)
             a->files[a->nfiles++] = argv[i];
         }
     }
-    if (a->quick_model && a->nfiles) return usage_error("%s", "give a SCENARIO or --model, not both");
-    if (!a->quick_model && (a->quick_gpus || a->quick_gpu))
-        return usage_error("%s", "--gpus and --gpu go with --model FILE");
-    if (a->quick_model && !a->quick_gpus) return usage_error("%s", "--model needs --gpus N");
-    if (a->quick_model) return 0;
+    bool quick = a->quick_model || a->quick_tt;
+    if (quick && a->nfiles)
+        return usage_error("%s", "give a SCENARIO or --model / --torchtitan, not both (a scenario "
+                                 "names a torchtitan config as \"trainer\": {\"torchtitan\": PATH})");
+    if (!quick && (a->quick_gpus || a->quick_gpu))
+        return usage_error("%s", "--gpus and --gpu go with --model FILE or --torchtitan FILE");
+    if (quick && !a->quick_gpus)
+        return usage_error("%s", a->quick_model ? "--model needs --gpus N" : "--torchtitan needs --gpus N");
+    if (quick) return 0;
     if (!a->nfiles) return usage_error("%s", "no SCENARIO file given");
     return 0;
 }
@@ -506,7 +520,7 @@ static void print_advice(const cli_args *a, const sim_one *o)
         return;
     }
     printf("\n  what would fit in %.2f GiB, each change alone (peak reserved, step):\n",
-           (double)o->s.capacity_bytes / (double)(1ull << 30));
+           (double)sum_usable(&o->r.sum) / (double)(1ull << 30));
     unsigned shown = 0;
     ss_bytes peak0 = sum_max_peak_reserved(&o->r.sum);
     for (size_t k = 0; k < sizeof tries / sizeof *tries; k++) {
@@ -864,11 +878,11 @@ int main(int argc, char **argv)
     a.top = 10;
     int rc = parse_args(argc, argv, &a, is_run);
     if (rc) return rc;
-    if (a.quick_model) {
+    if (a.quick_model || a.quick_tt) {
         ss_err err;
         ss_err_clear(&err);
         if (quick_scenario(a.quick_model, a.quick_gpus, a.quick_gpu ? a.quick_gpu : "h100",
-                           SS_DATA_DIR, &a.quick_text, &err))
+                           a.quick_tt, SS_DATA_DIR, &a.quick_text, &err))
             return report(&err);
         a.files[a.nfiles++] = "(run --model)";
     }

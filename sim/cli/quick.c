@@ -9,6 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
+#include "../io/json.h"
+#include "../io/ttconfig.h"
+
 /* The shipped machine of each kind: one node, and the multi-node fabric. */
 static const struct {
     const char *kind, *node, *fabric;
@@ -18,38 +23,86 @@ static const struct {
     {"a100", "topologies/dgx-a100-80gb-hdr.json", "topologies/dgx-a100-80gb-hdr.json"},
 };
 
-int quick_scenario(const char *model, uint32_t gpus, const char *gpu, const char *data_dir,
-                   char **text, ss_err *err)
+/* path made absolute into abs[PATH_MAX]; errors name the option. */
+static int find(const char *opt, const char *path, char *abs, const char *data_dir, ss_err *err)
 {
-    size_t k = 0, n = sizeof machines / sizeof *machines;
-    while (k < n && strcmp(machines[k].kind, gpu)) k++;
-    if (k == n) return ss_fail(err, SS_E_INPUT, "--gpu", "expected h100, h200 or a100, found \"%s\"", gpu);
-    bool hf = !strncmp(model, "hf:", 3);
-    char abs[PATH_MAX];
-    if (!realpath(hf ? model + 3 : model, abs))
-        return ss_fail(err, SS_E_INPUT, "--model", "cannot find \"%s\": %s", hf ? model + 3 : model,
-                       strerror(errno));
+    if (!realpath(path, abs))
+        return ss_fail(err, SS_E_INPUT, opt, "cannot find \"%s\": %s", path, strerror(errno));
     if (strpbrk(abs, "\"\\") || strpbrk(data_dir, "\"\\"))
-        return ss_fail(err, SS_E_INPUT, "--model", "a path with a quote or a backslash: \"%s\"", abs);
-    uint32_t nodes = (gpus + 7) / 8;
-    const char *topo = gpus <= 8 && strcmp(machines[k].node, machines[k].fabric) ? machines[k].node
-                                                                                 : machines[k].fabric;
-    size_t cap = strlen(abs) + strlen(data_dir) + 2048;
-    if (!(*text = malloc(cap))) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
-    snprintf(*text, cap,
-             "{\"name\": \"%s on %u x %s (shardsim run --model)\",\n"
-             " \"assumptions\": [\"FSDP2 as torchtitan runs it by default: fp32 parameters and "
-             "AdamW states, bf16 compute, fp32 reductions, one unit per block\", \"micro-batches of "
-             "1 x 4096 tokens, no recompute (change with --set)\"],\n"
-             " \"model\": %s%s%s,\n"
-             " \"topology\": {\"file\": \"%s/%s\", \"nodes\": %u},\n"
+        return ss_fail(err, SS_E_INPUT, opt, "a path with a quote or a backslash: \"%s\"", abs);
+    return SS_OK;
+}
+
+/* The sections FSDP2 as torchtitan runs it by default, or the torchtitan
+ * config that gives them. */
+static void training_text(char *buf, size_t cap, uint32_t gpus, const char *tt)
+{
+    if (tt) {
+        snprintf(buf, cap, " \"trainer\": {\"torchtitan\": \"%s\", \"gpus\": %u}}\n", tt, gpus);
+        return;
+    }
+    snprintf(buf, cap,
              " \"parallel\": {\"dp\": %u},\n"
              " \"training\": {\"micro_batch\": 1, \"seq_len\": 4096, \"recompute\": \"none\"},\n"
              " \"precision\": {\"param\": \"fp32\", \"compute\": \"bf16\", \"grad\": \"fp32\", "
              "\"reduce\": \"fp32\", \"master\": \"none\", \"optimizer\": \"fp32\"},\n"
              " \"optimizer\": {\"type\": \"adamw\", \"impl\": \"foreach\"},\n"
-             " \"sharding\": {\"strategy\": \"fsdp2\"}}\n",
-             strrchr(abs, '/') + 1, gpus, gpu, hf ? "{\"hf_config\": \"" : "\"", abs,
-             hf ? "\"}" : "\"", data_dir, topo, nodes, gpus);
+             " \"sharding\": {\"strategy\": \"fsdp2\"}}\n", gpus);
+}
+
+/* No --model: the shipped model of the config's [model] name and flavor,
+ * under data_dir, into path[PATH_MAX]. */
+static int model_of(const char *tt, const char *data_dir, char *path, ss_err *err)
+{
+    js_doc d = {0};
+    js_node m;
+    const char *name = "llama3", *flavor = "debugmodel", *rel = NULL; /* torchtitan's defaults */
+    snprintf(d.file, sizeof d.file, "%.1000s", tt);
+    int rc = ttc_read(tt, &d.root, err);
+    if (!rc && js_get(js_root(&d), "model", &m) && js_is_obj(m)) {
+        rc = js_str(m, "name", false, "llama3", &name, err);
+        if (!rc) rc = js_str(m, "flavor", false, "debugmodel", &flavor, err);
+    }
+    if (!rc && !(rel = ttc_shipped_model(name, flavor)))
+        rc = ss_fail(err, SS_E_INPUT, "--torchtitan", "[model] name \"%s\", flavor \"%s\" has no "
+                     "shipped model (llama3 8B, 70B and 405B do): give --model FILE", name, flavor);
+    if (!rc) snprintf(path, PATH_MAX, "%s/%s", data_dir, rel);
+    js_doc_fini(&d);
+    return rc;
+}
+
+int quick_scenario(const char *model, uint32_t gpus, const char *gpu, const char *torchtitan,
+                   const char *data_dir, char **text, ss_err *err)
+{
+    size_t k = 0, n = sizeof machines / sizeof *machines;
+    while (k < n && strcmp(machines[k].kind, gpu)) k++;
+    if (k == n) return ss_fail(err, SS_E_INPUT, "--gpu", "expected h100, h200 or a100, found \"%s\"", gpu);
+    char abs[PATH_MAX], tt[PATH_MAX], shipped[PATH_MAX];
+    int rc = torchtitan ? find("--torchtitan", torchtitan, tt, data_dir, err) : SS_OK;
+    if (!rc && !model) rc = model_of(tt, data_dir, shipped, err);
+    if (rc) return rc;
+    if (!model) model = shipped;
+    bool hf = !strncmp(model, "hf:", 3);
+    if ((rc = find("--model", hf ? model + 3 : model, abs, data_dir, err))) return rc;
+    uint32_t nodes = (gpus + 7) / 8;
+    const char *topo = gpus <= 8 && strcmp(machines[k].node, machines[k].fabric) ? machines[k].node
+                                                                                 : machines[k].fabric;
+    char train[PATH_MAX + 1024];
+    training_text(train, sizeof train, gpus, torchtitan ? tt : NULL);
+    size_t cap = strlen(abs) + strlen(data_dir) + sizeof train + 2048;
+    if (!(*text = malloc(cap))) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    snprintf(*text, cap,
+             "{\"name\": \"%s on %u x %s%s%s (shardsim run%s%s)\",\n"
+             " \"assumptions\": [%s],\n"
+             " \"model\": %s%s%s,\n"
+             " \"topology\": {\"file\": \"%s/%s\", \"nodes\": %u},\n%s",
+             strrchr(abs, '/') + 1, gpus, gpu, torchtitan ? " with " : "",
+             torchtitan ? strrchr(tt, '/') + 1 : "", model != shipped ? " --model" : "",
+             torchtitan ? " --torchtitan" : "",
+             torchtitan ? "\"the world is every GPU: torchrun on each node\""
+                        : "\"FSDP2 as torchtitan runs it by default: fp32 parameters and "
+                          "AdamW states, bf16 compute, fp32 reductions, one unit per block\", "
+                          "\"micro-batches of 1 x 4096 tokens, no recompute (change with --set)\"",
+             hf ? "{\"hf_config\": \"" : "\"", abs, hf ? "\"}" : "\"", data_dir, topo, nodes, train);
     return SS_OK;
 }

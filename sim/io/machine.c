@@ -108,12 +108,38 @@ static int load_overlap(js_node n, spec_device *d, ss_err *err)
     return js_num(o, "slowdown", true, 0, 0.0, 10.0, &d->overlap_slowdown, err);
 }
 
+/* What a training process can reserve: the total CUDA reports for the
+ * device (cuda_total_bytes, with cuda_total_source saying where the figure
+ * was read), less the process's own CUDA context and NCCL buffers
+ * (process_reserve_bytes, default MACH_PROCESS_RESERVE). docs/MEMORY.md
+ * cites both. */
+#define MACH_PROCESS_RESERVE (2ull << 30) /* 0.5 GiB context + 1.5 GiB NCCL, docs/MEMORY.md */
+
+static int load_usable(js_node n, spec_device *d, ss_err *err)
+{
+    const char *src;
+    js_node k;
+    int rc = js_u64(n, "cuda_total_bytes", false, 0, 1, UINT64_MAX, &d->cuda_total_bytes, err);
+    if (!rc) rc = js_str(n, "cuda_total_source", d->cuda_total_bytes != 0, "", &src, err);
+    if (!rc) rc = js_u64(n, "process_reserve_bytes", false, MACH_PROCESS_RESERVE, 0, UINT64_MAX,
+                         &d->process_reserve_bytes, err);
+    if (rc) return rc;
+    if (d->cuda_total_bytes && d->process_reserve_bytes >= d->cuda_total_bytes) {
+        js_get(n, "process_reserve_bytes", &k);
+        return js_failf(k, err, "a reserve of %llu bytes leaves nothing of the %llu CUDA reports: "
+                        "expected less", (unsigned long long)d->process_reserve_bytes,
+                        (unsigned long long)d->cuda_total_bytes);
+    }
+    return SS_OK;
+}
+
 static int load_device(js_node n, spec_device *d, ss_err *err)
 {
     int rc = js_keys_check(n, JS_KEYS("name", "source", "hbm_bytes", "hbm_bw_GBps",
                                    "peak_tflops", "gemm_efficiency", "gemm_half_dim",
                                    "mem_efficiency", "launch_us", "kernel_min_us",
-                                   "attention", "overlap"), err);
+                                   "attention", "overlap", "cuda_total_bytes", "cuda_total_source",
+                                   "process_reserve_bytes"), err);
     double bw, launch, kmin;
     if (rc || (rc = js_copy_name(n, "name", true, d->name, err)) ||
         (rc = js_u64(n, "hbm_bytes", true, 0, 1, UINT64_MAX, &d->hbm_bytes, err)) ||
@@ -124,7 +150,8 @@ static int load_device(js_node n, spec_device *d, ss_err *err)
         (rc = js_num(n, "mem_efficiency", true, 0, 1e-3, 1.0, &d->mem_efficiency, err)) ||
         (rc = js_num(n, "launch_us", true, 0, 0.0, 1e6, &launch, err)) ||
         (rc = js_num(n, "kernel_min_us", false, 0, 0.0, 1e6, &kmin, err)) ||
-        (rc = load_attention(n, d, err)) || (rc = load_overlap(n, d, err)))
+        (rc = load_attention(n, d, err)) || (rc = load_overlap(n, d, err)) ||
+        (rc = load_usable(n, d, err)))
         return rc;
     d->hbm_bw_Bps = bw * 1e9;
     d->launch_ns = ss_ns_from_s(launch * 1e-6);

@@ -17,6 +17,7 @@
 #include "json.h"
 #include "machine.h"
 #include "profile.h"
+#include "ttconfig.h"
 
 #define SPEC_TOKENS_MAX (1ull << 32) /* micro_batch x seq_len, docs/ROBUSTNESS.md */
 
@@ -1499,6 +1500,134 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
     return rc;
 }
 
+/* ---- "trainer": a runtime's own config as the training sections ---- */
+
+/* The scenario keys a trainer config gave ("$.training", "$.parallel.tp"),
+ * so that a later error at one of them can say where it came from. */
+typedef struct tt_origin {
+    char file[JS_FILE_MAX];
+    char keys[48][48];      /* "$.training", "$.parallel.tp" */
+    char sets[16][48];      /* "training.seq_len": overridden after the merge */
+    size_t n, nsets;
+} tt_origin;
+
+static void origin_set(tt_origin *o, const char *assignment)
+{
+    size_t n = strcspn(assignment, "=");
+    if (o->nsets < SS_ARRAY_LEN(o->sets))
+        snprintf(o->sets[o->nsets++], sizeof o->sets[0], "%.*s", (int)(n < 47 ? n : 47), assignment);
+}
+
+static void origin_add(tt_origin *o, const char *sec, const char *key)
+{
+    if (o->n < SS_ARRAY_LEN(o->keys))
+        snprintf(o->keys[o->n++], sizeof o->keys[0], "$.%.20s%s%.20s", sec, key ? "." : "",
+                 key ? key : "");
+}
+
+/* An error at a key the trainer config gave says so. */
+static void origin_note(const tt_origin *o, ss_err *err)
+{
+    const char *p = strstr(err->where, ": $.");
+    for (size_t i = 0; p && i < o->nsets; i++) /* --set gave it after the merge */
+        if (!strncmp(p + 4, o->sets[i], strlen(o->sets[i]))) return;
+    for (size_t i = 0; p && i < o->n; i++) {
+        size_t n = strlen(o->keys[i]);
+        if (strncmp(p + 2, o->keys[i], n) || (p[2 + n] && p[2 + n] != '.' && p[2 + n] != '['))
+            continue;
+        size_t len = strlen(err->msg);
+        snprintf(err->msg + len, sizeof err->msg - len, " (set by trainer.torchtitan: %s)",
+                 o->file);
+        return;
+    }
+}
+
+/* Move each key of sec (a section the trainer config implies) into the
+ * scenario's own section of that name; a key both give is an error. */
+static int merge_section(js_node root, cJSON *dst_root, cJSON *sec, const char *tfile,
+                         tt_origin *origin, ss_err *err)
+{
+    cJSON *dst = cJSON_GetObjectItemCaseSensitive(dst_root, sec->string);
+    js_node own, k;
+    js_get(root, sec->string, &own);
+    if (!strcmp(sec->string, "assumptions")) {
+        if (!cJSON_IsArray(dst)) return js_failf(own, err, "expected an array of strings");
+    } else if (!cJSON_IsObject(dst)) {
+        return js_failf(own, err, "expected an object (keys added to what the torchtitan "
+                                  "config %s gives)", tfile);
+    }
+    while (sec->child) {
+        cJSON *c = cJSON_DetachItemViaPointer(sec, sec->child);
+        if (c->string && cJSON_GetObjectItemCaseSensitive(dst, c->string)) {
+            js_get(own, c->string, &k);
+            int rc = js_failf(k, err, "also given by the torchtitan config %s (trainer."
+                              "torchtitan): give it in one place (--set changes either)", tfile);
+            cJSON_Delete(c);
+            return rc;
+        }
+        if (c->string) origin_add(origin, sec->string, c->string);
+        if (!(c->string ? cJSON_AddItemToObject(dst, c->string, c) : cJSON_AddItemToArray(dst, c))) {
+            cJSON_Delete(c);
+            return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+        }
+    }
+    return SS_OK;
+}
+
+/* "trainer": {"torchtitan": PATH or inline tables, "gpus": N}: the sections
+ * the job config implies (io/ttconfig.h), for a world of N GPUs (default
+ * every GPU of the scenario's topology) and the layers of its model, merged
+ * into the scenario; "trainer" then goes. Runs between the two passes of
+ * --set (scn_from_doc): a key the scenario file also gives is an error
+ * naming both; --set changes either. */
+static int expand_trainer(js_doc *doc, tt_origin *origin, ss_err *err)
+{
+    js_node root = js_root(doc), tr, cfg;
+    js_doc tdoc = {0};
+    spec_scenario pre = {0};
+    cJSON *secs = NULL;
+    if (!cJSON_IsObject(doc->root) || !js_get(root, "trainer", &tr)) return SS_OK;
+    int rc = js_want_obj(tr, err);
+    if (!rc) rc = js_keys_check(tr, KEYS("torchtitan", "gpus"), err);
+    if (!rc) rc = js_need(tr, "torchtitan", &cfg, err);
+    if (!rc && js_is_str(cfg)) {
+        rc = js_path_resolve(doc->file, cfg.j->valuestring, tdoc.file, sizeof tdoc.file, err);
+        if (!rc) rc = ttc_read(tdoc.file, &tdoc.root, err);
+        if (!rc) cfg = js_root(&tdoc);
+    } else if (!rc && !js_is_obj(cfg)) {
+        rc = js_failf(cfg, err, "expected the path of a torchtitan TOML job config, or its "
+                                "tables as an object");
+    }
+    uint64_t world = 0;
+    if (!rc) rc = load_refs(root, &pre, err);
+    if (!rc) { /* torchrun's world: every GPU of the topology unless "gpus" says fewer */
+        uint64_t all = (uint64_t)pre.topo.nodes * pre.topo.gpus_per_node;
+        rc = js_u64(tr, "gpus", false, all, 1, all, &world, err);
+    }
+    if (!rc) rc = ttc_sections(cfg, world, pre.model.is_arch ? pre.model.arch.layers : 0, &secs,
+                               err);
+    while (!rc && secs->child) {
+        cJSON *sec = cJSON_DetachItemViaPointer(secs, secs->child);
+        cJSON *dst = cJSON_GetObjectItemCaseSensitive(doc->root, sec->string);
+        if (!dst) {
+            if (strcmp(sec->string, "assumptions")) origin_add(origin, sec->string, NULL);
+            if (!cJSON_AddItemToObject(doc->root, sec->string, sec)) {
+                cJSON_Delete(sec);
+                rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+            }
+            continue;
+        }
+        rc = merge_section(root, doc->root, sec, cfg.file, origin, err);
+        cJSON_Delete(sec);
+    }
+    if (!rc) snprintf(origin->file, sizeof origin->file, "%s", cfg.file);
+    if (!rc) cJSON_DeleteItemFromObjectCaseSensitive(doc->root, "trainer");
+    cJSON_Delete(secs);
+    spec_scenario_fini(&pre);
+    js_doc_fini(&tdoc);
+    return rc;
+}
+
 static int scn_from_doc(js_doc *doc, int rc, const char *file, const char *const *overrides,
                         size_t noverrides, spec_scenario *out, ss_err *err);
 
@@ -1526,8 +1655,25 @@ static int absolute_ref(cJSON *node, const char *key, const char *file, ss_err *
  * the scenario, its own references made absolute and a topology wrapper's
  * nodes and device kept; the override then applies to the copy, never to
  * the file. */
+static int inline_trainer(js_doc *doc, const char *file, const char *assignment, ss_err *err)
+{
+    cJSON *tr = cJSON_IsObject(doc->root) ? cJSON_GetObjectItemCaseSensitive(doc->root, "trainer") : NULL;
+    cJSON *ref = cJSON_IsObject(tr) ? cJSON_GetObjectItemCaseSensitive(tr, "torchtitan") : NULL;
+    if (strncmp(assignment, "trainer.torchtitan.", 19) || !cJSON_IsString(ref)) return SS_OK;
+    char path[JS_FILE_MAX];
+    cJSON *cfg = NULL;
+    int rc = js_path_resolve(file, ref->valuestring, path, sizeof path, err);
+    if (!rc) rc = ttc_read(path, &cfg, err);
+    if (!rc && !cJSON_ReplaceItemInObjectCaseSensitive(tr, "torchtitan", cfg)) {
+        cJSON_Delete(cfg);
+        rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    }
+    return rc;
+}
+
 static int inline_for(js_doc *doc, const char *file, const char *assignment, ss_err *err)
 {
+    if (!strncmp(assignment, "trainer.", 8)) return inline_trainer(doc, file, assignment, err);
     static const char *const heads[] = {"model", "topology", "sharding"};
     const char *head = NULL;
     for (size_t k = 0; k < 3 && !head; k++) {
@@ -1577,18 +1723,42 @@ static int inline_for(js_doc *doc, const char *file, const char *assignment, ss_
     return rc;
 }
 
+/* An override of what the trainer config reads (its file, the model, the
+ * topology): applied before the config is expanded. */
+static bool trainer_input(const char *o)
+{
+    static const char *const heads[] = {"trainer", "model", "topology"};
+    for (size_t k = 0; k < SS_ARRAY_LEN(heads); k++) {
+        size_t n = strlen(heads[k]);
+        if (!strncmp(o, heads[k], n) && (o[n] == '.' || o[n] == '[' || o[n] == '='))
+            return true;
+    }
+    return false;
+}
+
+/* Overrides in two passes around the trainer config's expansion: what it
+ * reads first, then everything else, so that --set on a key the config
+ * gave changes it (run's advice, sweeps and search vary keys that way);
+ * within a pass the command line's order holds. */
 static int scn_from_doc(js_doc *d, int rc, const char *file, const char *const *overrides,
                         size_t noverrides, spec_scenario *out, ss_err *err)
 {
     js_doc doc = *d;
     spec_scenario s = {0};
+    tt_origin origin;
+    origin.n = origin.nsets = 0;
     snprintf(s.file, sizeof s.file, "%s", file);
-    for (size_t i = 0; i < noverrides && !rc; i++) {
-        const char *o = !strncmp(overrides[i], "$.", 2) ? overrides[i] + 2 : overrides[i];
-        rc = inline_for(&doc, file, o, err);
-        if (!rc) rc = js_doc_set(&doc, overrides[i], err);
+    for (int pass = 0; pass < 2 && !rc; pass++) {
+        for (size_t i = 0; i < noverrides && !rc; i++) {
+            const char *o = !strncmp(overrides[i], "$.", 2) ? overrides[i] + 2 : overrides[i];
+            if (trainer_input(o) != (pass == 0)) continue;
+            if (pass == 1) origin_set(&origin, o);
+            rc = inline_for(&doc, file, o, err);
+            if (!rc) rc = js_doc_set(&doc, overrides[i], err);
+        }
+        if (!rc && pass == 0) rc = expand_trainer(&doc, &origin, err);
     }
-    if (!rc) rc = load_root(js_root(&doc), &s, err);
+    if (!rc && (rc = load_root(js_root(&doc), &s, err))) origin_note(&origin, err);
     js_doc_fini(&doc);
     if (rc) {
         spec_scenario_fini(&s);
@@ -1658,6 +1828,7 @@ int scn_write_resolved(const char *file, const char *const *overrides, size_t no
     static const char *const top[] = {"model", "topology", "sharding", "calibration"};
     for (size_t k = 0; k < 4 && !rc; k++) rc = absolute_ref(root, top[k], file, err);
     if (!rc) rc = absolute_ref(model, "hf_config", file, err);
+    if (!rc) rc = absolute_ref(cJSON_GetObjectItemCaseSensitive(root, "trainer"), "torchtitan", file, err);
     if (!rc) rc = absolute_ref(topo, "file", file, err);
     if (!rc) rc = absolute_ref(topo, "device", file, err);
     cJSON *n = !rc && name ? cJSON_GetObjectItemCaseSensitive(root, "name") : NULL;

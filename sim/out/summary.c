@@ -175,6 +175,24 @@ static cJSON *json_coll(const sum_coll *c, bool split)
     return o;
 }
 
+/* What a rank may reserve and still run: the allocator's capacity, or
+ * less, the total CUDA reports for the device less the process's own CUDA
+ * context and NCCL buffers, when the device file gives that total
+ * (cuda_total_bytes; docs/MEMORY.md). */
+static ss_bytes usable_bytes(const sum_report *r)
+{
+    const spec_device *d = &r->s->topo.device;
+    ss_bytes cap = r->s->capacity_bytes ? r->s->capacity_bytes : UINT64_MAX;
+    if (!d->cuda_total_bytes) return cap;
+    ss_bytes cuda = d->cuda_total_bytes - d->process_reserve_bytes; /* machine.c: reserve < total */
+    return cuda < cap ? cuda : cap;
+}
+
+static bool rank_fits(const sum_report *r, const sum_rank *sr)
+{
+    return sr->mem.ooms == 0 && sr->mem.peak_reserved <= usable_bytes(r);
+}
+
 static cJSON *json_rank(const sum_report *r, uint32_t k)
 {
     const sum_rank *sr = &r->ranks[k];
@@ -194,7 +212,7 @@ static cJSON *json_rank(const sum_report *r, uint32_t k)
     add_u64(o, "peak_reserved_bytes", sr->mem.peak_reserved);
     add_u64(o, "ideal_peak_bytes", sr->mem.ideal_peak);
     add_u64(o, "init_peak_bytes", sr->init_peak);
-    cJSON_AddBoolToObject(o, "fits", sr->mem.ooms == 0);
+    cJSON_AddBoolToObject(o, "fits", rank_fits(r, sr));
     cJSON_AddNumberToObject(o, "peak_time_s", secs(sr->mem.peak_t));
     cJSON_AddStringToObject(o, "peak_op", sr->peak_op);
     cJSON *b = cJSON_AddObjectToObject(o, "peak_breakdown");
@@ -242,9 +260,11 @@ static bool host_fits(const sum_report *r)
 bool sum_fits(const sum_report *r)
 {
     for (uint32_t k = 0; k < r->nranks; k++)
-        if (r->ranks[k].mem.ooms) return false;
+        if (!rank_fits(r, &r->ranks[k])) return false;
     return true;
 }
+
+ss_bytes sum_usable(const sum_report *r) { return usable_bytes(r); }
 
 ss_bytes sum_max_peak(const sum_report *r) { return max_of(r, MAX_PEAK); }
 
@@ -384,6 +404,7 @@ char *sum_json(const sum_report *r)
     cJSON_AddStringToObject(mem, "allocator", mem_model_names[r->s->alloc_model]);
     cJSON_AddBoolToObject(mem, "expandable_segments", r->s->expandable_segments);
     add_u64(mem, "capacity_bytes", r->s->capacity_bytes);
+    add_u64(mem, "usable_bytes", usable_bytes(r));
     cJSON_AddBoolToObject(mem, "fits", sum_fits(r));
     add_u64(mem, "max_steady_bytes", max_of(r, MAX_STEADY));
     add_u64(mem, "max_peak_allocated_bytes", max_of(r, MAX_PEAK));
@@ -446,7 +467,7 @@ static void text_memory(const sum_report *r, FILE *f)
             spec_init_names[r->s->init_mode], mib(max_of(r, MAX_INIT)));
     if (!sum_fits(r))
         fprintf(f, "  out of memory: the peak reserved exceeds %.2f MiB on some rank\n",
-                mib(r->s->capacity_bytes));
+                mib(usable_bytes(r)));
     if (max_host_per_node(r))
         fprintf(f, "  host memory: %.2f MiB per node of offloaded states (%s; the state columns "
                    "above count them too)%s\n",

@@ -67,11 +67,16 @@ int sum_build(const spec_scenario *s, const trc *t, const st_bytes *st, uint32_t
 void sum_fini(sum_report *r);
 
 char *sum_json(const sum_report *r); /* NULL when out of memory */
-/* No rank's allocator went over its capacity (the summary's memory.fits),
+/* No rank's allocator went over its capacity, nor reserved more than
+ * sum_usable (the summary's memory.fits),
  * and the largest peak allocated / reserved over ranks (memory.max_peak_
  * allocated_bytes, .max_peak_reserved_bytes): for the reports that read a
  * run without its JSON (sweeps, validate, run's advice). */
 bool sum_fits(const sum_report *r);
+/* What a rank may reserve and still fit (memory.usable_bytes): the
+ * allocator's capacity, or the device's CUDA total less the process reserve
+ * when lower (docs/MEMORY.md). */
+ss_bytes sum_usable(const sum_report *r);
 ss_bytes sum_max_peak(const sum_report *r);
 ss_bytes sum_max_peak_reserved(const sum_report *r);
 void sum_text(const sum_report *r, FILE *f);

@@ -211,6 +211,8 @@ typedef struct spec_device {
     ss_ns launch_ns;           /* host time to launch one kernel */
     ss_ns kernel_min_ns;       /* shortest kernel on the device */
     double overlap_slowdown;   /* compute slowdown while a collective runs (eng.h) */
+    uint64_t cuda_total_bytes; /* the total CUDA reports (cudaDeviceProp::totalGlobalMem); 0: not given */
+    uint64_t process_reserve_bytes; /* CUDA context and NCCL buffers of one training process */
 } spec_device;
 
 /* Flat network (a topology without "node"): per level, ring alpha-beta with

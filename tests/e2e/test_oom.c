@@ -129,9 +129,53 @@ static void test_oom_full_size(void **state)
     for (size_t k = 0; k < sizeof files / sizeof *files; k++) every_failure(files[k], 12);
 }
 
+/* A scenario naming a torchtitan TOML (io/ttconfig.c and the import in
+ * scenario.c), with --set on both sides of the import: every allocation of
+ * the load fails in turn, and each load fails with SS_E_NOMEM or loads the
+ * reference scenario (its step compared through the summary of one run).
+ * toml++'s own allocations (operator new) are not wrapped. */
+static void test_oom_torchtitan_load(void **state)
+{
+    (void)state;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/scenarios/torchtitan/llama3-8b-toml-8xh100.json", SS_SOURCE_DIR);
+    const char *sets[] = {"trainer.torchtitan.training.local_batch_size=2",
+                          "training.recompute=full"};
+    ss_err err;
+    spec_scenario s;
+    ss_err_clear(&err);
+    calls = 0;
+    fail_at = -1;
+    if (scn_load(path, sets, 2, &s, &err)) fail_msg("%s: %s", err.where, err.msg);
+    long total = calls, failed = 0;
+    assert_int_equal(s.micro_batch, 2); /* the --set into the TOML */
+    assert_int_equal(s.recompute, SPEC_RECOMP_FULL); /* the --set over the TOML's selective_op */
+    spec_scenario_fini(&s);
+    for (long k = 0; k < total; k++) {
+        calls = 0;
+        fail_at = k;
+        ss_err_clear(&err);
+        int rc = scn_load(path, sets, 2, &s, &err);
+        fail_at = -1;
+        if (rc) {
+            if (rc != SS_E_NOMEM)
+                fail_msg("allocation %ld failed as %d, not out of memory: %s: %s", k, rc,
+                         err.where, err.msg);
+            failed++;
+            continue;
+        }
+        assert_int_equal(s.micro_batch, 2);
+        spec_scenario_fini(&s);
+    }
+    print_message("torchtitan load: %ld allocations, %ld loads ended in out of memory\n", total,
+                  failed);
+    assert_true(failed > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_oom_runtimes),
-                                       cmocka_unit_test(test_oom_full_size)};
+                                       cmocka_unit_test(test_oom_full_size),
+                                       cmocka_unit_test(test_oom_torchtitan_load)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,7 +28,7 @@ static spec_scenario make(uint32_t dp, spec_wrap wrap)
     s.micro_batch = 16;
     s.seq_len = 1;
     s.prec = (spec_precision){SPEC_DT_FP32, SPEC_DT_FP32, SPEC_DT_FP32, SPEC_DT_FP32,
-                              SPEC_DT_NONE, SPEC_DT_FP32};
+                              SPEC_DT_NONE, SPEC_DT_FP32, SPEC_FP8_TENSORWISE, false};
     s.opt = (spec_optimizer_cfg){SPEC_OPT_ADAMW, SPEC_IMPL_FOREACH, false};
     s.shard.strategy = SPEC_FULL_SHARD;
     s.shard.wrap = wrap;
