@@ -15,6 +15,11 @@
  *            rank simulated: seeds/002 FULL_SHARD, Llama-3 70B FSDP on 64
  *            H100s, the 5T MoE layout at 1,024, 4,096 and 16,384 ranks;
  *   sweep    1,000 points of the 70B scenario on 2 threads;
+ *   search   `shardsim search -j 2` (the binary beside this one, in a
+ *            child): the README's Llama-3 8B space of 80 points pruned
+ *            (the default) and exhaustive (--no-prune), and their ratio;
+ *            the 5T MoE's default space at 4,096 GPUs, pruned, cut off
+ *            after a limit (300 s, 60 s with --quick) when it runs longer;
  *   growth   how wall time grows with ranks (5T, every rank) and with
  *            layers (70B, every rank; a 1B-wide model folded from 8,192
  *            to 65,536 layers): the least-squares exponent of time ~
@@ -410,6 +415,86 @@ static void deep(const char *dir, const char *file, bool quick)
     growth("deep models, folded, 8k..64k layers", lx, ly, n);
 }
 
+/* ---- search ---- */
+
+typedef struct search_arg {
+    char bin[1024];
+    const char *const *argv; /* after "shardsim search" */
+    unsigned limit_s;        /* 0: none */
+} search_arg;
+
+/* `shardsim search ARGS --quiet` with stdout and stderr to /dev/null, cut
+ * off after limit_s: its wall time, and whether it finished (exit 0). */
+static void case_search(const void *arg, fig *out)
+{
+    const search_arg *a = arg;
+    const char *av[32] = {a->bin, "search"};
+    size_t n = 2;
+    for (size_t i = 0; a->argv[i] && n < 30; i++) av[n++] = a->argv[i];
+    av[n++] = "--quiet";
+    av[n] = NULL;
+    double t0 = run_wall_s();
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(127);
+        if (a->limit_s) alarm(a->limit_s); /* SIGALRM survives exec and ends it */
+        execv(a->bin, (char *const *)av);
+        _exit(127);
+    }
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) < 0) {
+        snprintf(out->note, sizeof out->note, "could not run %.100s", a->bin);
+        return;
+    }
+    out->wall = run_wall_s() - t0;
+    out->value = out->wall;
+    out->ok = true;
+    if (WIFSIGNALED(st))
+        snprintf(out->note, sizeof out->note, "cut off after %u s, not finished", a->limit_s);
+    else if (WEXITSTATUS(st))
+        snprintf(out->note, sizeof out->note, "exit %d", WEXITSTATUS(st));
+}
+
+/* The shardsim binary beside this program. */
+static void beside(char *buf, size_t n)
+{
+    ssize_t k = readlink("/proc/self/exe", buf, n - 16);
+    if (k <= 0) k = 0;
+    buf[k] = '\0';
+    char *slash = strrchr(buf, '/');
+    snprintf(slash ? slash + 1 : buf, n - (size_t)(slash ? slash + 1 - buf : 0), "shardsim");
+}
+
+static void searches(const char *dir, bool quick)
+{
+    char llama[1024], moe[1024];
+    snprintf(llama, sizeof llama, "%s/scenarios/transformers/llama3-8b-full-shard-8xh100.json", dir);
+    snprintf(moe, sizeof moe, "%s/scenarios/moe-5t/accel-4096-cp16-pp16-ep64.json", dir);
+    const char *pruned[] = {llama, "--set", "training.seq_len=1024", "--strategy",
+                            "zero1,full_shard", "--recompute", "none,full", "-j", "2", NULL};
+    const char *full[] = {llama, "--set", "training.seq_len=1024", "--strategy",
+                          "zero1,full_shard", "--recompute", "none,full", "-j", "2",
+                          "--no-prune", NULL};
+    const char *big[] = {moe, "-j", "2", NULL};
+    search_arg a = {.argv = pruned};
+    beside(a.bin, sizeof a.bin);
+    double rss, rss2;
+    fig p = in_child(case_search, &a, &rss);
+    row("search", "Llama-3 8B, 8 H100, 80 points, -j 2, pruned", &p, rss, "s");
+    a.argv = full;
+    fig f = in_child(case_search, &a, &rss2);
+    row("search", "... exhaustive (--no-prune)", &f, rss2, "s");
+    if (p.ok && f.ok && f.wall > 0) {
+        fig r = {.ok = true, .wall = p.wall, .value = p.wall / f.wall};
+        snprintf(r.note, sizeof r.note, "pruned / exhaustive wall time");
+        row("search", "... ratio", &r, rss, "");
+    }
+    a.argv = big;
+    a.limit_s = quick ? 60 : 300;
+    fig m = in_child(case_search, &a, &rss);
+    row("search", "5T MoE, 4,096 GPUs, default space, -j 2, pruned", &m, rss, "s");
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = ".";
@@ -444,5 +529,6 @@ int main(int argc, char **argv)
     double rss;
     fig f = in_child(case_sweep, &sa, &rss);
     row("sweep", "Llama-3 70B FSDP, 64 H100, 1,000 points", &f, rss, "points/s");
+    searches(dir, quick);
     return 0;
 }

@@ -245,21 +245,28 @@ static void print_best(const search_point *p, const sweep_fig *f, size_t i, cons
 }
 
 static void print_front(const search_point *pts, const sweep_fig *figs, const size_t *front,
-                        size_t nfront, size_t fitting)
+                        size_t nfront, size_t fitting, const search_pruner *pr)
 {
     printf("\nmemory/time Pareto front: %zu of the %zu fitting points, by step time (no other "
            "is faster with less memory)\n", nfront, fitting);
     printf("  %5s %4s %4s %4s %4s %4s %5s  %-18s %-9s %10s %12s %6s\n", "point", "tp", "cp", "pp",
            "ep", "dp", "accum", "strategy", "recompute", "step_ms", "reserved_GiB", "MFU");
+    size_t doubt = 0;
     for (size_t k = 0; k < nfront; k++) {
         const search_point *p = &pts[front[k]];
         const sweep_fig *f = &figs[front[k]];
         char mfu[16] = "-";
         if (f->mfu > 0) snprintf(mfu, sizeof mfu, "%.1f%%", 100.0 * f->mfu);
-        printf("  %5zu %4u %4u %4u %4u %4u %5u  %-18s %-9s %10.3f %12.2f %6s\n", front[k], p->tp,
+        bool d = search_pruner_doubt(pr, f);
+        doubt += d;
+        printf("  %5zu %4u %4u %4u %4u %4u %5u  %-18s %-9s %10.3f %12.2f %6s%s\n", front[k], p->tp,
                p->cp, p->pp, p->ep, p->dp, p->grad_accum, spec_strategy_names[p->strategy],
-               spec_recompute_names[p->recompute], f->step_s * 1e3, gib(f->peak_reserved), mfu);
+               spec_recompute_names[p->recompute], f->step_s * 1e3, gib(f->peak_reserved), mfu,
+               d ? " ?" : "");
     }
+    if (doubt)
+        printf("  ? a pruned point might beat it (pruning keeps the best exact, not the front: "
+               "--prune front keeps all of it)\n");
 }
 
 /* ---- the command ---- */
@@ -424,10 +431,7 @@ static int report(const opts *o, const base *b, const search_point *pts, size_t 
     if (nfront) {
         *best = front[0];
         print_best(&pts[front[0]], &figs[front[0]], front[0], b);
-        print_front(pts, figs, front, nfront, fitting);
-        if (o->prune == SEARCH_PRUNE_BEST)
-            printf("  (of the simulated points: pruning keeps the best exact, not the slower "
-                   "end of the front; --prune front keeps all of it)\n");
+        print_front(pts, figs, front, nfront, fitting, pr);
     } else {
         printf("\nno point fits: every one failed to run or went over the capacity (the CSV's "
                "status, fits and error columns say which)\n");

@@ -518,6 +518,16 @@ int search_pruner_skip(search_pruner *p, size_t i, sweep_skip *row)
     return SWEEP_SKIP;
 }
 
+bool search_pruner_doubt(const search_pruner *p, const sweep_fig *q)
+{
+    if (p->mode != SEARCH_PRUNE_BEST) return false;
+    for (size_t i = 0; i < p->n; i++)
+        if (p->verdict[i] == V_PRUNED && secs(p->chk[i].bound_ns) <= q->step_s &&
+            p->chk[i].states <= q->peak_reserved)
+            return true;
+    return false;
+}
+
 void search_pruner_counts(const search_pruner *p, size_t *rejected, size_t *pruned)
 {
     *rejected = *pruned = 0;

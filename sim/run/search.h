@@ -158,6 +158,11 @@ void search_pruner_done(search_pruner *p, size_t i, const sweep_fig *f);
  * once every point is done, for good: SWEEP_SKIP_* with the row's status
  * and reason in *row. */
 int search_pruner_skip(search_pruner *p, size_t i, sweep_skip *row);
+/* After the run: whether a pruned point might still beat fitting point q
+ * (step_s, peak reserved) on the front: its bound is not above q's step
+ * and its states not above q's memory. Always false but under
+ * SEARCH_PRUNE_BEST (front keeps the front exact, none prunes nothing). */
+bool search_pruner_doubt(const search_pruner *p, const sweep_fig *q);
 /* Counts after the run: rejected and pruned points. */
 void search_pruner_counts(const search_pruner *p, size_t *rejected, size_t *pruned);
 

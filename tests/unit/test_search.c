@@ -466,6 +466,12 @@ static void test_pruner(void **state)
         search_pruner_counts(p, &rej, &pruned);
         assert_int_equal(rej, 1);
         assert_int_equal(pruned, mode == 0 ? 2 : 0);
+        /* best: pruned point 0 (bound 3 s, states 10) might beat a front
+         * point of 3 s and 50 units, not one of 2.9 s or of 9 units. */
+        sweep_fig q = fig(3.0, 50 * G), fast = fig(2.9, 50 * G), small = fig(3.0, 9 * G);
+        assert_int_equal(search_pruner_doubt(p, &q), mode == 0);
+        assert_false(search_pruner_doubt(p, &fast));
+        assert_false(search_pruner_doubt(p, &small));
         search_pruner_free(p);
     }
 }
