@@ -46,8 +46,10 @@ static const char usage[] =
     "               FILE that runs from anywhere (file references made absolute)\n"
     "  --prune      before simulating, reject the points whose model states alone\n"
     "               exceed the device, then simulate the rest in order of a lower\n"
-    "               bound on their step (free communication) and skip those that\n"
-    "               cannot matter: best (default) keeps the best point exact,\n"
+    "               bound on their step (compute, and only the bytes each GPU's links\n"
+    "               must carry) and skip those that cannot matter: best (default)\n"
+    "               keeps the best point exact (front rows a pruned point might beat\n"
+    "               are marked ?),\n"
     "               front the whole memory/time front, none simulates every point\n"
     "  --no-prune   the same as --prune none\n"
     "  --quiet      no progress on stderr\n";
@@ -318,15 +320,16 @@ static void on_check(void *ctx, size_t done, size_t total)
     double now = run_wall_s();
     if (done != total && now - p->last < CLI_PROGRESS_EVERY_S) return;
     p->last = now;
-    fprintf(stderr, "shardsim search: checked %zu/%zu points, %.1f s\n", done, total,
-            now - p->t0);
+    double spent = now - p->t0;
+    fprintf(stderr, "shardsim search: checked %zu/%zu points, %.0f s spent, ~%.0f s left\n",
+            done, total, spent, done ? spent / (double)done * (double)(total - done) : 0.0);
 }
 
 /* The closed-form checks of every point (none under --prune none). */
-static int check(const opts *o, const base *b, const search_point *pts, size_t n,
-                 search_check *chk, ss_err *err)
+static void check(const opts *o, const base *b, const search_point *pts, size_t n,
+                  search_check *chk)
 {
-    if (o->prune == SEARCH_PRUNE_NONE) return SS_OK;
+    if (o->prune == SEARCH_PRUNE_NONE) return;
     cli_progress bar;
     cli_progress_init(&bar, "search", false);
     if (!o->quiet)
@@ -334,8 +337,6 @@ static int check(const opts *o, const base *b, const search_point *pts, size_t n
                 "thread%s\n", n, o->threads, o->threads == 1 ? "" : "s");
     search_check_all(o->scenario, o->sets, o->nsets, b->strategy, pts, n, o->threads, chk,
                      o->quiet ? NULL : on_check, &bar);
-    (void)err;
-    return SS_OK;
 }
 
 /* The CSV with two more columns: each point's state bytes on the device
@@ -478,8 +479,8 @@ int search_cmd(int argc, char **argv)
     search_check *chk = calloc(n, sizeof *chk);
     search_pruner *pr = NULL;
     char *csv = NULL, *full = NULL;
-    rc = figs && chk ? check(&o, &b, pts, n, chk, &err)
-                     : ss_fail(&err, SS_E_NOMEM, NULL, "out of memory");
+    rc = figs && chk ? SS_OK : ss_fail(&err, SS_E_NOMEM, NULL, "out of memory");
+    if (!rc) check(&o, &b, pts, n, chk);
     if (!rc) rc = search_pruner_new(&pr, chk, n, o.prune, &err);
     if (!rc) rc = simulate(&o, &b, pts, n, pr, figs, &csv, &err);
     if (!rc && !(full = add_columns(csv, chk, n)))
