@@ -26,9 +26,10 @@
  *            size^k over the rows above.
  *
  * Every case runs in a child process, so that its peak RSS (from wait4)
- * is its own. Usage: shardsim-bench [SOURCE_DIR] [--quick] [--engine R OPS]
- * (--quick: no 16,384-rank rows; --engine: one engine run and its event
- * count, for bench/callgrind.sh). Wall-clock figures vary with the machine
+ * is its own. Usage: shardsim-bench [SOURCE_DIR] [--quick] [--search]
+ * [--engine R OPS] (--quick: no 16,384-rank rows; --search: the search rows
+ * only; --engine: one engine run and its event count, for
+ * bench/callgrind.sh). Wall-clock figures vary with the machine
  * and its load; compare them on one machine. */
 #define _GNU_SOURCE
 #include <math.h>
@@ -498,9 +499,10 @@ static void searches(const char *dir, bool quick)
 int main(int argc, char **argv)
 {
     const char *dir = ".";
-    bool quick = false;
+    bool quick = false, only_search = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = true;
+        else if (!strcmp(argv[i], "--search")) only_search = true;
         else if (!strcmp(argv[i], "--engine") && i + 2 < argc) {
             engine_once((uint32_t)atoi(argv[i + 1]), (uint32_t)atoi(argv[i + 2]));
             return 0;
@@ -508,6 +510,10 @@ int main(int argc, char **argv)
     }
     printf("shardsim-bench: one core per case unless stated; wall s, peak RSS MiB of the case's process\n");
     printf("%-8s %-46s %9s %9s  %12s\n", "case", "", "wall s", "RSS MiB", "figure");
+    if (only_search) {
+        searches(dir, quick);
+        return 0;
+    }
     eng_arg ea[] = {{8, 100000}, {1024, 1000}, {16384, 64}};
     for (size_t i = 0; i < 3; i++) {
         char size[64];
