@@ -16,10 +16,11 @@
  *            H100s, the 5T MoE layout at 1,024, 4,096 and 16,384 ranks;
  *   sweep    1,000 points of the 70B scenario on 2 threads;
  *   search   `shardsim search -j 2` (the binary beside this one, in a
- *            child): the README's Llama-3 8B space of 80 points pruned
- *            (the default) and exhaustive (--no-prune), and their ratio;
- *            the 5T MoE's default space at 4,096 GPUs, pruned, cut off
- *            after a limit (300 s, 60 s with --quick) when it runs longer;
+ *            child): pruned (the default) and exhaustive (--no-prune), and
+ *            their ratio, on the README's Llama-3 8B space of 80 points and
+ *            on 12 points of the 5T MoE at 4,096 GPUs; the 5T MoE's default
+ *            space (810 points), pruned, cut off after a limit (300 s, 60 s
+ *            with --quick) when it runs longer;
  *   growth   how wall time grows with ranks (5T, every rank) and with
  *            layers (70B, every rank; a 1B-wide model folded from 8,192
  *            to 65,536 layers): the least-squares exponent of time ~
@@ -466,32 +467,45 @@ static void beside(char *buf, size_t n)
     snprintf(slash ? slash + 1 : buf, n - (size_t)(slash ? slash + 1 - buf : 0), "shardsim");
 }
 
+/* One space pruned and exhaustive (--no-prune), and their ratio. */
+static void pruned_vs_full(const char *what, const char *const *args, size_t nargs)
+{
+    const char *pruned[32], *full[32];
+    for (size_t i = 0; i < nargs; i++) pruned[i] = full[i] = args[i];
+    pruned[nargs] = NULL;
+    full[nargs] = "--no-prune";
+    full[nargs + 1] = NULL;
+    search_arg a = {.argv = pruned};
+    beside(a.bin, sizeof a.bin);
+    double rss, rss2;
+    char size[64];
+    fig p = in_child(case_search, &a, &rss);
+    snprintf(size, sizeof size, "%s, pruned", what);
+    row("search", size, &p, rss, "s");
+    a.argv = full;
+    fig f = in_child(case_search, &a, &rss2);
+    row("search", "... exhaustive (--no-prune)", &f, rss2, "s");
+    if (p.ok && f.ok && f.wall > 0 && !p.note[0] && !f.note[0]) {
+        fig r = {.ok = true, .wall = p.wall, .value = p.wall / f.wall};
+        snprintf(r.note, sizeof r.note, "pruned / exhaustive wall time");
+        row("search", "... ratio", &r, rss, "");
+    }
+}
+
 static void searches(const char *dir, bool quick)
 {
     char llama[1024], moe[1024];
     snprintf(llama, sizeof llama, "%s/scenarios/transformers/llama3-8b-full-shard-8xh100.json", dir);
     snprintf(moe, sizeof moe, "%s/scenarios/moe-5t/accel-4096-cp16-pp16-ep64.json", dir);
-    const char *pruned[] = {llama, "--set", "training.seq_len=1024", "--strategy",
-                            "zero1,full_shard", "--recompute", "none,full", "-j", "2", NULL};
-    const char *full[] = {llama, "--set", "training.seq_len=1024", "--strategy",
-                          "zero1,full_shard", "--recompute", "none,full", "-j", "2",
-                          "--no-prune", NULL};
+    const char *small[] = {llama, "--set", "training.seq_len=1024", "--strategy",
+                           "zero1,full_shard", "--recompute", "none,full", "-j", "2"};
+    pruned_vs_full("Llama-3 8B, 8 H100, 80 points, -j 2", small, 9);
+    const char *moe12[] = {moe, "--cp", "8,16,32", "--pp", "8,16", "--ep", "32,64", "-j", "2"};
+    pruned_vs_full("5T MoE, 4,096 GPUs, 12 points, -j 2", moe12, 9);
     const char *big[] = {moe, "-j", "2", NULL};
-    search_arg a = {.argv = pruned};
+    search_arg a = {.argv = big, .limit_s = quick ? 60 : 300};
     beside(a.bin, sizeof a.bin);
-    double rss, rss2;
-    fig p = in_child(case_search, &a, &rss);
-    row("search", "Llama-3 8B, 8 H100, 80 points, -j 2, pruned", &p, rss, "s");
-    a.argv = full;
-    fig f = in_child(case_search, &a, &rss2);
-    row("search", "... exhaustive (--no-prune)", &f, rss2, "s");
-    if (p.ok && f.ok && f.wall > 0) {
-        fig r = {.ok = true, .wall = p.wall, .value = p.wall / f.wall};
-        snprintf(r.note, sizeof r.note, "pruned / exhaustive wall time");
-        row("search", "... ratio", &r, rss, "");
-    }
-    a.argv = big;
-    a.limit_s = quick ? 60 : 300;
+    double rss;
     fig m = in_child(case_search, &a, &rss);
     row("search", "5T MoE, 4,096 GPUs, default space, -j 2, pruned", &m, rss, "s");
 }
