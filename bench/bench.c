@@ -15,15 +15,22 @@
  *            rank simulated: seeds/002 FULL_SHARD, Llama-3 70B FSDP on 64
  *            H100s, the 5T MoE layout at 1,024, 4,096 and 16,384 ranks;
  *   sweep    1,000 points of the 70B scenario on 2 threads;
+ *   search   `shardsim search -j 2` (the binary beside this one, in a
+ *            child): pruned (the default) and exhaustive (--no-prune), and
+ *            their ratio, on the README's Llama-3 8B space of 80 points and
+ *            on 12 points of the 5T MoE at 4,096 GPUs; the 5T MoE's default
+ *            space (810 points), pruned, cut off after a limit (300 s, 60 s
+ *            with --quick) when it runs longer;
  *   growth   how wall time grows with ranks (5T, every rank) and with
  *            layers (70B, every rank; a 1B-wide model folded from 8,192
  *            to 65,536 layers): the least-squares exponent of time ~
  *            size^k over the rows above.
  *
  * Every case runs in a child process, so that its peak RSS (from wait4)
- * is its own. Usage: shardsim-bench [SOURCE_DIR] [--quick] [--engine R OPS]
- * (--quick: no 16,384-rank rows; --engine: one engine run and its event
- * count, for bench/callgrind.sh). Wall-clock figures vary with the machine
+ * is its own. Usage: shardsim-bench [SOURCE_DIR] [--quick] [--search]
+ * [--engine R OPS] (--quick: no 16,384-rank rows; --search: the search rows
+ * only; --engine: one engine run and its event count, for
+ * bench/callgrind.sh). Wall-clock figures vary with the machine
  * and its load; compare them on one machine. */
 #define _GNU_SOURCE
 #include <math.h>
@@ -410,12 +417,106 @@ static void deep(const char *dir, const char *file, bool quick)
     growth("deep models, folded, 8k..64k layers", lx, ly, n);
 }
 
+/* ---- search ---- */
+
+typedef struct search_arg {
+    char bin[1024];
+    const char *const *argv; /* after "shardsim search" */
+    unsigned limit_s;        /* 0: none */
+} search_arg;
+
+/* `shardsim search ARGS --quiet` with stdout and stderr to /dev/null, cut
+ * off after limit_s: its wall time, and whether it finished (exit 0). */
+static void case_search(const void *arg, fig *out)
+{
+    const search_arg *a = arg;
+    const char *av[32] = {a->bin, "search"};
+    size_t n = 2;
+    for (size_t i = 0; a->argv[i] && n < 30; i++) av[n++] = a->argv[i];
+    av[n++] = "--quiet";
+    av[n] = NULL;
+    double t0 = run_wall_s();
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(127);
+        if (a->limit_s) alarm(a->limit_s); /* SIGALRM survives exec and ends it */
+        execv(a->bin, (char *const *)av);
+        _exit(127);
+    }
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) < 0) {
+        snprintf(out->note, sizeof out->note, "could not run %.100s", a->bin);
+        return;
+    }
+    out->wall = run_wall_s() - t0;
+    out->value = out->wall;
+    out->ok = true;
+    if (WIFSIGNALED(st))
+        snprintf(out->note, sizeof out->note, "cut off after %u s, not finished", a->limit_s);
+    else if (WEXITSTATUS(st))
+        snprintf(out->note, sizeof out->note, "exit %d", WEXITSTATUS(st));
+}
+
+/* The shardsim binary beside this program. */
+static void beside(char *buf, size_t n)
+{
+    ssize_t k = readlink("/proc/self/exe", buf, n - 16);
+    if (k <= 0) k = 0;
+    buf[k] = '\0';
+    char *slash = strrchr(buf, '/');
+    snprintf(slash ? slash + 1 : buf, n - (size_t)(slash ? slash + 1 - buf : 0), "shardsim");
+}
+
+/* One space pruned and exhaustive (--no-prune), and their ratio. */
+static void pruned_vs_full(const char *what, const char *const *args, size_t nargs)
+{
+    const char *pruned[32], *full[32];
+    for (size_t i = 0; i < nargs; i++) pruned[i] = full[i] = args[i];
+    pruned[nargs] = NULL;
+    full[nargs] = "--no-prune";
+    full[nargs + 1] = NULL;
+    search_arg a = {.argv = pruned};
+    beside(a.bin, sizeof a.bin);
+    double rss, rss2;
+    char size[64];
+    fig p = in_child(case_search, &a, &rss);
+    snprintf(size, sizeof size, "%s, pruned", what);
+    row("search", size, &p, rss, "s");
+    a.argv = full;
+    fig f = in_child(case_search, &a, &rss2);
+    row("search", "... exhaustive (--no-prune)", &f, rss2, "s");
+    if (p.ok && f.ok && f.wall > 0 && !p.note[0] && !f.note[0]) {
+        fig r = {.ok = true, .wall = p.wall, .value = p.wall / f.wall};
+        snprintf(r.note, sizeof r.note, "pruned / exhaustive wall time");
+        row("search", "... ratio", &r, rss, "");
+    }
+}
+
+static void searches(const char *dir, bool quick)
+{
+    char llama[1024], moe[1024];
+    snprintf(llama, sizeof llama, "%s/scenarios/transformers/llama3-8b-full-shard-8xh100.json", dir);
+    snprintf(moe, sizeof moe, "%s/scenarios/moe-5t/accel-4096-cp16-pp16-ep64.json", dir);
+    const char *small[] = {llama, "--set", "training.seq_len=1024", "--strategy",
+                           "zero1,full_shard", "--recompute", "none,full", "-j", "2"};
+    pruned_vs_full("Llama-3 8B, 8 H100, 80 points, -j 2", small, 9);
+    const char *moe12[] = {moe, "--cp", "8,16,32", "--pp", "8,16", "--ep", "32,64", "-j", "2"};
+    pruned_vs_full("5T MoE, 4,096 GPUs, 12 points, -j 2", moe12, 9);
+    const char *big[] = {moe, "-j", "2", NULL};
+    search_arg a = {.argv = big, .limit_s = quick ? 60 : 300};
+    beside(a.bin, sizeof a.bin);
+    double rss;
+    fig m = in_child(case_search, &a, &rss);
+    row("search", "5T MoE, 4,096 GPUs, default space, -j 2, pruned", &m, rss, "s");
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = ".";
-    bool quick = false;
+    bool quick = false, only_search = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = true;
+        else if (!strcmp(argv[i], "--search")) only_search = true;
         else if (!strcmp(argv[i], "--engine") && i + 2 < argc) {
             engine_once((uint32_t)atoi(argv[i + 1]), (uint32_t)atoi(argv[i + 2]));
             return 0;
@@ -423,6 +524,10 @@ int main(int argc, char **argv)
     }
     printf("shardsim-bench: one core per case unless stated; wall s, peak RSS MiB of the case's process\n");
     printf("%-8s %-46s %9s %9s  %12s\n", "case", "", "wall s", "RSS MiB", "figure");
+    if (only_search) {
+        searches(dir, quick);
+        return 0;
+    }
     eng_arg ea[] = {{8, 100000}, {1024, 1000}, {16384, 64}};
     for (size_t i = 0; i < 3; i++) {
         char size[64];
@@ -444,5 +549,6 @@ int main(int argc, char **argv)
     double rss;
     fig f = in_child(case_sweep, &sa, &rss);
     row("sweep", "Llama-3 70B FSDP, 64 H100, 1,000 points", &f, rss, "points/s");
+    searches(dir, quick);
     return 0;
 }

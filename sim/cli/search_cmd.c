@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../io/scenario.h"
+#include "../run/run.h"
 #include "../run/search.h"
 #include "../run/sweep.h"
 #include "hint.h"
@@ -21,6 +22,7 @@ static const char usage[] =
     "                       [--ep LIST] [--strategy LIST] [--recompute LIST]\n"
     "                       [--global-batch N] [--max-points N] [--set PATH=VALUE]...\n"
     "                       [-j THREADS] [--csv FILE] [--quiet]\n"
+    "                       [--prune best|front|none] [--no-prune]\n"
     "                       [--write-best FILE [--point N]]\n"
     "\n"
     "  --world      GPUs every layout uses (default: all of the topology's)\n"
@@ -42,6 +44,14 @@ static const char usage[] =
     "  --csv        write every point, error rows included, to FILE\n"
     "  --write-best write the fastest fitting point (or point N) as a scenario\n"
     "               FILE that runs from anywhere (file references made absolute)\n"
+    "  --prune      before simulating, reject the points whose model states alone\n"
+    "               exceed the device, then simulate the rest in order of a lower\n"
+    "               bound on their step (compute, and only the bytes each GPU's links\n"
+    "               must carry) and skip those that cannot matter: best (default)\n"
+    "               keeps the best point exact (front rows a pruned point might beat\n"
+    "               are marked ?),\n"
+    "               front the whole memory/time front, none simulates every point\n"
+    "  --no-prune   the same as --prune none\n"
     "  --quiet      no progress on stderr\n";
 
 typedef struct opts {
@@ -53,6 +63,7 @@ typedef struct opts {
     search_space sp;
     unsigned threads;
     bool quiet;
+    search_prune prune;
 } opts;
 
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -140,6 +151,12 @@ static int parse_value(opts *o, const char *k, const char *v)
     else if (!strcmp(k, "--max-points") && parse_u64(v, 1, 10000000, &x)) sp->max_points = x;
     else if (!strcmp(k, "-j") && parse_u64(v, 1, 64, &x)) o->threads = (unsigned)x;
     else if (!strcmp(k, "--csv")) o->csv = v;
+    else if (!strcmp(k, "--prune")) {
+        int m = 0;
+        while (m < 3 && strcmp(v, search_prune_names[m])) m++;
+        if (m == 3) return bad("--prune: expected best, front or none, not %s", v);
+        o->prune = (search_prune)m;
+    }
     else if (!strcmp(k, "--write-best")) o->write_best = v;
     else if (!strcmp(k, "--point") && parse_u64(v, 0, 100000000, &x)) o->point = (long)x;
     else if (!strcmp(k, "--point")) return bad("--point: expected a point number, not %s", v);
@@ -152,7 +169,8 @@ static int parse_value(opts *o, const char *k, const char *v)
         static const char *const known[] = {"--world", "--tp", "--cp", "--pp", "--ep", "--strategy",
                                            "--recompute", "--global-batch", "--set", "-j", "--csv",
                                            "--write-best", "--point",
-                                           "--max-points", "--quiet"};
+                                           "--max-points", "--quiet", "--prune",
+                                           "--no-prune"};
         const char *hit = cli_nearest(k, known, sizeof known / sizeof *known);
         return hit ? bad("unknown option %s (did you mean %s?)", k, hit) : bad("unknown option %s", k);
     }
@@ -171,6 +189,8 @@ static int parse(int argc, char **argv, opts *o)
         }
         if (!strcmp(a, "--quiet")) {
             o->quiet = true;
+        } else if (!strcmp(a, "--no-prune")) {
+            o->prune = SEARCH_PRUNE_NONE;
         } else if (a[0] == '-' && a[1]) {
             if (i + 1 >= argc) return bad("%s needs a value", a);
             int rc = parse_value(o, a, argv[++i]);
@@ -227,21 +247,28 @@ static void print_best(const search_point *p, const sweep_fig *f, size_t i, cons
 }
 
 static void print_front(const search_point *pts, const sweep_fig *figs, const size_t *front,
-                        size_t nfront, size_t fitting)
+                        size_t nfront, size_t fitting, const search_pruner *pr)
 {
     printf("\nmemory/time Pareto front: %zu of the %zu fitting points, by step time (no other "
            "is faster with less memory)\n", nfront, fitting);
     printf("  %5s %4s %4s %4s %4s %4s %5s  %-18s %-9s %10s %12s %6s\n", "point", "tp", "cp", "pp",
            "ep", "dp", "accum", "strategy", "recompute", "step_ms", "reserved_GiB", "MFU");
+    size_t doubt = 0;
     for (size_t k = 0; k < nfront; k++) {
         const search_point *p = &pts[front[k]];
         const sweep_fig *f = &figs[front[k]];
         char mfu[16] = "-";
         if (f->mfu > 0) snprintf(mfu, sizeof mfu, "%.1f%%", 100.0 * f->mfu);
-        printf("  %5zu %4u %4u %4u %4u %4u %5u  %-18s %-9s %10.3f %12.2f %6s\n", front[k], p->tp,
+        bool d = search_pruner_doubt(pr, f);
+        doubt += d;
+        printf("  %5zu %4u %4u %4u %4u %4u %5u  %-18s %-9s %10.3f %12.2f %6s%s\n", front[k], p->tp,
                p->cp, p->pp, p->ep, p->dp, p->grad_accum, spec_strategy_names[p->strategy],
-               spec_recompute_names[p->recompute], f->step_s * 1e3, gib(f->peak_reserved), mfu);
+               spec_recompute_names[p->recompute], f->step_s * 1e3, gib(f->peak_reserved), mfu,
+               d ? " ?" : "");
     }
+    if (doubt)
+        printf("  ? a pruned point might beat it (pruning keeps the best exact, not the front: "
+               "--prune front keeps all of it)\n");
 }
 
 /* ---- the command ---- */
@@ -267,20 +294,96 @@ static int prepare(opts *o, base *b, ss_err *err)
     return rc;
 }
 
-/* Simulate the points; the CSV (header and rows) in *csv. */
+/* What the sweep's hooks need: the pruner sees every finished point, the
+ * progress line every one too unless --quiet. */
+typedef struct hooks {
+    search_pruner *pr;
+    cli_progress *prog; /* NULL: quiet */
+} hooks;
+
+static void on_done(void *ctx, size_t done, size_t total, size_t slot, const sweep_fig *fig)
+{
+    hooks *h = ctx;
+    search_pruner_done(h->pr, slot, fig);
+    if (h->prog) cli_progress_cb(h->prog, done, total, slot, fig);
+}
+
+static int on_skip(void *ctx, size_t slot, bool final, sweep_skip *row)
+{
+    (void)final; /* the pruner knows when its verdicts are final */
+    return search_pruner_skip(((hooks *)ctx)->pr, slot, row);
+}
+
+static void on_check(void *ctx, size_t done, size_t total)
+{
+    cli_progress *p = ctx;
+    double now = run_wall_s();
+    if (done != total && now - p->last < CLI_PROGRESS_EVERY_S) return;
+    p->last = now;
+    double spent = now - p->t0;
+    fprintf(stderr, "shardsim search: checked %zu/%zu points, %.0f s spent, ~%.0f s left\n",
+            done, total, spent, done ? spent / (double)done * (double)(total - done) : 0.0);
+}
+
+/* The closed-form checks of every point (none under --prune none). */
+static void check(const opts *o, const base *b, const search_point *pts, size_t n,
+                  search_check *chk)
+{
+    if (o->prune == SEARCH_PRUNE_NONE) return;
+    cli_progress bar;
+    cli_progress_init(&bar, "search", false);
+    if (!o->quiet)
+        fprintf(stderr, "shardsim search: checking %zu points (memory, step bound) on %u "
+                "thread%s\n", n, o->threads, o->threads == 1 ? "" : "s");
+    search_check_all(o->scenario, o->sets, o->nsets, b->strategy, pts, n, o->threads, chk,
+                     o->quiet ? NULL : on_check, &bar);
+}
+
+/* The CSV with two more columns: each point's state bytes on the device
+ * and its step bound (empty where unchecked). Rows are one line each,
+ * starting with the point's index. */
+static char *add_columns(const char *csv, const search_check *chk, size_t n)
+{
+    size_t cap = strlen(csv) + 64 * (n + 1) + 64, u = 0;
+    char *out = malloc(cap);
+    if (!out) return NULL;
+    for (const char *line = csv; *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        memcpy(out + u, line, len);
+        u += len;
+        char *end;
+        unsigned long long i = strtoull(line, &end, 10);
+        bool known = line != csv && end != line && i < n && chk[i].checked;
+        char states[32] = "", bound[32] = "";
+        if (known) snprintf(states, sizeof states, "%llu", (unsigned long long)chk[i].states);
+        if (known && !chk[i].rejected) snprintf(bound, sizeof bound, "%.9g", chk[i].bound_ns * 1e-9);
+        if (line == csv) u += (size_t)snprintf(out + u, cap - u, ",state_bytes,step_bound_s");
+        else u += (size_t)snprintf(out + u, cap - u, ",%s,%s", states, bound);
+        out[u++] = '\n';
+        line += len + (nl != NULL);
+    }
+    out[u] = '\0';
+    return out;
+}
+
+/* Simulate the points (in the pruner's order, skipping what it prunes);
+ * the CSV (header and rows) in *csv. */
 static int simulate(const opts *o, const base *b, const search_point *pts, size_t n,
-                    sweep_fig *figs, char **csv, ss_err *err)
+                    search_pruner *pr, sweep_fig *figs, char **csv, ss_err *err)
 {
     sweep_cfg c = {.scenario = o->scenario, .sets = o->sets, .nsets = o->nsets,
-                   .threads = o->threads, .stride = 1, .figs = figs};
-    cli_progress prog;
-    cli_progress_init(&prog, "search", isatty(2) && !getenv("CI"));
-    if (!o->quiet) {
-        c.progress = cli_progress_cb;
-        c.progress_ctx = &prog;
-        fprintf(stderr, "shardsim search: simulating %zu points on %u thread%s\n", n, c.threads,
-                c.threads == 1 ? "" : "s");
-    }
+                   .threads = o->threads, .stride = 1, .figs = figs,
+                   .order = search_pruner_order(pr), .skip = on_skip};
+    cli_progress bar;
+    cli_progress_init(&bar, "search", isatty(2) && !getenv("CI"));
+    hooks h = {pr, o->quiet ? NULL : &bar};
+    c.progress = on_done;
+    c.progress_ctx = c.skip_ctx = &h;
+    if (!o->quiet)
+        fprintf(stderr, "shardsim search: simulating %zu points on %u thread%s%s\n", n, c.threads,
+                c.threads == 1 ? "" : "s",
+                o->prune == SEARCH_PRUNE_NONE ? "" : ", by bound, skipping what cannot matter");
     char *rows = NULL, *head = NULL;
     int rc = search_sweep_lists(pts, n, b->strategy, &c, err);
     if (!rc && !(head = sweep_header(&c))) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
@@ -297,8 +400,20 @@ static int simulate(const opts *o, const base *b, const search_point *pts, size_
     return rc;
 }
 
+/* What pruning left out, and what that means for the front. */
+static void print_pruning(const opts *o, const search_pruner *pr, size_t n)
+{
+    if (o->prune == SEARCH_PRUNE_NONE) return;
+    size_t rejected, pruned;
+    search_pruner_counts(pr, &rejected, &pruned);
+    printf("  pruning      %s: %zu rejected (model states alone exceed the device), %zu pruned "
+           "(step bound), %zu simulated\n", search_prune_names[o->prune], rejected, pruned,
+           n - rejected - pruned);
+}
+
 static int report(const opts *o, const base *b, const search_point *pts, size_t n,
-                  size_t skipped, const sweep_fig *figs, size_t *best, ss_err *err)
+                  size_t skipped, const search_pruner *pr, const sweep_fig *figs, size_t *best,
+                  ss_err *err)
 {
     size_t *front = malloc((n ? n : 1) * sizeof *front), nfront = 0;
     int rc = front ? search_front(figs, n, front, &nfront, err)
@@ -313,10 +428,11 @@ static int report(const opts *o, const base *b, const search_point *pts, size_t 
         fitting += figs[i].ok && figs[i].fits;
     }
     print_header(o, b, n, skipped, valid, fitting);
+    print_pruning(o, pr, n);
     if (nfront) {
         *best = front[0];
         print_best(&pts[front[0]], &figs[front[0]], front[0], b);
-        print_front(pts, figs, front, nfront, fitting);
+        print_front(pts, figs, front, nfront, fitting, pr);
     } else {
         printf("\nno point fits: every one failed to run or went over the capacity (the CSV's "
                "status, fits and error columns say which)\n");
@@ -360,12 +476,18 @@ int search_cmd(int argc, char **argv)
         return bad("--point %ld: the search has points 0 to %zu", o.point, n - 1);
     }
     sweep_fig *figs = calloc(n, sizeof *figs);
-    char *csv = NULL;
-    rc = figs ? simulate(&o, &b, pts, n, figs, &csv, &err)
-              : ss_fail(&err, SS_E_NOMEM, NULL, "out of memory");
-    if (!rc && o.csv) rc = of_write_text(o.csv, csv, &err);
+    search_check *chk = calloc(n, sizeof *chk);
+    search_pruner *pr = NULL;
+    char *csv = NULL, *full = NULL;
+    rc = figs && chk ? SS_OK : ss_fail(&err, SS_E_NOMEM, NULL, "out of memory");
+    if (!rc) check(&o, &b, pts, n, chk);
+    if (!rc) rc = search_pruner_new(&pr, chk, n, o.prune, &err);
+    if (!rc) rc = simulate(&o, &b, pts, n, pr, figs, &csv, &err);
+    if (!rc && !(full = add_columns(csv, chk, n)))
+        rc = ss_fail(&err, SS_E_NOMEM, NULL, "out of memory");
+    if (!rc && o.csv) rc = of_write_text(o.csv, full, &err);
     size_t best = SIZE_MAX;
-    int code = rc ? fail(&err) : report(&o, &b, pts, n, skipped, figs, &best, &err);
+    int code = rc ? fail(&err) : report(&o, &b, pts, n, skipped, pr, figs, &best, &err);
     if (!rc && o.write_best) {
         size_t i = o.point >= 0 ? (size_t)o.point : best;
         if (i == SIZE_MAX)
@@ -375,7 +497,10 @@ int search_cmd(int argc, char **argv)
         else if (!o.quiet)
             fprintf(stderr, "shardsim search: point %zu written to %s\n", i, o.write_best);
     }
+    free(full);
     free(csv);
+    search_pruner_free(pr);
+    free(chk);
     free(figs);
     free(pts);
     return code;

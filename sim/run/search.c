@@ -2,9 +2,16 @@
  * contract. */
 #include "search.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "../io/scenario.h"
+#include "../plan/plan.h"
+#include "../sched/sched.h"
+#include "bound.h"
+#include "vary.h"
 
 const char *const search_keys[SEARCH_NKEYS] = {
     "parallel.tp", "parallel.cp", "parallel.pp", "parallel.ep", "parallel.dp",
@@ -218,4 +225,314 @@ int search_front(const sweep_fig *figs, size_t n, size_t *front, size_t *nfront,
     free(c);
     *nfront = k;
     return SS_OK;
+}
+
+/* ---- checks before simulating ---- */
+
+/* The largest rank's state bytes on the device (offloaded parts excluded). */
+static int device_states(const plan *pl, uint64_t *out, ss_err *err)
+{
+    *out = 0;
+    for (uint32_t k = 0; k < pl->n; k++) {
+        st_bytes st;
+        int rc = sched_states(pl, k, &st, err);
+        if (rc) return rc;
+        uint64_t dev = st.total_physical > st.host ? st.total_physical - st.host : 0;
+        if (dev > *out) *out = dev;
+    }
+    return SS_OK;
+}
+
+/* The most bytes per second one GPU's links carry in one direction: the
+ * sum over the node's link groups that touch the GPU group of the links
+ * one GPU can have there (a mesh: one per other GPU; a block: the other
+ * side's members per GPU, rounded up; a link picked for one member: all
+ * of the other side's), at full bandwidth (efficiency <= 1 only slows
+ * them). Every byte a rank sends or receives crosses these links (the
+ * fabric joins NICs, not GPUs). 0 (communication free in the bound) where
+ * that is not the whole story: a flat topology (an alpha-beta formula,
+ * not links) or a calibration profile (measured curves may beat the
+ * modelled links). */
+static double gpu_link_Bps(const spec_scenario *s)
+{
+    const spec_topology *t = &s->topo;
+    if (!t->graph || s->calibration[0]) return 0;
+    double sum = 0;
+    uint32_t gpus = t->vg[0].count;
+    for (uint32_t k = 0; k < t->nlgroups; k++) {
+        const spec_lgroup *l = &t->lg[k];
+        if (l->from != 0 && l->to != 0) continue;
+        bool gpu_from = l->from == 0;
+        int32_t gpu_pick = gpu_from ? l->from_i : l->to_i, other_pick = gpu_from ? l->to_i : l->from_i;
+        uint32_t other = t->vg[gpu_from ? l->to : l->from].count, links;
+        if (l->from == 0 && l->to == 0) links = l->mesh ? (gpus ? gpus - 1 : 0) : 1;
+        else if (other_pick >= 0) links = 1;
+        else if (gpu_pick >= 0) links = other;
+        else links = other > gpus && gpus ? (other + gpus - 1) / gpus : 1;
+        sum += (double)links * l->Bps;
+    }
+    return sum;
+}
+
+/* The program run_step would simulate (stragglers included: they only
+ * stretch compute, but the bound should see what the engine sees). */
+static int step_bound(const spec_scenario *s, const plan *pl, ss_ns *out, ss_err *err)
+{
+    prog *p = NULL;
+    int rc = sched_build(pl, &p, err);
+    if (!rc) {
+        vary_stragglers(s, p);
+        rc = bound_step(p, gpu_link_Bps(s), out, err);
+    }
+    prog_free(p);
+    return rc;
+}
+
+void search_check_point(const char *file, const char *const *sets, size_t nsets,
+                        spec_strategy base, const search_point *p, search_check *out)
+{
+    char own[SEARCH_NKEYS][SEARCH_SET_MAX];
+    const char *all[256 + SEARCH_NKEYS];
+    size_t n = 0;
+    for (size_t k = 0; k < nsets && n < 256; k++) all[n++] = sets[k];
+    size_t m = search_point_sets(p, base, own);
+    for (size_t k = 0; k < m; k++) all[n++] = own[k];
+    *out = (search_check){0};
+    ss_err err;
+    ss_err_clear(&err);
+    spec_scenario s;
+    if (scn_load(file, all, n, &s, &err)) return;
+    plan *pl = NULL;
+    int rc = plan_new(&pl, &s, &err);
+    if (!rc) rc = device_states(pl, &out->states, &err);
+    out->capacity = s.capacity_bytes;
+    out->rejected = !rc && s.capacity_bytes && out->states > s.capacity_bytes;
+    if (!rc && !out->rejected) rc = step_bound(&s, pl, &out->bound_ns, &err);
+    out->checked = !rc;
+    plan_free(pl);
+    spec_scenario_fini(&s);
+}
+
+typedef struct checks {
+    const char *file;
+    const char *const *sets;
+    size_t nsets;
+    spec_strategy base;
+    const search_point *pts;
+    search_check *chk;
+    size_t n, next, done;
+    pthread_mutex_t lock;
+    void (*progress)(void *ctx, size_t done, size_t total);
+    void *ctx;
+} checks;
+
+static void *check_worker(void *arg)
+{
+    checks *c = arg;
+    for (;;) {
+        pthread_mutex_lock(&c->lock);
+        size_t i = c->next < c->n ? c->next++ : SIZE_MAX;
+        pthread_mutex_unlock(&c->lock);
+        if (i == SIZE_MAX) return NULL;
+        search_check_point(c->file, c->sets, c->nsets, c->base, &c->pts[i], &c->chk[i]);
+        pthread_mutex_lock(&c->lock);
+        c->done++;
+        if (c->progress) c->progress(c->ctx, c->done, c->n);
+        pthread_mutex_unlock(&c->lock);
+    }
+}
+
+void search_check_all(const char *file, const char *const *sets, size_t nsets,
+                      spec_strategy base, const search_point *pts, size_t n, unsigned threads,
+                      search_check *chk, void (*progress)(void *ctx, size_t done, size_t total),
+                      void *ctx)
+{
+    checks c = {file, sets, nsets, base, pts, chk, n, 0, 0, PTHREAD_MUTEX_INITIALIZER,
+                progress, ctx};
+    pthread_t th[64];
+    unsigned started = 0;
+    for (; started < threads && started < 64; started++)
+        if (pthread_create(&th[started], NULL, check_worker, &c)) break;
+    if (!started) check_worker(&c);
+    for (unsigned i = 0; i < started; i++) pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&c.lock);
+}
+
+/* ---- pruning ---- */
+
+const char *const search_prune_names[3] = {"best", "front", "none"};
+
+enum { V_OPEN, V_KEPT, V_PRUNED, V_REJECTED }; /* verdicts; V_OPEN until the frontier passes */
+
+struct search_pruner {
+    const search_check *chk;
+    size_t n;
+    search_prune mode;
+    size_t *order, *pos; /* position -> point, point -> position */
+    sweep_fig *fig;      /* of the points done */
+    bool *done;
+    unsigned char *verdict;
+    size_t *by;          /* V_PRUNED: the point that prunes it */
+    size_t frontier;     /* the points at positions < frontier have their verdict */
+    size_t *kept, nkept; /* simulated fitting points with a verdict, the pruners */
+};
+
+/* Unchecked first (their errors come quickly), rejected last, the rest by
+ * bound, then index. */
+typedef struct okey {
+    int kind; /* 0 unchecked, 1 checked, 2 rejected */
+    ss_ns bound;
+    size_t i;
+} okey;
+
+static int by_bound(const void *pa, const void *pb)
+{
+    const okey *x = pa, *y = pb;
+    if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
+    if (x->bound != y->bound) return x->bound < y->bound ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static double gib(uint64_t b) { return (double)b / (1024.0 * 1024.0 * 1024.0); }
+static double secs(ss_ns t) { return t * 1e-9; } /* as sweep_fig.step_s is made */
+
+/* q (simulated, fitting) comes before c in the front's order (step, peak
+ * reserved, index) whatever c's own figures turn out to be, given c's step
+ * >= its bound and its peak >= its states; under SEARCH_PRUNE_FRONT q must
+ * also need no more memory than c's states, which puts c off the front. */
+static bool beats(const search_pruner *p, size_t q, size_t c)
+{
+    const sweep_fig *f = &p->fig[q];
+    const search_check *k = &p->chk[c];
+    double b = secs(k->bound_ns);
+    bool before = f->step_s < b ||
+                  (f->step_s == b && (f->peak_reserved < k->states ||
+                                      (f->peak_reserved == k->states && q < c)));
+    return before && (p->mode != SEARCH_PRUNE_FRONT || f->peak_reserved <= k->states);
+}
+
+/* The fastest kept point that beats c, SIZE_MAX if none. */
+static size_t pruner_of(const search_pruner *p, size_t c)
+{
+    size_t best = SIZE_MAX;
+    if (p->mode == SEARCH_PRUNE_NONE || !p->chk[c].checked) return best;
+    for (size_t k = 0; k < p->nkept; k++) {
+        size_t q = p->kept[k];
+        if (beats(p, q, c) && (best == SIZE_MAX || p->fig[q].step_s < p->fig[best].step_s))
+            best = q;
+    }
+    return best;
+}
+
+void search_pruner_free(search_pruner *p)
+{
+    if (!p) return;
+    free(p->order), free(p->pos), free(p->fig), free(p->done), free(p->verdict);
+    free(p->by), free(p->kept);
+    free(p);
+}
+
+int search_pruner_new(search_pruner **out, const search_check *chk, size_t n,
+                      search_prune mode, ss_err *err)
+{
+    search_pruner *p = calloc(1, sizeof *p);
+    okey *keys = malloc((n ? n : 1) * sizeof *keys);
+    size_t m = n ? n : 1;
+    if (p) {
+        *p = (search_pruner){.chk = chk, .n = n, .mode = mode};
+        p->order = malloc(m * sizeof *p->order), p->pos = malloc(m * sizeof *p->pos);
+        p->fig = calloc(m, sizeof *p->fig), p->done = calloc(m, sizeof *p->done);
+        p->verdict = calloc(m, 1), p->by = malloc(m * sizeof *p->by);
+        p->kept = malloc(m * sizeof *p->kept);
+    }
+    if (!p || !keys || !p->order || !p->pos || !p->fig || !p->done || !p->verdict || !p->by ||
+        !p->kept) {
+        free(keys);
+        search_pruner_free(p);
+        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) /* --prune none: index order */
+        keys[i] = mode == SEARCH_PRUNE_NONE
+                      ? (okey){0, 0, i}
+                      : (okey){!chk[i].checked ? 0 : chk[i].rejected ? 2 : 1, chk[i].bound_ns, i};
+    qsort(keys, n, sizeof *keys, by_bound);
+    for (size_t k = 0; k < n; k++) {
+        p->order[k] = keys[k].i;
+        p->pos[keys[k].i] = k;
+    }
+    free(keys);
+    *out = p;
+    return SS_OK;
+}
+
+const size_t *search_pruner_order(const search_pruner *p) { return p->order; }
+
+/* The verdicts of the points whose predecessors in the order are all done,
+ * each against the pruners before it only: the same on any thread count. */
+static void advance(search_pruner *p)
+{
+    for (; p->frontier < p->n && p->done[p->order[p->frontier]]; p->frontier++) {
+        size_t c = p->order[p->frontier];
+        bool rejected = p->chk[c].rejected && p->mode != SEARCH_PRUNE_NONE;
+        size_t q = rejected ? SIZE_MAX : pruner_of(p, c);
+        p->by[c] = q;
+        p->verdict[c] = rejected ? V_REJECTED : q != SIZE_MAX ? V_PRUNED : V_KEPT;
+        if (p->verdict[c] == V_KEPT && p->fig[c].ok && p->fig[c].fits) p->kept[p->nkept++] = c;
+    }
+}
+
+void search_pruner_done(search_pruner *p, size_t i, const sweep_fig *f)
+{
+    p->fig[i] = *f;
+    p->done[i] = true;
+    advance(p);
+}
+
+static void say_pruned(const search_pruner *p, size_t c, size_t q, sweep_skip *row)
+{
+    const search_check *k = &p->chk[c];
+    snprintf(row->status, sizeof row->status, "pruned");
+    if (p->mode == SEARCH_PRUNE_FRONT)
+        snprintf(row->why, sizeof row->why, "pruned: bound %.6f s >= %.6f s of point %zu, "
+                 "which needs %.2f GiB <= states %.2f GiB", secs(k->bound_ns),
+                 p->fig[q].step_s, q, gib(p->fig[q].peak_reserved), gib(k->states));
+    else
+        snprintf(row->why, sizeof row->why, "pruned: bound %.6f s >= best %.6f s (point %zu)",
+                 secs(k->bound_ns), p->fig[q].step_s, q);
+}
+
+int search_pruner_skip(search_pruner *p, size_t i, sweep_skip *row)
+{
+    const search_check *k = &p->chk[i];
+    if (p->mode == SEARCH_PRUNE_NONE) return SWEEP_RUN;
+    if (k->rejected) {
+        snprintf(row->status, sizeof row->status, "rejected");
+        snprintf(row->why, sizeof row->why, "rejected: states %.2f GiB > %.2f GiB",
+                 gib(k->states), gib(k->capacity));
+        return SWEEP_SKIP;
+    }
+    size_t q = p->pos[i] < p->frontier ? (p->verdict[i] == V_PRUNED ? p->by[i] : SIZE_MAX)
+                                      : pruner_of(p, i);
+    if (q == SIZE_MAX) return SWEEP_RUN;
+    say_pruned(p, i, q, row);
+    return SWEEP_SKIP;
+}
+
+bool search_pruner_doubt(const search_pruner *p, const sweep_fig *q)
+{
+    if (p->mode != SEARCH_PRUNE_BEST) return false;
+    for (size_t i = 0; i < p->n; i++)
+        if (p->verdict[i] == V_PRUNED && secs(p->chk[i].bound_ns) <= q->step_s &&
+            p->chk[i].states <= q->peak_reserved)
+            return true;
+    return false;
+}
+
+void search_pruner_counts(const search_pruner *p, size_t *rejected, size_t *pruned)
+{
+    *rejected = *pruned = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        *rejected += p->verdict[i] == V_REJECTED;
+        *pruned += p->verdict[i] == V_PRUNED;
+    }
 }

@@ -20,11 +20,29 @@
  * beats on both peak reserved bytes and step time, sorted by step time; its
  * first point is the fastest one.
  *
+ * Pruning (search_check, search_pruner): before anything is simulated,
+ * each point is loaded and planned once more to get two closed-form
+ * figures: its state bytes on the device (the largest rank's parameters,
+ * gradients, master weights and optimizer states, mem/states.h), a lower
+ * bound on its peak, and its step with free communication (run/bound.h), a
+ * lower bound on its step. A point whose states alone exceed the device is
+ * rejected (it cannot fit). The rest are simulated in order of increasing
+ * bound; a point is pruned when a point already simulated is sure to come
+ * before it: SEARCH_PRUNE_BEST keeps the best point exact (its front
+ * lists the simulated points only), SEARCH_PRUNE_FRONT keeps the whole
+ * front exact (a point is pruned only by one that also needs no more
+ * memory than its states), SEARCH_PRUNE_NONE simulates everything. The
+ * verdicts are the same on any number of threads: a point counts as a
+ * pruner only once every point before it in the order has finished, and a
+ * point simulated while that was pending is pruned afterwards when the
+ * complete record says so (docs/DECISIONS.md, entry 69).
+ *
  * Knows nothing about option syntax or printing (cli/search_cmd.c).
  */
 #ifndef SEARCH_H
 #define SEARCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -94,5 +112,58 @@ int search_sweep_lists(const search_point *pts, size_t n, spec_strategy base, sw
  * for n), by step time, then peak reserved, then index; none when nothing
  * fits. front[0] is the best point by step time. O(n log n). */
 int search_front(const sweep_fig *figs, size_t n, size_t *front, size_t *nfront, ss_err *err);
+
+/* ---- pruning ---- */
+
+typedef struct search_check {
+    bool checked;     /* false: the point did not load, plan or build (its
+                         simulation reports why: it is simulated, never pruned) */
+    bool rejected;    /* states > capacity: it cannot fit */
+    uint64_t states;  /* bytes on the device, the largest rank's */
+    uint64_t capacity; /* bytes; 0 = unlimited */
+    ss_ns bound_ns;   /* the step with free communication */
+} search_check;
+
+/* The closed-form figures of point p of scenario `file` with the search's
+ * sets (the same overrides the sweep applies: search_point_sets). Never
+ * fails: a point that does not load, plan or build is left unchecked. */
+void search_check_point(const char *file, const char *const *sets, size_t nsets,
+                        spec_strategy base, const search_point *p, search_check *out);
+
+/* search_check_point for points 0..n) on `threads` threads (each loads
+ * its own scenario), chk[i] for pts[i]; progress (optional) is called
+ * under a lock after each point. */
+void search_check_all(const char *file, const char *const *sets, size_t nsets,
+                      spec_strategy base, const search_point *pts, size_t n, unsigned threads,
+                      search_check *chk, void (*progress)(void *ctx, size_t done, size_t total),
+                      void *ctx);
+
+typedef enum { SEARCH_PRUNE_BEST, SEARCH_PRUNE_FRONT, SEARCH_PRUNE_NONE } search_prune;
+extern const char *const search_prune_names[3]; /* "best", "front", "none" */
+
+typedef struct search_pruner search_pruner; /* opaque */
+
+/* A pruner over the checks of points 0..n) (chk must outlive it). */
+int search_pruner_new(search_pruner **out, const search_check *chk, size_t n,
+                      search_prune mode, ss_err *err);
+void search_pruner_free(search_pruner *p);
+/* The order to simulate in: unchecked points, then by bound (then index),
+ * rejected ones last. n entries, owned by the pruner. */
+const size_t *search_pruner_order(const search_pruner *p);
+/* SEARCH_PRUNE_NONE: every point runs, in index order, none rejected
+ * (the checks need not be run: zeroed chk will do). */
+/* Point i finished (f->ok false when it was not simulated or failed). */
+void search_pruner_done(search_pruner *p, size_t i, const sweep_fig *f);
+/* Whether point i is left out, from what is known now (before it runs) or,
+ * once every point is done, for good: SWEEP_SKIP_* with the row's status
+ * and reason in *row. */
+int search_pruner_skip(search_pruner *p, size_t i, sweep_skip *row);
+/* After the run: whether a pruned point might still beat fitting point q
+ * (step_s, peak reserved) on the front: its bound is not above q's step
+ * and its states not above q's memory. Always false but under
+ * SEARCH_PRUNE_BEST (front keeps the front exact, none prunes nothing). */
+bool search_pruner_doubt(const search_pruner *p, const sweep_fig *q);
+/* Counts after the run: rejected and pruned points. */
+void search_pruner_counts(const search_pruner *p, size_t *rejected, size_t *pruned);
 
 #endif

@@ -145,14 +145,12 @@ static void figures(const sum_report *r, const sweep_fig *f, char *buf, size_t c
 
 #define ROW_MAX 4096
 
-/* Simulate point i, format its row and fill *fig. Only out-of-memory fails
- * the sweep. */
-static char *run_point(const sweep_cfg *c, size_t i, sweep_fig *fig)
+/* Row i's leading fields (the point and its values) into row, and the
+ * overrides that make the point into sets (n of them, after the sweep's
+ * own); sets point into sets_buf. */
+static size_t lead(const sweep_cfg *c, size_t i, char *row, const char **sets,
+                   char sets_buf[SWEEP_MAX_VARY][600])
 {
-    char *row = calloc(1, ROW_MAX), sets_buf[SWEEP_MAX_VARY][600];
-    const char *sets[256 + SWEEP_MAX_VARY];
-    *fig = (sweep_fig){0};
-    if (!row) return NULL;
     size_t n = 0, rest = i;
     for (size_t k = 0; k < c->nsets && n < 256; k++) sets[n++] = c->sets[k];
     snprintf(row, ROW_MAX, "%zu,", i);
@@ -169,6 +167,37 @@ static char *run_point(const sweep_cfg *c, size_t i, sweep_fig *fig)
         csv_field(row, ROW_MAX, vals[k]);
         sets[n++] = sets_buf[k];
     }
+    return n;
+}
+
+/* The row of a point with no figures: status, empty figures, message. */
+static void row_without_figures(char *row, const char *status, const char *msg)
+{
+    snprintf(row + strlen(row), ROW_MAX - strlen(row), "%s,,,,,,,,,,,,", status);
+    csv_field(row, ROW_MAX, msg);
+    row[strlen(row) - 1] = '\n';
+}
+
+/* Point i left out by the sweep's skip hook: its row. */
+static char *skipped_point(const sweep_cfg *c, size_t i, const sweep_skip *why)
+{
+    char *row = calloc(1, ROW_MAX), sets_buf[SWEEP_MAX_VARY][600];
+    const char *sets[256 + SWEEP_MAX_VARY];
+    if (!row) return NULL;
+    lead(c, i, row, sets, sets_buf);
+    row_without_figures(row, why->status, why->why);
+    return row;
+}
+
+/* Simulate point i, format its row and fill *fig. Only out-of-memory fails
+ * the sweep. */
+static char *run_point(const sweep_cfg *c, size_t i, sweep_fig *fig)
+{
+    char *row = calloc(1, ROW_MAX), sets_buf[SWEEP_MAX_VARY][600];
+    const char *sets[256 + SWEEP_MAX_VARY];
+    *fig = (sweep_fig){0};
+    if (!row) return NULL;
+    size_t n = lead(c, i, row, sets, sets_buf);
     ss_err err;
     ss_err_clear(&err);
     spec_scenario s;
@@ -184,9 +213,7 @@ static char *run_point(const sweep_cfg *c, size_t i, sweep_fig *fig)
         figures(&r.sum, fig, line, sizeof line);
         snprintf(row + strlen(row), ROW_MAX - strlen(row), "%s\n", line);
     } else {
-        snprintf(row + strlen(row), ROW_MAX - strlen(row), "error,,,,,,,,,,,,");
-        csv_field(row, ROW_MAX, ss_err_str(&err, msg, sizeof msg));
-        row[strlen(row) - 1] = '\n';
+        row_without_figures(row, "error", ss_err_str(&err, msg, sizeof msg));
     }
     run_fini(&r);
     return row;
@@ -202,16 +229,30 @@ typedef struct pool {
     bool nomem;
 } pool;
 
+/* The next slot to run, and whether the skip hook leaves it out (*left
+ * then holds why); SIZE_MAX when none is left. Under the lock. */
+static size_t take(pool *p, sweep_skip *left, bool *skip)
+{
+    *skip = false;
+    if (p->next >= p->count || p->nomem) return SIZE_MAX;
+    size_t k = p->next++, slot = p->c->order ? p->c->order[k] : k;
+    if (p->c->skip) *skip = p->c->skip(p->c->skip_ctx, slot, false, left) == SWEEP_SKIP;
+    return slot;
+}
+
 static void *worker(void *arg)
 {
     pool *p = arg;
     for (;;) {
+        sweep_skip left;
+        bool skip;
         pthread_mutex_lock(&p->lock);
-        size_t slot = p->next < p->count && !p->nomem ? p->next++ : SIZE_MAX;
+        size_t slot = take(p, &left, &skip);
         pthread_mutex_unlock(&p->lock);
         if (slot == SIZE_MAX) return NULL;
-        sweep_fig fig;
-        char *row = run_point(p->c, p->c->first + slot * p->c->stride, &fig);
+        sweep_fig fig = {0};
+        size_t point = p->c->first + slot * p->c->stride;
+        char *row = skip ? skipped_point(p->c, point, &left) : run_point(p->c, point, &fig);
         if (p->c->figs) p->c->figs[slot] = fig; /* slots are distinct: no lock */
         pthread_mutex_lock(&p->lock);
         p->rows[slot] = row;
@@ -253,6 +294,14 @@ int sweep_run(const sweep_cfg *c, char **csv, ss_err *err)
     if (!started) worker(&p);
     for (unsigned i = 0; i < started; i++) pthread_join(th[i], NULL);
     pthread_mutex_destroy(&p.lock);
+    for (size_t i = 0; c->skip && !p.nomem && i < p.count; i++) {
+        sweep_skip left;
+        if (c->skip(c->skip_ctx, i, true, &left) != SWEEP_SKIP) continue;
+        free(p.rows[i]);
+        p.rows[i] = skipped_point(c, c->first + i * stride, &left);
+        p.nomem = !p.rows[i];
+        if (c->figs) c->figs[i] = (sweep_fig){0};
+    }
     int rc = SS_OK;
     *csv = p.nomem ? NULL : join(p.rows, p.count);
     if (!*csv) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");

@@ -50,6 +50,14 @@ typedef struct sweep_fig {
     uint64_t peak_reserved; /* bytes, the largest over ranks */
 } sweep_fig;
 
+/* A point left out (search pruning): its row's status word and the reason
+ * the error column shows. */
+enum { SWEEP_RUN = 0, SWEEP_SKIP = 1 };
+typedef struct sweep_skip {
+    char status[16];
+    char why[256];
+} sweep_skip;
+
 typedef struct sweep_cfg {
     const char *scenario;
     const char *const *sets; /* applied to every point before the varied keys */
@@ -65,6 +73,17 @@ typedef struct sweep_cfg {
      * process's order and its figures). */
     void (*progress)(void *ctx, size_t done, size_t total, size_t slot, const sweep_fig *fig);
     void *progress_ctx;
+    /* Optional (search): the order the points are taken in, a permutation
+     * of this process's slots (NULL: slot order); rows stay in point order. */
+    const size_t *order;
+    /* Optional (search), under the pool's lock: before a point is simulated
+     * (final false) and, once all are done, for every point in slot order
+     * (final true), SWEEP_SKIP leaves it out: its row is row->status with
+     * row->why in the error column and empty figures, its sweep_fig zero
+     * (a point left out after it ran loses its figures). A point left out
+     * before it runs still counts in progress, with a zero sweep_fig. */
+    int (*skip)(void *ctx, size_t slot, bool final, sweep_skip *row);
+    void *skip_ctx;
 } sweep_cfg;
 
 /* Parse "key=v1,v2,v3" into v (values split at commas outside brackets and

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # shardsim search on Llama-3 8B over one 8-GPU node at 1k tokens: one CSV row
-# per enumerated point, every layout using the 8 GPUs, identical bytes for
+# per enumerated point, the pruned search (the default) giving the best point
+# of the exhaustive one (--no-prune) and, with --prune front, its whole
+# front, every simulated row's step bound <= its step, pruned and rejected
+# rows saying why, the same bytes on 1 and 2 threads; every layout using the 8 GPUs, identical bytes for
 # -j 1 and -j 2, the best point the fastest fitting row of the CSV, a front
 # of fitting points none of which another fitting point beats, hybrid_shard
 # under TP run as HSDP inside the layout, nothing fitting as exit 1 with the CSV
@@ -14,10 +17,10 @@ fails=0 checks=0
 check() { checks=$((checks + 1)); if ! eval "$2"; then echo "FAIL: $1"; fails=$((fails + 1)); fi; }
 s=scenarios/transformers/llama3-8b-full-shard-8xh100.json
 args=(--set training.seq_len=1024 --strategy full_shard,hybrid_shard --recompute none,full)
-"$bin" search "$s" "${args[@]}" -j 1 --csv "$d/j1.csv" >"$d/j1.txt" 2>"$d/j1.err"
+"$bin" search "$s" "${args[@]}" --no-prune -j 1 --csv "$d/j1.csv" >"$d/j1.txt" 2>"$d/j1.err"
 rc=$?
 check "search -j 1 exits 0" '[ $rc -eq 0 ]'
-"$bin" search "$s" "${args[@]}" -j 2 --csv "$d/j2.csv" >"$d/j2.txt" 2>/dev/null
+"$bin" search "$s" "${args[@]}" --no-prune -j 2 --csv "$d/j2.csv" >"$d/j2.txt" 2>/dev/null
 rc=$?
 check "search -j 2 exits 0" '[ $rc -eq 0 ]'
 check "-j 1 and -j 2: the same CSV bytes" 'cmp -s "$d/j1.csv" "$d/j2.csv"'
@@ -34,7 +37,7 @@ check "... which is the best the report prints" \
 n=$(sed -n 's/^  points *\([0-9]*\) enumerated.*/\1/p' "$d/j1.txt")
 check "80 points enumerated" '[ "$n" = 80 ]'
 check "header + one row per enumerated point" '[ "$(wc -l <"$d/j1.csv")" -eq $((n + 1)) ]'
-check "the header" 'head -1 "$d/j1.csv" | grep -qx "point,parallel.tp,parallel.cp,parallel.pp,parallel.ep,parallel.dp,parallel.sequence_parallel,training.grad_accum,sharding.strategy,training.recompute,status,step_time_s,compute_s,exposed_communication_s,max_peak_allocated_bytes,max_peak_reserved_bytes,max_steady_bytes,fits,all_reduce_count,all_gather_count,reduce_scatter_count,broadcast_count,error"'
+check "the header" 'head -1 "$d/j1.csv" | grep -qx "point,parallel.tp,parallel.cp,parallel.pp,parallel.ep,parallel.dp,parallel.sequence_parallel,training.grad_accum,sharding.strategy,training.recompute,status,step_time_s,compute_s,exposed_communication_s,max_peak_allocated_bytes,max_peak_reserved_bytes,max_steady_bytes,fits,all_reduce_count,all_gather_count,reduce_scatter_count,broadcast_count,error,state_bytes,step_bound_s"'
 check "every row: tp x cp x pp x dp = 8, grad_accum x dp = 8" \
     '[ -z "$(awk -F, "NR > 1 && (\$2 * \$3 * \$4 * \$6 != 8 || \$8 * \$6 != 8)" "$d/j1.csv")" ]'
 check "hybrid_shard with tp 2 runs (HSDP inside a layout)" \
@@ -67,14 +70,51 @@ check "no fitting row beats a front point on both step time and memory" '
                    exit bad }" "$d/front" "$d/j1.csv"'
 
 # Nothing fits (DDP, no recompute, 8k tokens): exit 1, the CSV still written.
+# DDP holds 16 bytes per parameter (bf16 weights and grads are 4, fp32
+# master and Adam 12: 8.03 B x 16 = 119.7 GiB > 80 GiB): rejected before it
+# runs, with its reason; --no-prune runs it and it does not fit.
 "$bin" search "$s" --tp 1 --cp 1 --pp 1 --strategy ddp --recompute none --quiet \
     --csv "$d/none.csv" >"$d/none.txt" 2>"$d/none.err"
 rc=$?
 check "nothing fits: exit 1" '[ $rc -eq 1 ]'
 check "nothing fits: said on stdout" 'grep -q "^no point fits" "$d/none.txt"'
-check "nothing fits: the CSV has its row, fits false" \
-    '[ "$(sed 1d "$d/none.csv" | cut -d, -f11,18)" = "ok,false" ]'
+check "the rejected point: its row says why" \
+    'sed 1d "$d/none.csv" | cut -d, -f11,23 | grep -Eq "^rejected,rejected: states [0-9.]+ GiB > 80.00 GiB$"'
+check "... and the report counts it" 'grep -q "pruning      best: 1 rejected" "$d/none.txt"'
 check "--quiet: nothing on stderr" '[ ! -s "$d/none.err" ]'
+"$bin" search "$s" --tp 1 --cp 1 --pp 1 --strategy ddp --recompute none --quiet --no-prune \
+    --csv "$d/none2.csv" >/dev/null 2>&1
+check "... run anyway (--no-prune), it does not fit" \
+    '[ "$(sed 1d "$d/none2.csv" | cut -d, -f11,18)" = "ok,false" ]'
+check "... its states are below its peak" \
+    '[ "$(sed 1d "$d/none.csv" | cut -d, -f24)" -le "$(sed 1d "$d/none2.csv" | cut -d, -f15)" ]'
+
+# Pruning: the same best point as the exhaustive run, the same bytes on 1
+# and 2 threads; --prune front the same front.
+front_of() { awk '/^  point +tp/ { f = 1; next } f && /^ +[0-9]/ { print $1 }' "$1"; }
+"$bin" search "$s" "${args[@]}" -j 1 --csv "$d/p1.csv" >"$d/p1.txt" 2>"$d/p1.err"
+rc=$?
+check "pruned search exits 0" '[ $rc -eq 0 ]'
+"$bin" search "$s" "${args[@]}" -j 2 --csv "$d/p2.csv" >"$d/p2.txt" 2>/dev/null
+check "pruned, -j 1 and -j 2: the same CSV bytes" 'cmp -s "$d/p1.csv" "$d/p2.csv"'
+check "pruned, -j 1 and -j 2: the same stdout bytes" 'cmp -s "$d/p1.txt" "$d/p2.txt"'
+check "pruned: the exhaustive run's best point" \
+    '[ "$(sed -n "s/^best by step time: point \([0-9]*\)$/\1/p" "$d/p1.txt")" = "$best" ]'
+check "pruned: some points pruned, fewer simulated" \
+    'grep -Eq "^  pruning      best: 0 rejected .*, [1-9][0-9]* pruned .*, [0-9]+ simulated$" "$d/p1.txt"'
+check "pruned: the checks are announced first" \
+    '[ "$(head -1 "$d/p1.err")" = "shardsim search: checking 80 points (memory, step bound) on 1 thread" ]'
+check "every simulated row: step bound <= step" \
+    '[ -z "$(awk -F, "NR > 1 && \$11 == \"ok\" && (\$25 == \"\" || \$25 + 0 > \$12 + 0)" "$d/p1.csv")" ] &&
+     awk -F, "NR > 1 && \$11 == \"ok\"" "$d/p1.csv" | grep -q .'
+check "every pruned row: its bound >= the best step, said in the row" '
+    awk -F, -v b="$(awk -F, -v p="$best" "NR > 1 && \$1 == p { print \$12 }" "$d/j1.csv")" \
+        "NR > 1 && \$11 == \"pruned\" { n++; if (\$25 + 0 < b + 0 || \$23 !~ /^pruned: bound [0-9.]+ s >= best [0-9.]+ s \(point [0-9]+\)$/) bad = 1 }
+         END { exit bad || !n }" "$d/p1.csv"'
+"$bin" search "$s" "${args[@]}" -j 2 --prune front --csv "$d/f.csv" >"$d/f.txt" 2>/dev/null
+check "--prune front: the exhaustive run's front" '[ "$(front_of "$d/f.txt")" = "$(front_of "$d/j1.txt")" ]'
+check "--prune best: a front of simulated points only, said so" \
+    'grep -q "pruning keeps the best exact" "$d/p1.txt" && ! grep -q "pruning keeps" "$d/j1.txt"'
 
 # Usage errors: exit 2, no CSV.
 for bad in "--tp 0" "--tp 2,2" "--strategy zero9" "--frobnicate 1" "--world 16" "-j 0" "--max-points 10"; do
