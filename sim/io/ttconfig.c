@@ -42,8 +42,11 @@ typedef struct tt_cfg {
     int64_t global_batch;
     bool bf16_params, mp_param_fp32, reduce_bf16, cpu_offload;
     int recompute; /* index in spec_recompute_names */
+    uint64_t ac_every; /* full AC on every ac_every-th block (selective_ac_option "N") */
     int opt, impl;
     bool compile;
+    bool float8, fp8_all_gather; /* [model] converters ["float8"], [float8] */
+    int fp8_recipe;              /* spec_fp8_recipe */
     const char *name, *flavor;
 } tt_cfg;
 
@@ -218,22 +221,27 @@ static int read_ac(js_node cfg, tt_cfg *c, ss_err *err)
     if (mode == 3)
         return js_failf(js_get(a, "mode", &k) ? k : a, err, "memory_budget AC (the compiler's "
                         "min-cut) is not modelled: expected \"none\", \"selective\" or \"full\"");
+    c->ac_every = 1;
     c->recompute = mode == 1 ? SPEC_RECOMP_FULL : mode == 2 ? SPEC_RECOMP_NONE : -1;
     if (c->recompute >= 0) return SS_OK;
     if (!strcmp(opt, "op")) {
         c->recompute = SPEC_RECOMP_SELECTIVE_OP;
         return SS_OK;
     }
-    if (!strcmp(opt, "1")) { /* every block checkpointed whole */
+    /* "N": one block in every N checkpointed whole (torchtitan's ac_freq):
+     * full recomputation on every N-th layer */
+    char *end;
+    unsigned long long every = strtoull(opt, &end, 10);
+    if (*opt >= '1' && *opt <= '9' && !*end && every <= (1u << 20)) {
         c->recompute = SPEC_RECOMP_FULL;
+        c->ac_every = every;
         return SS_OK;
     }
     bool def = !a.j || !js_get(a, "selective_ac_option", &k);
     if (def) k = a.j ? a : cfg;
-    return js_failf(k, err, "selective AC with selective_ac_option \"%s\"%s checkpoints one block "
-                    "in every %s whole, which is not modelled: expected selective_ac_option "
-                    "\"op\" (per-op SAC) or \"1\" (every block: full AC), or mode \"full\" or "
-                    "\"none\"", opt, def ? " (torchtitan's default)" : "", opt);
+    return js_failf(k, err, "selective_ac_option \"%s\": expected \"op\" (per-op SAC) or a "
+                    "block frequency N from 1 to 1048576 (every N-th block checkpointed whole)",
+                    opt);
 }
 
 static int read_optimizer(js_node cfg, tt_cfg *c, ss_err *err)
@@ -260,6 +268,27 @@ static int read_optimizer(js_node cfg, tt_cfg *c, ss_err *err)
     return SS_OK;
 }
 
+/* [float8]: torchao's recipe (tensorwise by default; rowwise and
+ * rowwise_with_gw_hp as rowwise) and whether FSDP all-gathers fp8 weights.
+ * Read whether or not a converter uses it, for its errors. */
+static int read_float8(js_node cfg, tt_cfg *c, ss_err *err)
+{
+    js_node f;
+    static const char *const recipes[] = {"tensorwise", "rowwise", "rowwise_with_gw_hp"};
+    int recipe = 0;
+    c->fp8_recipe = SPEC_FP8_TENSORWISE;
+    int rc = tt_section(cfg, "float8", &f, err);
+    if (rc || !f.j) return rc;
+    if ((rc = js_keys_check(f, JS_KEYS("enable_fsdp_float8_all_gather",
+                                       "precompute_float8_dynamic_scale_for_fsdp", "recipe_name",
+                                       "filter_fqns", "emulate", "moe_fqns_prototype"), err)) ||
+        (rc = js_bool(f, "enable_fsdp_float8_all_gather", false, false, &c->fp8_all_gather, err)) ||
+        (rc = tt_enum(f, "recipe_name", 0, recipes, 3, false, &recipe, err)))
+        return rc;
+    c->fp8_recipe = recipe ? SPEC_FP8_ROWWISE : SPEC_FP8_TENSORWISE;
+    return SS_OK;
+}
+
 /* [model], [compile], [float8], [quantize], [fault_tolerance]. */
 static int read_rest(js_node cfg, tt_cfg *c, ss_err *err)
 {
@@ -275,15 +304,22 @@ static int read_rest(js_node cfg, tt_cfg *c, ss_err *err)
     if (!rc && m.j) rc = js_str(m, "flavor", false, "debugmodel", &c->flavor, err);
     if (!rc && m.j) rc = js_arr(m, "converters", false, &k, &n, err);
     if (rc) return rc;
-    if (m.j && n)
-        return js_failf(k, err, "model converters (Float8 or MX linears from torchao) are not "
-                        "modelled: GEMMs and all-gathers run in the compute dtype; expected []");
+    for (size_t i = 0; m.j && i < n && !rc; i++) {
+        const char *conv;
+        js_node ci = js_at(k, i);
+        if ((rc = js_str_val(ci, &conv, err))) return rc;
+        if (strcmp(conv, "float8"))
+            return js_failf(ci, err, "model converter \"%s\" is not modelled: expected \"float8\" "
+                            "(torchao's Float8 linears) or none", conv);
+        c->float8 = true;
+    }
+    if ((rc = read_float8(cfg, c, err))) return rc;
     if ((rc = tt_section(cfg, "compile", &s, err)) ||
         (s.j && (rc = js_keys_check(s, JS_KEYS("enable", "components", "backend"), err))) ||
         (s.j && (rc = js_bool(s, "enable", false, false, &c->compile, err))))
         return rc;
-    /* only converters read these; without one they change nothing */
-    if ((rc = tt_section(cfg, "float8", &s, err)) || (rc = tt_section(cfg, "quantize", &s, err)) ||
+    /* only converters read this; without one it changes nothing */
+    if ((rc = tt_section(cfg, "quantize", &s, err)) ||
         (rc = tt_section(cfg, "fault_tolerance", &s, err)))
         return rc;
     if (s.j && (rc = js_bool(s, "enable", false, false, &on, err))) return rc;
@@ -519,17 +555,26 @@ static int build(js_node cfg, const tt_cfg *c, uint32_t layers, cJSON *o, ss_err
     ok = ok && cJSON_AddNumberToObject(tr, "micro_batch", (double)mb) &&
          cJSON_AddNumberToObject(tr, "seq_len", (double)c->seq_len) &&
          cJSON_AddNumberToObject(tr, "grad_accum", (double)accum) &&
-         cJSON_AddStringToObject(tr, "recompute", spec_recompute_names[c->recompute]);
+         cJSON_AddStringToObject(tr, "recompute", spec_recompute_names[c->recompute]) &&
+         cJSON_AddStringToObject(tr, "kernels", c->compile ? "compiled" : "eager");
+    if (ok && c->recompute == SPEC_RECOMP_FULL && c->ac_every > 1)
+        ok = cJSON_AddNumberToObject(tr, "recompute_every", (double)c->ac_every) != NULL;
     /* torchtitan trains in training.dtype (fp32 unless bfloat16), casts to
      * mixed_precision_param for compute (FSDP's MixedPrecisionPolicy, else
      * autocast) and reduces FSDP gradients in mixed_precision_reduce. */
     const char *param = c->bf16_params ? "bf16" : "fp32";
     const char *compute = c->bf16_params || !c->mp_param_fp32 ? "bf16" : "fp32";
     const char *reduce = fsdp && c->reduce_bf16 ? "bf16" : param;
+    if (c->float8) compute = "fp8"; /* Float8 linears; the rest stays bf16 (DECISIONS 73) */
     ok = ok && cJSON_AddStringToObject(pr, "param", param) &&
          cJSON_AddStringToObject(pr, "compute", compute) && cJSON_AddStringToObject(pr, "grad", param) &&
          cJSON_AddStringToObject(pr, "reduce", reduce) && cJSON_AddStringToObject(pr, "master", "none") &&
          cJSON_AddStringToObject(pr, "optimizer", param);
+    if (ok && c->float8) {
+        cJSON *f8 = cJSON_AddObjectToObject(pr, "fp8");
+        ok = f8 && cJSON_AddStringToObject(f8, "recipe", spec_fp8_names[c->fp8_recipe]) &&
+             cJSON_AddBoolToObject(f8, "all_gather", c->fp8_all_gather);
+    }
     ok = ok && cJSON_AddStringToObject(op, "type", spec_opt_names[c->opt]) &&
          cJSON_AddStringToObject(op, "impl", spec_impl_names[c->impl]);
     ok = ok && cJSON_AddStringToObject(sh, "strategy", fsdp ? "fsdp2" : "ddp");
@@ -559,8 +604,12 @@ static int build(js_node cfg, const tt_cfg *c, uint32_t layers, cJSON *o, ss_err
                       dp > 1 ? "torchtitan's DDP over the replicate group"
                              : "one data-parallel rank, no wrapper (simulated as ddp over one rank)");
     if (ok && c->compile)
-        ok = add_note(notes, "[compile] enable = true: torch.compile is not modelled; kernels "
-                      "are simulated eager (unfused)");
+        ok = add_note(notes, "[compile] enable = true: torch.compile's fused elementwise kernels "
+                      "(training.kernels \"compiled\")");
+    if (ok && c->float8)
+        ok = add_note(notes, "[model] converters [\"float8\"]: torchao's Float8 linears "
+                      "(precision.compute \"fp8\", recipe %s), the output head in bf16",
+                      spec_fp8_names[c->fp8_recipe]);
     if (ok && c->tp > 1)
         ok = add_note(notes, "tensor parallel as torchtitan's plan: sequence parallel norms; "
                       "loss parallel is not modelled");

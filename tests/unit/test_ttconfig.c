@@ -158,6 +158,25 @@ static void test_each_key(void **state)
     assert_string_equal(str(o, "training", "recompute"), "full");
     assert_true(flag(o, "sharding", "reshard_after_forward"));
     cJSON_Delete(o);
+    /* torchtitan's default selective_ac_option "2" (and any N): one block
+     * in every N checkpointed whole (its ac_freq), full recomputation on
+     * every N-th layer; [compile] gives the compiled kernels, the float8
+     * converter Float8 linears with [float8]'s recipe and all-gather */
+    o = map_ok("{\"training\": {}}", 8);
+    assert_string_equal(str(o, "training", "recompute"), "full");
+    assert_int_equal(num(o, "training", "recompute_every"), 2);
+    assert_string_equal(str(o, "training", "kernels"), "eager");
+    cJSON_Delete(o);
+    o = map_ok("{\"activation_checkpoint\": {\"selective_ac_option\": \"3\"},"
+               " \"compile\": {\"enable\": true}, \"model\": {\"converters\": [\"float8\"]},"
+               " \"float8\": {\"recipe_name\": \"rowwise\", \"enable_fsdp_float8_all_gather\": true}}", 8);
+    assert_int_equal(num(o, "training", "recompute_every"), 3);
+    assert_string_equal(str(o, "training", "kernels"), "compiled");
+    assert_string_equal(str(o, "precision", "compute"), "fp8");
+    cJSON *f8 = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "precision"), "fp8");
+    assert_string_equal(cJSON_GetObjectItem(f8, "recipe")->valuestring, "rowwise");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(f8, "all_gather")));
+    cJSON_Delete(o);
     o = map_ok("{" NO_AC ", \"parallelism\": {\"data_parallel_replicate_degree\": 4,"
                " \"data_parallel_shard_degree\": 1}}", 4);
     assert_string_equal(str(o, "sharding", "strategy"), "ddp");
@@ -220,9 +239,9 @@ static void fails(const char *json, uint64_t gpus, const char *where, const char
 static void test_errors(void **state)
 {
     (void)state;
-    fails("{\"training\": {}}", 8, "t.json: $", "selective_ac_option \"2\" (torchtitan's default)");
-    fails("{\"activation_checkpoint\": {\"selective_ac_option\": \"3\"}}", 8,
-          "$.activation_checkpoint.selective_ac_option", "one block in every 3");
+    fails("{\"activation_checkpoint\": {\"selective_ac_option\": \"2x\"}}", 8,
+          "$.activation_checkpoint.selective_ac_option", "expected \"op\" (per-op SAC) or a "
+          "block frequency N");
     fails("{\"activation_checkpoint\": {\"mode\": \"memory_budget\"}}", 8,
           "$.activation_checkpoint.mode", "memory_budget AC");
     fails("{" NO_AC ", \"trainning\": {}}", 8, "$.trainning", "unknown torchtitan section [trainning]");
@@ -251,8 +270,10 @@ static void test_errors(void **state)
           "$.parallelism.context_parallel_rotate_method", "expected \"allgather\"");
     fails("{" NO_AC ", \"parallelism\": {\"expert_parallel_comm_backend\": \"deepep\"}}", 8,
           "$.parallelism.expert_parallel_comm_backend", "DeepEP");
-    fails("{" NO_AC ", \"model\": {\"converters\": [\"float8\"]}}", 8, "$.model.converters",
-          "Float8 or MX");
+    fails("{" NO_AC ", \"model\": {\"converters\": [\"mx\"]}}", 8, "$.model.converters[0]",
+          "model converter \"mx\" is not modelled");
+    fails("{" NO_AC ", \"float8\": {\"recipe_name\": \"mxfp8\"}}", 8, "$.float8.recipe_name",
+          "found \"mxfp8\"");
     fails("{" NO_AC ", \"optimizer\": {\"name\": \"Muon\"}}", 8, "$.optimizer.name",
           "found \"Muon\"");
     fails("{" NO_AC ", \"optimizer\": {\"early_step_in_backward\": true}}", 8,
