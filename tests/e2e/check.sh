@@ -6,7 +6,10 @@ bin=$1
 cd "$2" || exit 1
 fails=0
 out=$(mktemp)
-mapfile -t files < <(find scenarios -name '*.json' | LC_ALL=C sort)
+# SS_SKIP_PUBLISHED=1: the sanitizer pass leaves out the production-size
+# published rows (the plain build's pass checks them)
+mapfile -t files < <(find scenarios -name '*.json' | LC_ALL=C sort |
+  if [ "${SS_SKIP_PUBLISHED:-}" = 1 ]; then grep -v '^scenarios/published/'; else cat; fi)
 "$bin" check "${files[@]}" >"$out" 2>&1
 rc=$?
 if [ $rc -ne 0 ]; then echo "FAIL: check over scenarios/ exited $rc"; cat "$out"; fails=$((fails + 1)); fi
