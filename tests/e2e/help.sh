@@ -2,13 +2,7 @@
 # Every command answers --help and -h on stdout with exit 0, whatever else
 # is on the line; a mistyped command or option gets exit 2 and the nearest
 # word it could have meant; what a changed scenario prints.
-set -u
-bin=$1
-cd "$2" || exit 1
-fails=0 n=0
-d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
-check() { n=$((n + 1)); if ! eval "$2"; then echo "FAIL: $1"; fails=$((fails + 1)); fi; }
+. "$(dirname "$0")/lib.sh" "$@"
 for c in run check diff sweep search coll validate; do
   for h in --help -h; do
     out=$("$bin" $c scenarios/seed002/zero0_ddp.json $h 2>/dev/null); rc=$?
@@ -85,5 +79,5 @@ check "--top 0 lists every live tensor; --top 1 one per category and the rest" \
     '[ "$all" -gt 100 ] && [ $((shown + rest)) -eq "$all" ] && [ "$shown" -le 6 ]'
 check "--top 1 shows each category's largest first" \
     'grep -A1 "^  activations" "$d/one.txt" | tail -1 | grep -q "GiB"'
-echo "$((n - fails)) passed, $fails failed"
+echo "$((checks - fails)) passed, $fails failed"
 [ $fails -eq 0 ]

@@ -4,13 +4,7 @@
 # --json, and no temporary file anywhere); pipes and descriptor links are
 # written in place and get the same bytes as a file; what a path names
 # (a FIFO, a link) survives. Device nodes are covered by unit.ofile.
-set -u
-bin=$1
-cd "$2" || exit 1
-d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
-fails=0 n=0
-check() { n=$((n + 1)); if ! eval "$2"; then echo "FAIL: $1"; fails=$((fails + 1)); fi; }
+. "$(dirname "$0")/lib.sh" "$@"
 sc=scenarios/seed002/zero3_full_shard_pre.json
 "$bin" run $sc --quiet --json "$d/ref.json" --trace "$d/ref.trace"
 check "the reference run writes its outputs" '[ -s "$d/ref.json" ] && [ -s "$d/ref.trace" ]'
@@ -58,5 +52,5 @@ else
   check "the folded run fits the same budget" '[ $? -eq 0 ] && [ -s "$d/out/big.json" ]'
 fi
 
-echo "$((n - fails)) passed, $fails failed"
+echo "$((checks - fails)) passed, $fails failed"
 [ $fails -eq 0 ]

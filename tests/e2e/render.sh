@@ -2,12 +2,7 @@
 # The Graphviz timeline: `shardsim run --dot` gives DOT that neato -n2
 # renders with no warning, and `--svg` writes an SVG; a window and a rank
 # range give a smaller drawing; an empty window is a usage error.
-set -u
-bin=$1
-cd "$2" || exit 1
-d=$(mktemp -d)
-fails=0
-check() { if ! eval "$2"; then echo "FAIL: $1"; fails=$((fails + 1)); fi; }
+. "$(dirname "$0")/lib.sh" "$@"
 "$bin" run scenarios/seed002/zero3_full_shard_pre.json --quiet --dot "$d/a.dot" --svg "$d/a.svg"
 check "run --dot --svg exits 0" '[ $? -eq 0 ]'
 neato -n2 -Tsvg "$d/a.dot" -o "$d/b.svg" 2>"$d/err"
@@ -33,6 +28,5 @@ echo '{"shardsim_version": "0.1.0"}' >"$d/fake.json"
 check "diff of files that are not summaries is an input error" '[ $? -eq 2 ] && grep -q "fake.json: \$.scenario: missing" "$d/err"'
 "$bin" run scenarios/seed002/zero3_full_shard_pre.json --quiet --trace "$d/r.json" --ranks 1..2
 check "--ranks keeps the trace to those ranks" 'grep -q "\"pid\":1," "$d/r.json" && grep -q "\"pid\":2," "$d/r.json" && ! grep -q "\"pid\":[03]," "$d/r.json"'
-rm -rf "$d"
 echo "$((13 - fails)) passed, $fails failed"
 [ $fails -eq 0 ]

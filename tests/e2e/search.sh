@@ -8,13 +8,7 @@
 # of fitting points none of which another fitting point beats, hybrid_shard
 # under TP run as HSDP inside the layout, nothing fitting as exit 1 with the CSV
 # written, usage errors as exit 2 with no CSV left behind.
-set -u
-bin=$1
-cd "$2" || exit 1
-d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
-fails=0 checks=0
-check() { checks=$((checks + 1)); if ! eval "$2"; then echo "FAIL: $1"; fails=$((fails + 1)); fi; }
+. "$(dirname "$0")/lib.sh" "$@"
 s=scenarios/transformers/llama3-8b-full-shard-8xh100.json
 args=(--set training.seq_len=1024 --strategy full_shard,hybrid_shard --recompute none,full)
 "$bin" search "$s" "${args[@]}" --no-prune -j 1 --csv "$d/j1.csv" >"$d/j1.txt" 2>"$d/j1.err"

@@ -3,13 +3,7 @@
 # the model, the topology (also behind {"file", "nodes"}) or a DeepSpeed
 # config file gives the summary of a scenario naming an edited copy of that
 # file, and leaves the file itself as it was.
-set -u
-bin=$1
-cd "$2" || exit 1
-d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
-fails=0 n=0
-check() { n=$((n + 1)); if ! eval "$2"; then echo "FAIL: $1"; fails=$((fails + 1)); fi; }
+. "$(dirname "$0")/lib.sh" "$@"
 if ! command -v python3 >/dev/null; then echo "SKIP: python3 not found"; exit 0; fi
 # edit FILE KEY.PATH VALUE OUT: a copy of FILE with one key changed (JSON value)
 edit() { python3 - "$@" <<'PY'
@@ -57,5 +51,5 @@ check "a topology named by path keeps its device (a no-op override changes nothi
 rc=$?
 check "an unknown key inside the model is refused at its path" '[ $rc -eq 2 ] && grep -q "\$.model: unknown key \"nope\"" "$d/err"'
 check "the named files are unchanged" '[ "$(sha256sum models/megatron-gpt-70b.json topologies/h100-ib-fattree.json configs/deepspeed/zero3-bf16.json)" = "$sum0" ]'
-echo "$((n - fails)) passed, $fails failed"
+echo "$((checks - fails)) passed, $fails failed"
 [ $fails -eq 0 ]

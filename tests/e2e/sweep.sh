@@ -2,12 +2,7 @@
 # shardsim sweep: the cartesian product (3 strategies x 3 dp values = 9
 # points, the last --vary fastest), the CSV header, identical bytes for -j 1
 # and -j 2, a point that cannot run recorded as an error row, not a failure.
-set -u
-bin=$1
-cd "$2" || exit 1
-d=$(mktemp -d)
-fails=0
-check() { if ! eval "$2"; then echo "FAIL: $1"; fails=$((fails + 1)); fi; }
+. "$(dirname "$0")/lib.sh" "$@"
 s=scenarios/seed002/zero3_full_shard_pre.json
 args=(--vary sharding.strategy=full_shard,shard_grad_op,ddp --vary parallel.dp=2,4,8)
 "$bin" sweep "$s" "${args[@]}" -j 1 -o "$d/j1.csv"
@@ -22,6 +17,5 @@ check "dp = 8 does not fit the 4-GPU box: error rows" '[ "$(grep -c ",8,error," 
 check "every row has 16 columns" '[ "$(sed 1d "$d/j1.csv" | grep -v error | awk -F, "{print NF}" | sort -u)" = 16 ]'
 "$bin" sweep "$s" --vary parallel.dp= -o "$d/x.csv" 2>/dev/null
 check "an empty value is a usage error (exit 2)" '[ $? -eq 2 ] && [ ! -e "$d/x.csv" ]'
-rm -rf "$d"
 echo "$((9 - fails)) passed, $fails failed"
 [ $fails -eq 0 ]

@@ -7,18 +7,12 @@
 # 238fa99); run --model --torchtitan equals the scenario it describes;
 # --set reaches into the TOML; a scenario key the TOML also gives is an
 # error; bad TOML names file, line and column.
-set -u
-bin=$1
-cd "$2" || exit 1
-d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
-fails=0 n=0
-check() { n=$((n + 1)); if ! eval "$2"; then echo "FAIL: $1"; fails=$((fails + 1)); fi; }
+. "$(dirname "$0")/lib.sh" "$@"
 r=$(pwd)
 out=$("$bin" run --model models/llama3-8b.json --gpus 8 --torchtitan configs/torchtitan/llama3_8b.toml --quiet 2>&1)
 if echo "$out" | grep -q "built without TOML support"; then
   check "a build without toml++ names the package" 'echo "$out" | grep -q libtomlplusplus-dev'
-  echo "SKIP: the rest needs TOML support (libtomlplusplus-dev); $n checks, $fails failed"
+  echo "SKIP: the rest needs TOML support (libtomlplusplus-dev); $checks checks, $fails failed"
   [ $fails -eq 0 ]; exit
 fi
 
@@ -127,5 +121,5 @@ sed 's/flavor = "8B"/flavor = "1B"/' configs/torchtitan/llama3_8b.toml >"$d/f1b.
 err=$("$bin" run --torchtitan "$d/f1b.toml" --gpus 8 2>&1); rc=$?
 check "... and a flavor without one asks for --model" '[ $rc -eq 2 ] && echo "$err" | grep -q "flavor \"1B\" has no shipped model"'
 
-echo "$n checks, $fails failed"
+echo "$checks checks, $fails failed"
 [ $fails -eq 0 ]

@@ -1,18 +1,12 @@
 #!/usr/bin/env bash
-# memory.usable_bytes and memory.fits (docs/MEMORY.md, DECISIONS 70): on an
+# memory.usable_bytes and memory.fits (docs/MEMORY.md, DECISIONS 78): on an
 # H100 80GB usable is CUDA's total (85,045,477,376 bytes, the device file's
 # cuda_total_bytes) less the 2 GiB process reserve = 82,897,993,728, below
 # the 85,899,345,920 capacity; the shipped FSDP2 SAC scenario peaks at
 # 84,404,076,544 bytes reserved (its golden), so it does not fit, and fits
 # with a reserve of 0; a capacity below usable wins; a device file without
 # cuda_total_bytes (the V100 of seeds/002) is judged against its capacity.
-set -u
-bin=$1
-cd "$2" || exit 1
-d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
-fails=0 n=0
-check() { n=$((n + 1)); if ! eval "$2"; then echo "FAIL: $1"; fails=$((fails + 1)); fi; }
+. "$(dirname "$0")/lib.sh" "$@"
 if ! command -v python3 >/dev/null; then echo "SKIP: python3 not found"; exit 0; fi
 key() { python3 -c "import json,sys; m=json.load(open(sys.argv[1]))['memory']; print(json.dumps(m[sys.argv[2]]))" "$@"; }
 sc=scenarios/fsdp2/llama3-8b-fsdp2-sac-8xh100.json
@@ -39,5 +33,5 @@ check "no cuda_total_bytes: usable is the capacity" \
   '[ "$(key "$d/e.json" usable_bytes)" = "$(key "$d/e.json" capacity_bytes)" ]'
 err=$("$bin" run $sc --quiet --set "topology={\"file\": \"$PWD/topologies/h100x8-hgx.json\", \"device\": \"$d/devbad.json\"}" 2>&1); rc=$?
 check "a reserve of the whole total is an error" '[ $rc -eq 2 ] && echo "$err" | grep -q "process_reserve_bytes: a reserve of 85045477376 bytes leaves nothing"'
-echo "$n checks, $fails failed"
+echo "$checks checks, $fails failed"
 [ $fails -eq 0 ]

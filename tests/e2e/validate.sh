@@ -6,13 +6,7 @@
 # "measured" block; the medians equal those of the recomputed errors; -j 2
 # prints the same bytes; the exit code is 0 without --strict and 1 with it
 # when a threshold fails; --help exits 0; bad usage exits 2.
-set -u
-bin=$1
-cd "$2" || exit 1
-d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
-fails=0 checks=0
-check() { checks=$((checks + 1)); if ! eval "$2"; then echo "FAIL: $1"; fails=$((fails + 1)); fi; }
+. "$(dirname "$0")/lib.sh" "$@"
 if ! command -v python3 >/dev/null; then echo "SKIP: python3 not found"; exit 0; fi
 p=scenarios/published
 names=(mpt-7b-fsdp1-2k-8xh100 torchtitan-llama7b-fsdp1-sac zro-recipe-ddp)
