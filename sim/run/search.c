@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/par.h"
 #include "../io/scenario.h"
 #include "../plan/plan.h"
 #include "../sched/sched.h"
@@ -349,12 +350,7 @@ void search_check_all(const char *file, const char *const *sets, size_t nsets,
 {
     checks c = {file, sets, nsets, base, pts, chk, n, 0, 0, PTHREAD_MUTEX_INITIALIZER,
                 progress, ctx};
-    pthread_t th[64];
-    unsigned started = 0;
-    for (; started < threads && started < 64; started++)
-        if (pthread_create(&th[started], NULL, check_worker, &c)) break;
-    if (!started) check_worker(&c);
-    for (unsigned i = 0; i < started; i++) pthread_join(th[i], NULL);
+    par_run(threads, check_worker, &c);
     pthread_mutex_destroy(&c.lock);
 }
 

@@ -35,7 +35,7 @@
  * verdicts are the same on any number of threads: a point counts as a
  * pruner only once every point before it in the order has finished, and a
  * point simulated while that was pending is pruned afterwards when the
- * complete record says so (docs/DECISIONS.md, entry 69).
+ * complete record says so (docs/DECISIONS.md, entry 79).
  *
  * Knows nothing about option syntax or printing (cli/search_cmd.c).
  */

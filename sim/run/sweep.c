@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/par.h"
 #include "../io/scenario.h"
 #include "run.h"
 
@@ -286,13 +287,7 @@ int sweep_run(const sweep_cfg *c, char **csv, ss_err *err)
     p.rows = calloc(p.count ? p.count : 1, sizeof *p.rows);
     if (!p.rows) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     pthread_mutex_init(&p.lock, NULL);
-    unsigned nt = c->threads ? c->threads : 1;
-    pthread_t th[64];
-    unsigned started = 0;
-    for (; started < nt && started < 64; started++)
-        if (pthread_create(&th[started], NULL, worker, &p)) break;
-    if (!started) worker(&p);
-    for (unsigned i = 0; i < started; i++) pthread_join(th[i], NULL);
+    par_run(c->threads, worker, &p);
     pthread_mutex_destroy(&p.lock);
     for (size_t i = 0; c->skip && !p.nomem && i < p.count; i++) {
         sweep_skip left;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../core/par.h"
 #include "../io/scenario.h"
 #include "../out/summary.h"
 #include "run.h"
@@ -192,15 +193,10 @@ static void *worker(void *arg)
 int val_run(val_report *r, unsigned threads, ss_err *err)
 {
     pool p = {.r = r};
-    pthread_t tid[64];
-    unsigned nt = threads < 1 ? 1 : threads > 64 ? 64 : threads, started = 0;
+    unsigned nt = threads;
     if (nt > r->nrows) nt = r->nrows ? (unsigned)r->nrows : 1;
     pthread_mutex_init(&p.lock, NULL);
-    /* Thread 0 is this one: -j 1 starts none. */
-    for (unsigned t = 1; t < nt; t++)
-        if (!pthread_create(&tid[started], NULL, worker, &p)) started++;
-    worker(&p);
-    for (unsigned t = 0; t < started; t++) pthread_join(tid[t], NULL);
+    par_run(nt, worker, &p);
     pthread_mutex_destroy(&p.lock);
     if (p.rc && err) *err = p.err;
     return p.rc;
