@@ -356,15 +356,22 @@ static int add_time(eng *e, uint32_t r, uint32_t i, ss_ns t, ss_ns d, ss_ns *out
                    op_name(e, r, i), (unsigned long long)t, (unsigned long long)d);
 }
 
+/* An op's start in its trace record: the time and the record's place in
+ * the processing order. */
+static inline void mark_start(eng *e, trc_op *rec, ss_ns t)
+{
+    rec->start = t;
+    rec->seq_start = e->seq++;
+}
+
 static inline int start_op(eng *e, uint32_t r, uint32_t i, ss_ns t, ss_ns dur)
 {
     trc_op *rec = &e->r[r].rec[i];
     ss_ns end = 0;
     int rc = add_time(e, r, i, t, dur, &end);
     if (rc) return rc;
-    rec->start = t;
+    mark_start(e, rec, t);
     rec->end = end;
-    rec->seq_start = e->seq++;
     return eq_push(&e->q, end, EQ_CLS_END, EV_END, r, i, e->err);
 }
 
@@ -445,17 +452,17 @@ static int push_cend(eng *e, uint32_t r, ss_ns t)
 static int start_slowed(eng *e, uint32_t r, uint32_t i, ss_ns t, ss_ns work)
 {
     rank_st *rs = &e->r[r];
-    rs->rec[i].start = t;
-    rs->rec[i].seq_start = e->seq++;
+    mark_start(e, &rs->rec[i], t);
     rs->cur = i, rs->cur_t = t, rs->cur_left = work;
     return push_cend(e, r, t);
 }
 
-/* The rank's running collectives go from `before` to rs->ncoll at t. */
+/* The rank's running collectives went from `before` to rs->ncoll at t
+ * (interference on: coll_begins and coll_ends ask). */
 static int rate_change(eng *e, uint32_t r, uint32_t before, ss_ns t)
 {
     rank_st *rs = &e->r[r];
-    if (e->slow <= 0 || (before == 0) == (rs->ncoll == 0) || rs->cur == NONE) return SS_OK;
+    if ((before == 0) == (rs->ncoll == 0) || rs->cur == NONE) return SS_OK;
     ss_ns el = t - rs->cur_t;
     ss_ns done = before ? (ss_ns)((double)el / (1.0 + e->slow) + 0.5) : el;
     rs->cur_left -= done < rs->cur_left ? done : rs->cur_left;
@@ -468,6 +475,13 @@ static int coll_begins(eng *e, uint32_t r, ss_ns t)
     if (e->slow <= 0) return SS_OK;
     e->r[r].ncoll++;
     return rate_change(e, r, e->r[r].ncoll - 1, t);
+}
+
+static int coll_ends(eng *e, uint32_t r, ss_ns t)
+{
+    if (e->slow <= 0) return SS_OK;
+    e->r[r].ncoll--;
+    return rate_change(e, r, e->r[r].ncoll + 1, t);
 }
 
 static int on_cend(eng *e, uint32_t r, uint32_t gen, ss_ns t);
@@ -483,9 +497,7 @@ static int coll_start_dynamic(eng *e, const grp_st *g, uint32_t k, ss_ns t)
 {
     const uint32_t *mop = g->member_op + (size_t)k * g->pg.size;
     for (uint32_t m = 0; m < g->pg.size; m++) {
-        trc_op *rec = &e->r[g->pg.ranks[m]].rec[mop[m]];
-        rec->start = t;
-        rec->seq_start = e->seq++;
+        mark_start(e, &e->r[g->pg.ranks[m]].rec[mop[m]], t);
         int rc = coll_begins(e, g->pg.ranks[m], t);
         if (rc) return rc;
     }
@@ -624,7 +636,7 @@ static int on_end(eng *e, uint32_t r, uint32_t i, ss_ns t)
     if (stream_of(os) == PROG_HOST) rs->host_busy = false;
     else if (os->succ != NONE) release(rs, os->succ, &x);
     int rc = SS_OK;
-    if (os->aux & AUX_COLL && e->slow > 0) rc = (rs->ncoll--, rate_change(e, r, rs->ncoll + 1, t));
+    if (os->aux & AUX_COLL) rc = coll_ends(e, r, t);
     for (uint32_t w = os->w0; w < os[1].w0 && !rc; w++) {
         uint32_t k = e->wait[w];
         if (stream_of(&rs->st[k]) != PROG_P2P) release(rs, k, &x);
