@@ -114,9 +114,10 @@ static ss_ns cast8_ns(const plan *p, uint64_t e, uint32_t ways)
     return fused || t > 2 * kmin ? t : 2 * kmin;
 }
 
-void plan_linear(const plan *p, uint64_t m, uint64_t k, uint64_t n, ss_ns *fwd, ss_ns *bwd)
+void plan_linear(const plan *p, bool hp, uint64_t m, uint64_t k, uint64_t n, ss_ns *fwd,
+                 ss_ns *bwd)
 {
-    if (!fp8(p)) {
+    if (hp || !fp8(p)) {
         *fwd = plan_gemm_ns(p, m, k, n);
         *bwd = plan_gemm_ns(p, m, n, k) + plan_gemm_ns(p, k, m, n);
         return;
@@ -165,7 +166,7 @@ static int add_params(plan *p, ss_err *err)
         b->fwd_flops = 2 * rows * b->numel;
         b->bwd_flops = b->fwd_flops * (b->dgrad ? 2 : 1);
         ss_ns bwd;
-        plan_linear(p, rows, sb->in, sb->out, &b->fwd_ns, &bwd);
+        plan_linear(p, false, rows, sb->in, sb->out, &b->fwd_ns, &bwd);
         /* the first block computes no input gradient: its weight
          * gradient alone, about half of the pair */
         b->bwd_ns = b->dgrad ? bwd : bwd / 2;

@@ -140,8 +140,10 @@ ss_ns plan_gemm_ns(const plan *p, uint64_t m, uint64_t k, uint64_t n);
 /* A linear layer's weight k x n applied to m tokens: the forward GEMM and
  * the backward's input- and weight-gradient GEMMs. Under fp8 compute they
  * run at the fp8 rate on fp8 inputs (bf16 outputs), plus the casts the
- * recipe launches (plan.c, plan_linear). */
-void plan_linear(const plan *p, uint64_t m, uint64_t k, uint64_t n, ss_ns *fwd, ss_ns *bwd);
+ * recipe launches (plan.c, plan_linear), unless hp: a layer Float8 recipes
+ * leave in 16 bits (the output head, the MoE router). */
+void plan_linear(const plan *p, bool hp, uint64_t m, uint64_t k, uint64_t n, ss_ns *fwd,
+                 ss_ns *bwd);
 /* Internal to plan/: expand an architecture model into blocks (plan_arch.c). */
 int plan_arch_blocks(plan *p, ss_err *err);
 /* Internal: rebuild the blocks as one rank's share of a layout (plan.c). */

@@ -107,12 +107,7 @@ static void gemm(ab *x, plan_block *b, uint64_t m, uint64_t k, uint64_t n)
     plan *p = x->p;
     uint64_t f = 2 * m * k * n;
     ss_ns fwd, bwd;
-    if (x->hp) {
-        fwd = plan_gemm_ns(p, m, k, n);
-        bwd = plan_gemm_ns(p, m, n, k) + plan_gemm_ns(p, k, m, n);
-    } else {
-        plan_linear(p, m, k, n, &fwd, &bwd);
-    }
+    plan_linear(p, x->hp, m, k, n, &fwd, &bwd);
     if (x->op_sac && ++x->mm % 2) {
         x->keep_ns += fwd;
         x->keep_bytes += m * n * x->c;
