@@ -1,6 +1,8 @@
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "scenario.h"
 
+#include "alias.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -1748,13 +1750,17 @@ static int scn_from_doc(js_doc *d, int rc, const char *file, const char *const *
     tt_origin origin;
     origin.n = origin.nsets = 0;
     snprintf(s.file, sizeof s.file, "%s", file);
+    if (!rc) rc = alias_doc(doc.root, file, err);
     for (int pass = 0; pass < 2 && !rc; pass++) {
         for (size_t i = 0; i < noverrides && !rc; i++) {
-            const char *o = !strncmp(overrides[i], "$.", 2) ? overrides[i] + 2 : overrides[i];
+            char buf[4096]; /* an alias's value is a number or a word */
+            const char *set = alias_assignment(overrides[i], buf, sizeof buf);
+            if (!set) set = overrides[i];
+            const char *o = !strncmp(set, "$.", 2) ? set + 2 : set;
             if (trainer_input(o) != (pass == 0)) continue;
             if (pass == 1) origin_set(&origin, o);
             rc = inline_for(&doc, file, o, err);
-            if (!rc) rc = js_doc_set(&doc, overrides[i], err);
+            if (!rc) rc = js_doc_set(&doc, set, err);
         }
         if (!rc && pass == 0) rc = expand_trainer(&doc, &origin, err);
     }
@@ -1819,7 +1825,12 @@ int scn_write_resolved(const char *file, const char *const *overrides, size_t no
     js_doc doc = {0};
     *text = NULL;
     int rc = js_doc_load(&doc, file, err);
-    for (size_t i = 0; i < noverrides && !rc; i++) rc = js_doc_set(&doc, overrides[i], err);
+    if (!rc) rc = alias_doc(doc.root, file, err);
+    for (size_t i = 0; i < noverrides && !rc; i++) {
+        char buf[4096]; /* an alias's value is a number or a word */
+        const char *set = alias_assignment(overrides[i], buf, sizeof buf);
+        rc = js_doc_set(&doc, set ? set : overrides[i], err);
+    }
     cJSON *root = doc.root, *model = NULL, *topo = NULL;
     if (!rc) {
         model = cJSON_GetObjectItemCaseSensitive(root, "model");
