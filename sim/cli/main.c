@@ -28,6 +28,7 @@
 #include "out.h"
 #include "search_cmd.h"
 #include "validate_cmd.h"
+#include "keys_cmd.h"
 
 #define MAX_SETS 256
 #define MAX_FILES 4096
@@ -51,6 +52,7 @@ static const char usage[] =
     "                     [-e SIZE] [-f FACTOR] [--algo A] [--proto P] [-o FILE]\n"
     "       shardsim coll --topology FILE --compare NCCL_TESTS_LOG [--table LABEL] ...\n"
     "       shardsim validate [FILE|FOLDER]... [--json FILE] [-j THREADS] [--strict]\n"
+    "       shardsim keys SCENARIO|FOLDER... [--markdown | --cases]\n"
     "       shardsim --version | --help\n"
     "\n"
     "  run      simulate one training step of SCENARIO and print a summary\n"
@@ -73,6 +75,8 @@ static const char usage[] =
     "  validate simulate the scenarios that carry a \"measured\" figure (default:\n"
     "           scenarios/published) and print predicted vs measured, the signed\n"
     "           error and its split, per source and overall (validate --help)\n"
+    "  keys     the scenario keys as the loader reads them (kind, bounds,\n"
+    "           default), from the given scenarios; --cases: a bad value for each\n"
     "";
 
 /* The options, apart: one string literal may hold at most 4,095 characters. */
@@ -841,7 +845,7 @@ static int cmd_sweep(cli_args *a)
 
 static int unknown_command(const char *s)
 {
-    static const char *const verbs[] = {"run", "check", "diff", "sweep", "search", "coll", "validate"};
+    static const char *const verbs[] = {"run", "check", "diff", "sweep", "search", "coll", "validate", "keys"};
     const char *hit = cli_nearest(s, verbs, sizeof verbs / sizeof *verbs);
     fprintf(stderr, "shardsim: unknown command %s", s);
     if (hit) fprintf(stderr, " (did you mean %s?)", hit);
@@ -864,6 +868,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "coll")) return coll_cmd(argc - 2, argv + 2);
     if (!strcmp(argv[1], "search")) return search_cmd(argc - 2, argv + 2);
     if (!strcmp(argv[1], "validate")) return validate_cmd(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "keys")) return keys_cmd(argc - 2, argv + 2);
     int is_diff = !strcmp(argv[1], "diff");
     int is_run = !strcmp(argv[1], "run") ? 1 : !strcmp(argv[1], "sweep") ? 2 : is_diff ? 3 : 0;
     if (!is_run && !is_diff && strcmp(argv[1], "check") != 0) return unknown_command(argv[1]);

@@ -462,10 +462,33 @@ static bool key_allowed(const char *key, const char *const *allowed, size_t nall
 /* cJSON keeps every duplicate and lookups find the first, so a repeated key
  * would silently drop the user's later value: it is an error instead. Only
  * allowed keys reach the duplicate scan, so it is bounded by nallowed^2. */
+/* ---- key recording ---- */
+
+static _Thread_local js_key_fn rec_fn;
+static _Thread_local void *rec_ctx;
+
+void js_record(js_key_fn fn, void *ctx)
+{
+    rec_fn = fn;
+    rec_ctx = ctx;
+}
+
+static void note(js_node n, const char *key, const char *kind, bool required,
+                 const char *accepts, const char *def)
+{
+    if (!rec_fn) return;
+    js_key k = {.file = n.file, .kind = kind, .required = required, .in_object = cJSON_IsObject(n.j)};
+    child_path(k.path, n.path, key, 0);
+    snprintf(k.accepts, sizeof k.accepts, "%s", accepts ? accepts : "");
+    snprintf(k.def, sizeof k.def, "%s", required || !def ? "" : def);
+    rec_fn(rec_ctx, &k);
+}
+
 int js_keys_check(js_node n, const char *const *allowed, size_t nallowed, ss_err *err)
 {
     int rc = js_want_obj(n, err); /* array members have no keys to check */
     if (rc) return rc;
+    for (size_t i = 0; rec_fn && i < nallowed; i++) note(n, allowed[i], "key", false, "", NULL);
     for (const cJSON *c = n.j->child; c; c = c->next) {
         if (!key_allowed(c->string, allowed, nallowed)) {
             char list[400];
@@ -509,6 +532,7 @@ js_node js_member(js_node obj, size_t i, const char **key)
 int js_arr(js_node n, const char *key, bool required, js_node *arr, size_t *len, ss_err *err)
 {
     js_node c;
+    note(n, key, "array", required, "", "empty");
     if (!js_get(n, key, &c)) {
         if (required) return js_need(n, key, &c, err);
         /* An absent optional array is an empty one that still has a path. */
@@ -567,6 +591,12 @@ int js_u64(js_node n, const char *key, bool required, uint64_t def, uint64_t min
 {
     js_node c;
     int rc;
+    if (rec_fn) {
+        char a[64], d[32];
+        snprintf(a, sizeof a, "[%llu, %llu]", (unsigned long long)min, (unsigned long long)max);
+        snprintf(d, sizeof d, "%llu", (unsigned long long)def);
+        note(n, key, "integer", required, a, d);
+    }
     if (lookup(n, key, required, &c, &rc, err)) return js_u64_val(c, min, max, out, err);
     if (!rc) *out = def;
     return rc;
@@ -578,6 +608,11 @@ int js_num(js_node n, const char *key, bool required, double def, double min, do
     js_node c;
     int rc;
     char b0[32], b1[32], b2[32];
+    if (rec_fn) {
+        char a[72];
+        snprintf(a, sizeof a, "[%s, %s]", fmt_num(min, b0), fmt_num(max, b1));
+        note(n, key, "number", required, a, fmt_num(def, b2));
+    }
     if (!lookup(n, key, required, &c, &rc, err)) {
         if (!rc) *out = def;
         return rc;
@@ -595,6 +630,7 @@ int js_bool(js_node n, const char *key, bool required, bool def, bool *out, ss_e
 {
     js_node c;
     int rc;
+    note(n, key, "boolean", required, "true or false", def ? "true" : "false");
     if (!lookup(n, key, required, &c, &rc, err)) {
         if (!rc) *out = def;
         return rc;
@@ -617,6 +653,7 @@ int js_str(js_node n, const char *key, bool required, const char *def, const cha
 {
     js_node c;
     int rc;
+    note(n, key, "string", required, "", def);
     if (lookup(n, key, required, &c, &rc, err)) return js_str_val(c, out, err);
     if (!rc) *out = def;
     return rc;
@@ -644,6 +681,11 @@ int js_enum(js_node n, const char *key, bool required, int def, const char *cons
     js_node c;
     int rc;
     const char *s = NULL;
+    if (rec_fn) {
+        char list[400];
+        join_names(list, sizeof list, names, nnames, true);
+        note(n, key, "enum", required, list, def >= 0 && (size_t)def < nnames ? names[def] : "");
+    }
     if (!lookup(n, key, required, &c, &rc, err)) {
         if (!rc) *out = def;
         return rc;

@@ -127,6 +127,25 @@ int js_u64_val(js_node n, uint64_t min, uint64_t max, uint64_t *out,
                ss_err *err);
 int js_str_val(js_node n, const char **out, ss_err *err);
 
+/* Key recording, for the key table (`shardsim keys`): while a recorder is
+ * installed on the calling thread, every typed getter above and
+ * js_keys_check report each key they are asked for, present or not, with
+ * what they accept, so the table is the loaders' own reading of a file and
+ * cannot drift from it. js_record(NULL, NULL) stops. The js_key and its
+ * strings are valid during the call only. */
+typedef struct js_key {
+    const char *file;       /* the doc's file, as given */
+    char path[JS_PATH_MAX]; /* "$.parallel.tp", "$.runtime.stragglers[0].rank" */
+    const char *kind;       /* "integer", "number", "boolean", "string", "enum",
+                               "array", or "key" (allowed by js_keys_check) */
+    bool required;
+    bool in_object;         /* the object asked exists (a --set there lands) */
+    char accepts[400];      /* "[1, 1024]", "one of \"1f1b\", ...", or "" */
+    char def[48];           /* the default when absent and optional, or "" */
+} js_key;
+typedef void (*js_key_fn)(void *ctx, const js_key *k);
+void js_record(js_key_fn fn, void *ctx);
+
 /* Fail with "file: path" as where and a formatted message. */
 int js_failf(js_node n, ss_err *err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

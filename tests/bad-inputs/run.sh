@@ -3,11 +3,13 @@
 # code and print the fragment on stderr, without crashing (a sanitizer report
 # or a signal fails the case) and without leaving a JSON file behind.
 # SS_WRAP, if set, runs shardsim under a wrapper (valgrind in CI); a huge
-# file over the 64 MiB input limit is made on the fly.
+# file over the 64 MiB input limit is made on the fly. A third argument
+# names another cases file (tests/e2e/keys.sh: the cases the key table makes).
 set -u
 SS_WRAP=${SS_WRAP:-}
 bin=$1
 cd "$2" || exit 1
+cases=${3:-tests/bad-inputs/cases.txt}
 fails=0; total=0
 out=$(mktemp -d)
 while IFS='|' read -r code frag args; do
@@ -22,7 +24,7 @@ while IFS='|' read -r code frag args; do
     fails=$((fails + 1))
   fi
   rm -f "$out/summary.json"
-done < tests/bad-inputs/cases.txt
+done < "$cases"
 # A file over the size limit is refused before it is parsed.
 total=$((total + 1))
 head -c $((65 * 1024 * 1024)) /dev/zero | tr '\0' ' ' >"$out/huge.json"
