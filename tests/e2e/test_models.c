@@ -168,6 +168,44 @@ static void test_layer_costs(void **state)
     spec_scenario_fini(&s);
 }
 
+/* The A100 device files' attention tables, through the scenario loader and
+ * the planner of the llm-foundry MPT-7B rows (80 GB and 40 GB, sequence
+ * 2048): FlashAttention-2 with the causal mask, head dim 128, on A100 80GB
+ * SXM4, forward 187 and backward 145 TFLOPS at 2k tokens, 198 and 165 at 4k
+ * (Dao 2023, FlashAttention-2, arXiv 2307.08691v1, Figures 5(d) and 6(d);
+ * tests/data/flashattention2-paper-a100-attention-rates.md). The backward
+ * was measured with the mask: no causal / non-causal scaling (DECISIONS
+ * 80) applies, and the 40 GB file carries the same table. Between points
+ * the rate is linear in log(seq): 3k tokens gives 187 + log(1.5) / log(2)
+ * x (198 - 187) forward. Without the table both passes ran at the GEMM
+ * curve, 312 x 0.75 x g / (g + 192) = 189 TFLOPS at g = 812. */
+static void test_a100_attention(void **state)
+{
+    (void)state;
+    const char *rows[] = {"published/mpt-7b-fsdp1-2k-8xa100-80gb.json",
+                          "published/mpt-7b-fsdp1-ac-bf16-2k-8xa100-40gb.json"};
+    for (int i = 0; i < 2; i++) {
+        char path[1024];
+        spec_scenario s;
+        ss_err err;
+        ss_err_clear(&err);
+        snprintf(path, sizeof path, "%s/scenarios/%s", SS_SOURCE_DIR, rows[i]);
+        if (scn_load(path, NULL, 0, &s, &err)) fail_msg("%s: %s", path, err.msg);
+        plan *p = NULL;
+        assert_int_equal(plan_new(&p, &s, NULL), SS_OK);
+        assert_int_equal(s.topo.device.nattn, 6);
+        double g = cbrt(2048.0 * 2048 * 128);
+        assert_float_equal(plan_attn_rate(p, 2048, g, false), 187e12, 1e6);
+        assert_float_equal(plan_attn_rate(p, 2048, g, true), 145e12, 1e6);
+        assert_float_equal(plan_attn_rate(p, 4096, g, false), 198e12, 1e6);
+        assert_float_equal(plan_attn_rate(p, 4096, g, true), 165e12, 1e6);
+        assert_float_equal(plan_attn_rate(p, 3072, g, false),
+                           187e12 + log(1.5) / log(2.0) * 11e12, 1e6);
+        plan_free(p);
+        spec_scenario_fini(&s);
+    }
+}
+
 /* The same layer with PyTorch eager modules (training.kernels "eager", the
  * default for FSDP): the fused plan's costs plus, per RMSNorm, the fp32
  * composite of torch's F.rms_norm (to(fp32), pow, mean, mul by rstd,
@@ -366,7 +404,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parameter_counts), cmocka_unit_test(test_flops_per_token),
         cmocka_unit_test(test_moe_active), cmocka_unit_test(test_recompute),
-        cmocka_unit_test(test_layer_costs),
+        cmocka_unit_test(test_layer_costs), cmocka_unit_test(test_a100_attention),
         cmocka_unit_test(test_eager_kernels), cmocka_unit_test(test_recompute_every),
         cmocka_unit_test(test_fp8_linears), cmocka_unit_test(test_selective_op),
     };
