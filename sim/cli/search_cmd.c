@@ -1,16 +1,19 @@
 /* `shardsim search`. search_cmd.h states the contract. */
 #include "search_cmd.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../io/scenario.h"
 #include "../run/run.h"
 #include "../run/search.h"
+#include "../run/search_csv.h"
 #include "../run/sweep.h"
 #include "hint.h"
 #include "out.h"
@@ -21,7 +24,7 @@ static const char usage[] =
     "usage: shardsim search SCENARIO [--world N] [--tp LIST] [--cp LIST] [--pp LIST]\n"
     "                       [--ep LIST] [--strategy LIST] [--recompute LIST]\n"
     "                       [--global-batch N] [--max-points N] [--set PATH=VALUE]...\n"
-    "                       [-j THREADS] [--csv FILE] [--quiet]\n"
+    "                       [-j THREADS] [--csv FILE [--resume]] [--quiet]\n"
     "                       [--prune best|front|none] [--no-prune]\n"
     "                       [--write-best FILE [--point N]]\n"
     "\n"
@@ -41,7 +44,14 @@ static const char usage[] =
     "  --max-points refuse a search of more points than this (default 2000)\n"
     "  --set        override a scenario key for every point\n"
     "  -j           simulate on THREADS threads (default 1)\n"
-    "  --csv        write every point, error rows included, to FILE\n"
+    "  --csv        write every point, error rows included, to FILE: each point\n"
+    "               is appended as it finishes (a killed search keeps them), and\n"
+    "               at the end FILE is rewritten in point order; its first line\n"
+    "               names the search (a # comment: skip it when reading)\n"
+    "  --resume     go on with the search whose --csv FILE is there: points it\n"
+    "               simulated are taken from it, the rest simulated; the result\n"
+    "               is the uninterrupted search's, byte for byte (FILE must come\n"
+    "               from the same scenario, --set and space; no FILE: start)\n"
     "  --write-best write the fastest fitting point (or point N) as a scenario\n"
     "               FILE that runs from anywhere (file references made absolute)\n"
     "  --prune      before simulating, reject the points whose model states alone\n"
@@ -56,6 +66,7 @@ static const char usage[] =
 
 typedef struct opts {
     const char *scenario, *csv;
+    bool resume;            /* --resume: go on with the search in --csv FILE */
     const char *write_best; /* --write-best FILE: the chosen point as a runnable scenario */
     long point;             /* --point N: that point instead of the best; -1 = the best */
     const char *sets[MAX_SETS];
@@ -170,7 +181,7 @@ static int parse_value(opts *o, const char *k, const char *v)
                                            "--recompute", "--global-batch", "--set", "-j", "--csv",
                                            "--write-best", "--point",
                                            "--max-points", "--quiet", "--prune",
-                                           "--no-prune"};
+                                           "--no-prune", "--resume"};
         const char *hit = cli_nearest(k, known, sizeof known / sizeof *known);
         return hit ? bad("unknown option %s (did you mean %s?)", k, hit) : bad("unknown option %s", k);
     }
@@ -189,6 +200,8 @@ static int parse(int argc, char **argv, opts *o)
         }
         if (!strcmp(a, "--quiet")) {
             o->quiet = true;
+        } else if (!strcmp(a, "--resume")) {
+            o->resume = true;
         } else if (!strcmp(a, "--no-prune")) {
             o->prune = SEARCH_PRUNE_NONE;
         } else if (a[0] == '-' && a[1]) {
@@ -202,6 +215,7 @@ static int parse(int argc, char **argv, opts *o)
         }
     }
     if (o->point >= 0 && !o->write_best) return bad("%s", "--point N goes with --write-best FILE");
+    if (o->resume && !o->csv) return bad("%s", "--resume goes with --csv FILE (the search to go on with)");
     return o->scenario ? 0 : bad("%s", "no SCENARIO file given");
 }
 
@@ -339,38 +353,159 @@ static void check(const opts *o, const base *b, const search_point *pts, size_t 
                      o->quiet ? NULL : on_check, &bar);
 }
 
-/* The CSV with two more columns: each point's state bytes on the device
- * and its step bound (empty where unchecked). Rows are one line each,
- * starting with the point's index. */
-static char *add_columns(const char *csv, const search_check *chk, size_t n)
+/* ---- the CSV as a record (run/search_csv.h) ---- */
+
+/* What --csv keeps while the search runs: the file the rows are appended
+ * to as points finish (NULL: FILE is not a regular file, written at the
+ * end only), and what --resume took from it. */
+typedef struct record {
+    const char *path;
+    char key[SCSV_KEY_MAX];
+    char *old;              /* --resume: the file's text; NULL: none to go on with */
+    FILE *f;
+    const search_check *chk;
+    char **given;           /* per point: its row from the file, or NULL */
+    sweep_fig *given_figs;
+    size_t nreused;
+} record;
+
+static void record_fini(record *r, size_t n)
 {
-    size_t cap = strlen(csv) + 64 * (n + 1) + 64, u = 0;
-    char *out = malloc(cap);
-    if (!out) return NULL;
+    if (r->f) fclose(r->f);
+    for (size_t i = 0; r->given && i < n; i++) free(r->given[i]);
+    free(r->given);
+    free(r->given_figs);
+    free(r->old);
+}
+
+/* FILE is written in place as points finish only when it is a regular
+ * file or nothing yet: a device or pipe takes the final text alone. */
+static bool appendable(const char *path)
+{
+    struct stat st;
+    if (!strcmp(path, "-")) return false;
+    return stat(path, &st) ? errno == ENOENT : S_ISREG(st.st_mode);
+}
+
+/* The key line: the scenario with the search's --set, resolved. */
+static int record_key(const opts *o, record *r, ss_err *err)
+{
+    char *text = NULL;
+    int rc = scn_write_resolved(o->scenario, o->sets, o->nsets, NULL, &text, err);
+    if (!rc) scsv_key(&o->sp, text, r->key, sizeof r->key);
+    free(text);
+    return rc;
+}
+
+/* --resume: the file's text, its key line checked now (before the checks
+ * spend their time); a missing or empty file leaves nothing to go on with. */
+static int record_open_old(const opts *o, record *r, ss_err *err)
+{
+    if (!appendable(o->csv))
+        return ss_fail(err, SS_E_INPUT, o->csv, "--resume: expected a regular file (the CSV "
+                       "of the search to go on with); found a device, pipe or folder");
+    FILE *f = fopen(o->csv, "rb");
+    if (!f && errno == ENOENT) return SS_OK;
+    if (!f) return ss_fail(err, SS_E_IO, o->csv, "cannot read: %s", strerror(errno));
+    size_t cap = 1 << 16, len = 0, got;
+    char *buf = malloc(cap);
+    while (buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+        len += got;
+        char *more = len + 1 == cap ? realloc(buf, cap *= 2) : buf;
+        if (!more) free(buf);
+        buf = more;
+    }
+    bool failed = ferror(f);
+    fclose(f);
+    if (!buf) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    if (failed) {
+        free(buf);
+        return ss_fail(err, SS_E_IO, o->csv, "cannot read: %s", strerror(errno));
+    }
+    buf[len] = '\0';
+    if (!len) {
+        free(buf);
+        return SS_OK;
+    }
+    r->old = buf;
+    return scsv_key_check(o->csv, buf, r->key, err);
+}
+
+/* One row with the search's own columns, to f (newline included). */
+static void put_row(FILE *f, const char *row, const search_check *chk, const sweep_fig *fig)
+{
+    char extra[256];
+    scsv_extra(chk, fig, extra, sizeof extra);
+    fprintf(f, "%.*s%s\n", (int)strcspn(row, "\n"), row, extra);
+}
+
+/* sweep_cfg.on_row: the finished point's row, flushed at once. */
+static void on_row(void *ctx, size_t slot, const char *row, const sweep_fig *fig)
+{
+    record *r = ctx;
+    put_row(r->f, row, &r->chk[slot], fig);
+    fflush(r->f);
+}
+
+/* Before the sweep: take back the rows --resume finds, and start the file
+ * over with its key, header and those rows (whole, through ofile.h: a
+ * failure here leaves the old file), then append from there. */
+static int record_start(record *r, const char *head, const search_point *pts, size_t n,
+                        sweep_cfg *c, ss_err *err)
+{
+    char header[4096];
+    snprintf(header, sizeof header, "%.*s%s", (int)strcspn(head, "\n"), head, scsv_extra_header);
+    r->given = calloc(n ? n : 1, sizeof *r->given);
+    r->given_figs = calloc(n ? n : 1, sizeof *r->given_figs);
+    if (!r->given || !r->given_figs) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    int rc = r->old ? scsv_read(r->path, r->old, r->key, header, pts, n, r->given,
+                                r->given_figs, &r->nreused, err)
+                    : SS_OK;
+    if (rc || !appendable(r->path)) return rc;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (!m) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    fprintf(m, "%s\n%s\n", r->key, header);
+    for (size_t i = 0; i < n; i++)
+        if (r->given[i]) put_row(m, r->given[i], &r->chk[i], &r->given_figs[i]);
+    fclose(m);
+    rc = text ? of_write_text(r->path, text, err) : ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    free(text);
+    if (!rc && !(r->f = fopen(r->path, "a")))
+        rc = ss_fail(err, SS_E_IO, r->path, "cannot append: %s", strerror(errno));
+    c->given = r->given;
+    c->given_figs = r->given_figs;
+    if (r->f) c->on_row = on_row, c->row_ctx = r;
+    return rc;
+}
+
+/* The final CSV: the key line, the header with the search's columns, and
+ * every row with its own, in point order. */
+static char *final_csv(const char *key, const char *csv, const search_check *chk,
+                       const sweep_fig *figs, size_t n)
+{
+    char *out = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&out, &len);
+    if (!m) return NULL;
+    fprintf(m, "%s\n", key);
     for (const char *line = csv; *line;) {
-        const char *nl = strchr(line, '\n');
-        size_t len = nl ? (size_t)(nl - line) : strlen(line);
-        memcpy(out + u, line, len);
-        u += len;
+        size_t l = strcspn(line, "\n");
         char *end;
         unsigned long long i = strtoull(line, &end, 10);
-        bool known = line != csv && end != line && i < n && chk[i].checked;
-        char states[32] = "", bound[32] = "";
-        if (known) snprintf(states, sizeof states, "%llu", (unsigned long long)chk[i].states);
-        if (known && !chk[i].rejected) snprintf(bound, sizeof bound, "%.9g", chk[i].bound_ns * 1e-9);
-        if (line == csv) u += (size_t)snprintf(out + u, cap - u, ",state_bytes,step_bound_s");
-        else u += (size_t)snprintf(out + u, cap - u, ",%s,%s", states, bound);
-        out[u++] = '\n';
-        line += len + (nl != NULL);
+        if (line == csv) fprintf(m, "%.*s%s\n", (int)l, line, scsv_extra_header);
+        else if (end != line && i < n) put_row(m, line, &chk[i], &figs[i]);
+        line += l + (line[l] == '\n');
     }
-    out[u] = '\0';
+    fclose(m);
     return out;
 }
 
-/* Simulate the points (in the pruner's order, skipping what it prunes);
- * the CSV (header and rows) in *csv. */
+/* Simulate the points (in the pruner's order, skipping what it prunes,
+ * taking what --resume found); the CSV (header and rows) in *csv. */
 static int simulate(const opts *o, const base *b, const search_point *pts, size_t n,
-                    search_pruner *pr, sweep_fig *figs, char **csv, ss_err *err)
+                    search_pruner *pr, record *rec, sweep_fig *figs, char **csv, ss_err *err)
 {
     sweep_cfg c = {.scenario = o->scenario, .sets = o->sets, .nsets = o->nsets,
                    .threads = o->threads, .stride = 1, .figs = figs,
@@ -380,13 +515,18 @@ static int simulate(const opts *o, const base *b, const search_point *pts, size_
     hooks h = {pr, o->quiet ? NULL : &bar};
     c.progress = on_done;
     c.progress_ctx = c.skip_ctx = &h;
-    if (!o->quiet)
-        fprintf(stderr, "shardsim search: simulating %zu points on %u thread%s%s\n", n, c.threads,
-                c.threads == 1 ? "" : "s",
-                o->prune == SEARCH_PRUNE_NONE ? "" : ", by bound, skipping what cannot matter");
     char *rows = NULL, *head = NULL;
     int rc = search_sweep_lists(pts, n, b->strategy, &c, err);
     if (!rc && !(head = sweep_header(&c))) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    if (!rc && o->csv) rc = record_start(rec, head, pts, n, &c, err);
+    if (!rc && !o->quiet && o->resume)
+        fprintf(stderr, "shardsim search: resuming %s: %zu points simulated before taken from it, "
+                "%zu to simulate or prune\n",
+                o->csv, rec->nreused, n - rec->nreused);
+    if (!rc && !o->quiet)
+        fprintf(stderr, "shardsim search: simulating %zu points on %u thread%s%s\n", n, c.threads,
+                c.threads == 1 ? "" : "s",
+                o->prune == SEARCH_PRUNE_NONE ? "" : ", by bound, skipping what cannot matter");
     if (!rc) rc = sweep_run(&c, &rows, err);
     if (!rc && !(*csv = malloc(strlen(head) + strlen(rows) + 1)))
         rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
@@ -479,12 +619,17 @@ int search_cmd(int argc, char **argv)
     search_check *chk = calloc(n, sizeof *chk);
     search_pruner *pr = NULL;
     char *csv = NULL, *full = NULL;
+    record rec = {.path = o.csv, .chk = chk};
     rc = figs && chk ? SS_OK : ss_fail(&err, SS_E_NOMEM, NULL, "out of memory");
+    if (!rc && o.csv) rc = record_key(&o, &rec, &err);
+    if (!rc && o.resume) rc = record_open_old(&o, &rec, &err);
     if (!rc) check(&o, &b, pts, n, chk);
     if (!rc) rc = search_pruner_new(&pr, chk, n, o.prune, &err);
-    if (!rc) rc = simulate(&o, &b, pts, n, pr, figs, &csv, &err);
-    if (!rc && !(full = add_columns(csv, chk, n)))
+    if (!rc) rc = simulate(&o, &b, pts, n, pr, &rec, figs, &csv, &err);
+    if (!rc && o.csv && !(full = final_csv(rec.key, csv, chk, figs, n)))
         rc = ss_fail(&err, SS_E_NOMEM, NULL, "out of memory");
+    if (rec.f) fclose(rec.f);
+    rec.f = NULL;
     if (!rc && o.csv) rc = of_write_text(o.csv, full, &err);
     size_t best = SIZE_MAX;
     int code = rc ? fail(&err) : report(&o, &b, pts, n, skipped, pr, figs, &best, &err);
@@ -499,6 +644,7 @@ int search_cmd(int argc, char **argv)
     }
     free(full);
     free(csv);
+    record_fini(&rec, n);
     search_pruner_free(pr);
     free(chk);
     free(figs);

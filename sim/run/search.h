@@ -93,6 +93,9 @@ int search_enumerate(const search_space *sp, search_point **out, size_t *n, size
 #define SEARCH_NKEYS 9
 extern const char *const search_keys[SEARCH_NKEYS];
 
+/* Point p's value of search_keys[key] as its CSV column shows it. */
+void search_point_value(const search_point *p, size_t key, char *buf, size_t cap);
+
 /* The overrides that make the scenario point p, "key=value" in sets (as
  * the sweep applies them: another runtime than `base` replaces the
  * sharding section). Returns how many (SEARCH_NKEYS). */
