@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../io/scenario.h"
+#include "../out/summary.h"
 #include "../run/run.h"
 #include "../run/search.h"
 #include "../run/search_csv.h"
@@ -225,7 +226,11 @@ static int parse(int argc, char **argv, opts *o)
 typedef struct base {
     char name[SPEC_NAME_MAX], topo[SPEC_NAME_MAX];
     uint64_t capacity; /* bytes; 0 = unlimited */
+    uint64_t usable;   /* what a rank may reserve and fit (sum_usable_of) */
     spec_strategy strategy; /* the scenario's runtime (its sharding knobs are its own) */
+    uint32_t gpus, gpus_per_node; /* the topology's */
+    uint64_t micro_batch;
+    bool offloads;     /* the optimizer step is already on the host */
 } base;
 
 static double gib(uint64_t b) { return (double)b / (1024.0 * 1024.0 * 1024.0); }
@@ -285,6 +290,93 @@ static void print_front(const search_point *pts, const sweep_fig *figs, const si
                "--prune front keeps all of it)\n");
 }
 
+/* ---- the nearest miss ---- */
+
+static uint32_t list_max(const search_list *l)
+{
+    uint32_t m = 0;
+    for (size_t k = 0; k < l->n; k++) m = l->v[k] > m ? l->v[k] : m;
+    return m;
+}
+
+static bool has(const search_list *l, uint32_t v)
+{
+    for (size_t k = 0; k < l->n; k++)
+        if (l->v[k] == v) return true;
+    return false;
+}
+
+/* What would take memory off, among the changes this search did not try:
+ * the levers each point could still pull, as options. */
+static void print_levers(const opts *o, const base *b)
+{
+    const search_space *sp = &o->sp;
+    uint32_t tp_top = sp->world < b->gpus_per_node ? sp->world : b->gpus_per_node;
+    const char *sep = "  not searched ";
+    if (!has(&sp->recompute, SPEC_RECOMP_FULL)) {
+        printf("%s--recompute ...,full (activations recomputed, not kept)\n", sep);
+        sep = "               ";
+    }
+    if (!has(&sp->strategy, SPEC_FULL_SHARD) && !has(&sp->strategy, SPEC_FSDP2)) {
+        printf("%s--strategy ...,fsdp2 or full_shard (parameters, gradients and optimizer "
+               "states sharded over dp)\n", sep);
+        sep = "               ";
+    }
+    if (list_max(&sp->tp) < tp_top) {
+        printf("%s--tp up to %u (one node's GPUs)\n", sep, tp_top);
+        sep = "               ";
+    }
+    if (list_max(&sp->pp) < sp->world) {
+        printf("%s--pp up to %u\n", sep, sp->world);
+        sep = "               ";
+    }
+    if (sp->world < b->gpus) {
+        printf("%s--world up to %u (the topology's GPUs: more to shard over)\n", sep, b->gpus);
+        sep = "               ";
+    }
+    if (b->micro_batch > 1) {
+        printf("%s--set training.micro_batch=%llu --global-batch %llu (half the micro-batch, "
+               "the same batch)\n", sep, (unsigned long long)b->micro_batch / 2,
+               (unsigned long long)sp->global_batch);
+        sep = "               ";
+    }
+    if (!b->offloads)
+        printf("%s--set offload.optimizer=cpu (the optimizer step on the host)\n", sep);
+}
+
+/* No point fits: the one that came closest, by how much, and what would
+ * close the gap (docs/DECISIONS.md, entry 81). */
+static void print_miss(const opts *o, const base *b, const search_point *pts,
+                       const sweep_fig *figs, const search_check *chk, size_t n)
+{
+    search_miss m;
+    if (!search_nearest_miss(figs, chk, n, b->usable, &m)) return;
+    const search_point *p = &pts[m.point];
+    printf("\nnearest miss: point %zu\n", m.point);
+    printf("  layout       tp %u, cp %u, pp %u, ep %u, dp %u%s, grad_accum %u\n", p->tp, p->cp,
+           p->pp, p->ep, p->dp, p->tp > 1 ? " (sequence_parallel)" : "", p->grad_accum);
+    printf("  sharding     %s, recompute %s\n", spec_strategy_names[p->strategy],
+           spec_recompute_names[p->recompute]);
+    double pct = b->usable ? 100.0 * (double)m.over / (double)b->usable : 0;
+    if (m.simulated) {
+        printf("  memory       %.2f GiB peak reserved, %.2f GiB usable: %.2f GiB over (%.1f%%)",
+               gib(m.bytes), gib(b->usable), gib(m.over), pct);
+        if (chk[m.point].checked) printf(", model states %.2f GiB", gib(chk[m.point].states));
+        printf("\n  step time    %.3f ms (were it to fit)\n", figs[m.point].step_s * 1e3);
+    } else {
+        printf("  memory       model states alone %.2f GiB, %.2f GiB usable: at least %.2f GiB "
+               "over (%.1f%%); rejected, not simulated (--no-prune gives its peak)\n",
+               gib(m.bytes), gib(b->usable), gib(m.over), pct);
+    }
+    if (m.doubt != SIZE_MAX)
+        printf("  (point %zu, rejected for its states, misses by at least %.2f GiB: it might "
+               "come closer; --no-prune simulates it)\n", m.doubt,
+               gib(chk[m.doubt].states - b->usable));
+    printf("  to fit       %.2f GiB less per GPU, or a device that lets a process reserve "
+           "%.2f GiB%s\n", gib(m.over), gib(m.bytes), m.simulated ? "" : " or more");
+    print_levers(o, b);
+}
+
 /* ---- the command ---- */
 
 /* Load the scenario once: the defaults of the space and what the header
@@ -303,7 +395,11 @@ static int prepare(opts *o, base *b, ss_err *err)
     snprintf(b->name, sizeof b->name, "%s", s.name);
     snprintf(b->topo, sizeof b->topo, "%s", s.topo.name);
     b->capacity = s.capacity_bytes;
+    b->usable = sum_usable_of(&s);
     b->strategy = s.shard.strategy;
+    b->gpus = (uint32_t)gpus, b->gpus_per_node = s.topo.gpus_per_node;
+    b->micro_batch = s.micro_batch;
+    b->offloads = s.off.optimizer != SPEC_OFF_NONE;
     spec_scenario_fini(&s);
     return rc;
 }
@@ -552,8 +648,8 @@ static void print_pruning(const opts *o, const search_pruner *pr, size_t n)
 }
 
 static int report(const opts *o, const base *b, const search_point *pts, size_t n,
-                  size_t skipped, const search_pruner *pr, const sweep_fig *figs, size_t *best,
-                  ss_err *err)
+                  size_t skipped, const search_pruner *pr, const sweep_fig *figs,
+                  const search_check *chk, size_t *best, ss_err *err)
 {
     size_t *front = malloc((n ? n : 1) * sizeof *front), nfront = 0;
     int rc = front ? search_front(figs, n, front, &nfront, err)
@@ -576,6 +672,7 @@ static int report(const opts *o, const base *b, const search_point *pts, size_t 
     } else {
         printf("\nno point fits: every one failed to run or went over the capacity (the CSV's "
                "status, fits and error columns say which)\n");
+        print_miss(o, b, pts, figs, chk, n);
     }
     free(front);
     return nfront ? 0 : 1;
@@ -632,7 +729,7 @@ int search_cmd(int argc, char **argv)
     rec.f = NULL;
     if (!rc && o.csv) rc = of_write_text(o.csv, full, &err);
     size_t best = SIZE_MAX;
-    int code = rc ? fail(&err) : report(&o, &b, pts, n, skipped, pr, figs, &best, &err);
+    int code = rc ? fail(&err) : report(&o, &b, pts, n, skipped, pr, figs, chk, &best, &err);
     if (!rc && o.write_best) {
         size_t i = o.point >= 0 ? (size_t)o.point : best;
         if (i == SIZE_MAX)

@@ -228,6 +228,38 @@ int search_front(const sweep_fig *figs, size_t n, size_t *front, size_t *nfront,
     return SS_OK;
 }
 
+/* ---- the nearest miss ---- */
+
+static uint64_t over(uint64_t bytes, uint64_t usable) { return bytes > usable ? bytes - usable : 0; }
+
+bool search_nearest_miss(const sweep_fig *figs, const search_check *chk, size_t n,
+                         uint64_t usable, search_miss *out)
+{
+    size_t sim = SIZE_MAX, rej = SIZE_MAX;
+    for (size_t i = 0; i < n; i++) {
+        if (figs[i].ok && !figs[i].fits &&
+            (sim == SIZE_MAX || over(figs[i].peak_reserved, usable) <
+                                    over(figs[sim].peak_reserved, usable)))
+            sim = i;
+        if (!figs[i].ok && chk[i].checked && chk[i].rejected &&
+            (rej == SIZE_MAX || chk[i].states < chk[rej].states))
+            rej = i;
+    }
+    if (sim == SIZE_MAX && rej == SIZE_MAX) return false;
+    *out = (search_miss){.doubt = SIZE_MAX};
+    if (sim == SIZE_MAX) {
+        out->point = rej;
+        out->bytes = chk[rej].states;
+    } else {
+        out->point = sim, out->simulated = true;
+        out->bytes = figs[sim].peak_reserved;
+        if (rej != SIZE_MAX && over(chk[rej].states, usable) < over(out->bytes, usable))
+            out->doubt = rej;
+    }
+    out->over = over(out->bytes, usable);
+    return true;
+}
+
 /* ---- checks before simulating ---- */
 
 /* The largest rank's state bytes on the device (offloaded parts excluded). */

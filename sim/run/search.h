@@ -141,6 +141,25 @@ void search_check_all(const char *file, const char *const *sets, size_t nsets,
                       search_check *chk, void (*progress)(void *ctx, size_t done, size_t total),
                       void *ctx);
 
+/* When no point fits: the one that came closest. A simulated point's
+ * miss is its peak reserved over `usable` (what a rank may reserve,
+ * out/summary.h's sum_usable), 0 when it failed at the capacity without
+ * reserving past it; a rejected point's (never simulated) is its states
+ * over usable, a lower bound. The smallest simulated miss wins (then the
+ * lower index); a rejected point only when none was simulated, or as
+ * *doubt when its lower bound is below the winner's miss (it might come
+ * closer: --no-prune would tell). false: no point was simulated or
+ * rejected (all errors). */
+typedef struct search_miss {
+    size_t point;
+    bool simulated;   /* false: rejected, bytes its states */
+    uint64_t bytes;   /* peak reserved, or states */
+    uint64_t over;    /* bytes - usable, or 0 */
+    size_t doubt;     /* a rejected point that might come closer; SIZE_MAX none */
+} search_miss;
+bool search_nearest_miss(const sweep_fig *figs, const search_check *chk, size_t n,
+                         uint64_t usable, search_miss *out);
+
 typedef enum { SEARCH_PRUNE_BEST, SEARCH_PRUNE_FRONT, SEARCH_PRUNE_NONE } search_prune;
 extern const char *const search_prune_names[3]; /* "best", "front", "none" */
 

@@ -85,6 +85,25 @@ check "... run anyway (--no-prune), it does not fit" \
 check "... its states are below its peak" \
     '[ "$(sed 1,2d "$d/none.csv" | cut -d, -f24)" -le "$(sed 1,2d "$d/none2.csv" | cut -d, -f15)" ]'
 
+# The nearest miss. Rejected only: point 0, its states (the CSV's
+# state_bytes) over what a rank may use. With tp 1,2 the tp 2 point is
+# simulated and misses by its peak reserved (the CSV's) less the usable
+# bytes the report prints; the levers the search did not try are listed.
+check "nothing fits: the nearest miss is the rejected point, by its states" \
+    'grep -qx "nearest miss: point 0" "$d/none.txt" &&
+     grep -Eq "^  memory       model states alone $(sed 1,2d "$d/none.csv" | cut -d, -f24 | awk "{ printf \"%.2f\", \$1 / 2^30 }") GiB, [0-9.]+ GiB usable: at least [0-9.]+ GiB over" "$d/none.txt"'
+"$bin" search "$s" --tp 1,2 --cp 1 --pp 1 --strategy ddp --recompute none --quiet \
+    --csv "$d/miss.csv" >"$d/miss.txt" 2>/dev/null
+check "tp 1,2: still nothing fits" '[ $? -eq 1 ]'
+peak=$(awk -F, 'NR > 2 && $2 == 2 { print $16 }' "$d/miss.csv")
+usable=$(sed -n 's/^  memory .* GiB peak reserved, \([0-9.]*\) GiB usable.*/\1/p' "$d/miss.txt")
+check "... the nearest miss is the simulated tp 2 point" \
+    'grep -qx "nearest miss: point 1" "$d/miss.txt" && grep -q "^  layout       tp 2, cp 1, pp 1, ep 1, dp 4" "$d/miss.txt"'
+check "... its peak (the CSV's) less the usable bytes is what it misses by" \
+    'grep -q "^  memory       $(awk -v p="$peak" "BEGIN { printf \"%.2f\", p / 2^30 }") GiB peak reserved, $usable GiB usable: $(awk -v p="$peak" -v u="$usable" "BEGIN { printf \"%.2f\", p / 2^30 - u }") GiB over" "$d/miss.txt"'
+check "... and the levers not searched" \
+    'grep -q "^  not searched --recompute ...,full" "$d/miss.txt" && grep -q "^               --strategy ...,fsdp2 or full_shard" "$d/miss.txt"'
+
 # Pruning: the same best point as the exhaustive run, the same bytes on 1
 # and 2 threads; --prune front the same front.
 front_of() { awk '/^  point +tp/ { f = 1; next } f && /^ +[0-9]/ { print $1 }' "$1"; }
