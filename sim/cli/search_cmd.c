@@ -18,6 +18,7 @@
 #include "../run/sweep.h"
 #include "hint.h"
 #include "out.h"
+#include "search_write.h"
 
 #define MAX_SETS 256
 
@@ -27,7 +28,8 @@ static const char usage[] =
     "                       [--global-batch N] [--max-points N] [--set PATH=VALUE]...\n"
     "                       [-j THREADS] [--csv FILE [--resume]] [--quiet]\n"
     "                       [--prune best|front|none] [--no-prune]\n"
-    "                       [--write-best FILE [--point N]]\n"
+    "                       [--write-best FILE] [--write-torchtitan FILE.toml]\n"
+    "                       [--write-megatron FILE] [--point N]\n"
     "\n"
     "  --world      GPUs every layout uses (default: all of the topology's)\n"
     "  --tp --cp --pp --ep  candidate degrees, comma-separated (default: the\n"
@@ -55,6 +57,12 @@ static const char usage[] =
     "               from the same scenario, --set and space; no FILE: start)\n"
     "  --write-best write the fastest fitting point (or point N) as a scenario\n"
     "               FILE that runs from anywhere (file references made absolute)\n"
+    "  --write-torchtitan  the same point as a torchtitan job TOML (FSDP2 or DDP\n"
+    "               points; read back and simulated before it is written: a point\n"
+    "               whose settings torchtitan cannot say is refused, naming why)\n"
+    "  --write-megatron  the same point as Megatron-LM arguments, one per line\n"
+    "               (strategy megatron points; others are refused, naming why)\n"
+    "  --point      write point N (the CSV's) instead of the best\n"
     "  --prune      before simulating, reject the points whose model states alone\n"
     "               exceed the device, then simulate the rest in order of a lower\n"
     "               bound on their step (compute, and only the bytes each GPU's links\n"
@@ -69,6 +77,8 @@ typedef struct opts {
     const char *scenario, *csv;
     bool resume;            /* --resume: go on with the search in --csv FILE */
     const char *write_best; /* --write-best FILE: the chosen point as a runnable scenario */
+    const char *write_tt;   /* --write-torchtitan FILE: ... as a torchtitan job TOML */
+    const char *write_mg;   /* --write-megatron FILE: ... as Megatron-LM arguments */
     long point;             /* --point N: that point instead of the best; -1 = the best */
     const char *sets[MAX_SETS];
     size_t nsets;
@@ -170,6 +180,8 @@ static int parse_value(opts *o, const char *k, const char *v)
         o->prune = (search_prune)m;
     }
     else if (!strcmp(k, "--write-best")) o->write_best = v;
+    else if (!strcmp(k, "--write-torchtitan")) o->write_tt = v;
+    else if (!strcmp(k, "--write-megatron")) o->write_mg = v;
     else if (!strcmp(k, "--point") && parse_u64(v, 0, 100000000, &x)) o->point = (long)x;
     else if (!strcmp(k, "--point")) return bad("--point: expected a point number, not %s", v);
     else if (!strcmp(k, "--set") && o->nsets < MAX_SETS) o->sets[o->nsets++] = v;
@@ -180,7 +192,8 @@ static int parse_value(opts *o, const char *k, const char *v)
     else {
         static const char *const known[] = {"--world", "--tp", "--cp", "--pp", "--ep", "--strategy",
                                            "--recompute", "--global-batch", "--set", "-j", "--csv",
-                                           "--write-best", "--point",
+                                           "--write-best", "--point", "--write-torchtitan",
+                                           "--write-megatron",
                                            "--max-points", "--quiet", "--prune",
                                            "--no-prune", "--resume"};
         const char *hit = cli_nearest(k, known, sizeof known / sizeof *known);
@@ -215,7 +228,8 @@ static int parse(int argc, char **argv, opts *o)
             o->scenario = a;
         }
     }
-    if (o->point >= 0 && !o->write_best) return bad("%s", "--point N goes with --write-best FILE");
+    if (o->point >= 0 && !o->write_best && !o->write_tt && !o->write_mg)
+        return bad("%s", "--point N goes with --write-best, --write-torchtitan or --write-megatron");
     if (o->resume && !o->csv) return bad("%s", "--resume goes with --csv FILE (the search to go on with)");
     return o->scenario ? 0 : bad("%s", "no SCENARIO file given");
 }
@@ -678,9 +692,11 @@ static int report(const opts *o, const base *b, const search_point *pts, size_t 
     return nfront ? 0 : 1;
 }
 
-/* Point i as a scenario that runs from anywhere: the base scenario with the
- * search's --set and the point's overrides, its file references absolute. */
-static int write_point(const opts *o, const base *b, const search_point *p, size_t i, ss_err *err)
+/* The files of point i the options ask for: the scenario (runs from
+ * anywhere: its file references absolute), torchtitan's TOML, Megatron's
+ * arguments (cli/search_write.h). Each one that fails says why and sets
+ * the exit code; the others are still written. */
+static int write_point(const opts *o, const base *b, const search_point *p, size_t i)
 {
     char sets[SEARCH_NKEYS][SEARCH_SET_MAX], name[160];
     const char *all[MAX_SETS + SEARCH_NKEYS];
@@ -689,11 +705,20 @@ static int write_point(const opts *o, const base *b, const search_point *p, size
     size_t m = search_point_sets(p, b->strategy, sets);
     for (size_t k = 0; k < m; k++) all[n++] = sets[k];
     snprintf(name, sizeof name, "%.100s (search point %zu)", b->name, i);
-    char *text = NULL;
-    int rc = scn_write_resolved(o->scenario, all, n, name, &text, err);
-    if (!rc) rc = of_write_text(o->write_best, text, err);
-    free(text);
-    return rc;
+    sw_point pt = {o->scenario, all, n, name};
+    const char *paths[] = {o->write_best, o->write_tt, o->write_mg};
+    int (*const write[])(const sw_point *, const char *, ss_err *) = {sw_scenario, sw_torchtitan,
+                                                                      sw_megatron};
+    int code = 0;
+    for (size_t k = 0; k < 3; k++) {
+        ss_err err;
+        ss_err_clear(&err);
+        if (!paths[k]) continue;
+        if (write[k](&pt, paths[k], &err)) code = fail(&err);
+        else if (!o->quiet)
+            fprintf(stderr, "shardsim search: point %zu written to %s\n", i, paths[k]);
+    }
+    return code;
 }
 
 int search_cmd(int argc, char **argv)
@@ -730,14 +755,12 @@ int search_cmd(int argc, char **argv)
     if (!rc && o.csv) rc = of_write_text(o.csv, full, &err);
     size_t best = SIZE_MAX;
     int code = rc ? fail(&err) : report(&o, &b, pts, n, skipped, pr, figs, chk, &best, &err);
-    if (!rc && o.write_best) {
+    if (!rc && (o.write_best || o.write_tt || o.write_mg)) {
         size_t i = o.point >= 0 ? (size_t)o.point : best;
-        if (i == SIZE_MAX)
-            code = bad("%s", "--write-best: no point fits (name one with --point N)");
-        else if (write_point(&o, &b, &pts[i], i, &err))
-            code = fail(&err);
-        else if (!o.quiet)
-            fprintf(stderr, "shardsim search: point %zu written to %s\n", i, o.write_best);
+        int wc = i == SIZE_MAX ? bad("%s", "--write-best, --write-torchtitan, --write-megatron: "
+                                     "no point fits (name one with --point N)")
+                               : write_point(&o, &b, &pts[i], i);
+        code = wc ? wc : code;
     }
     free(full);
     free(csv);
