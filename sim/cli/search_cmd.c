@@ -571,7 +571,9 @@ static int record_start(record *r, const char *head, const search_point *pts, si
     int rc = r->old ? scsv_read(r->path, r->old, r->key, header, pts, n, r->given,
                                 r->given_figs, &r->nreused, err)
                     : SS_OK;
-    if (rc || !appendable(r->path)) return rc;
+    c->given = r->given;
+    c->given_figs = r->given_figs;
+    if (rc || !appendable(r->path)) return rc; /* a device or pipe: the final text only */
     char *text = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&text, &len);
@@ -584,8 +586,6 @@ static int record_start(record *r, const char *head, const search_point *pts, si
     free(text);
     if (!rc && !(r->f = fopen(r->path, "a")))
         rc = ss_fail(err, SS_E_IO, r->path, "cannot append: %s", strerror(errno));
-    c->given = r->given;
-    c->given_figs = r->given_figs;
     if (r->f) c->on_row = on_row, c->row_ctx = r;
     return rc;
 }
