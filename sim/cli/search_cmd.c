@@ -364,6 +364,7 @@ static void print_miss(const opts *o, const base *b, const search_point *pts,
                        const sweep_fig *figs, const search_check *chk, size_t n)
 {
     search_miss m;
+    if (b->usable == UINT64_MAX) return; /* no limit: what failed, failed to run */
     if (!search_nearest_miss(figs, chk, n, b->usable, &m)) return;
     const search_point *p = &pts[m.point];
     printf("\nnearest miss: point %zu\n", m.point);
