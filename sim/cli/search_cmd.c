@@ -1,19 +1,24 @@
 /* `shardsim search`. search_cmd.h states the contract. */
 #include "search_cmd.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../io/scenario.h"
+#include "../out/summary.h"
 #include "../run/run.h"
 #include "../run/search.h"
+#include "../run/search_csv.h"
 #include "../run/sweep.h"
 #include "hint.h"
 #include "out.h"
+#include "search_write.h"
 
 #define MAX_SETS 256
 
@@ -21,9 +26,10 @@ static const char usage[] =
     "usage: shardsim search SCENARIO [--world N] [--tp LIST] [--cp LIST] [--pp LIST]\n"
     "                       [--ep LIST] [--strategy LIST] [--recompute LIST]\n"
     "                       [--global-batch N] [--max-points N] [--set PATH=VALUE]...\n"
-    "                       [-j THREADS] [--csv FILE] [--quiet]\n"
+    "                       [-j THREADS] [--csv FILE [--resume]] [--quiet]\n"
     "                       [--prune best|front|none] [--no-prune]\n"
-    "                       [--write-best FILE [--point N]]\n"
+    "                       [--write-best FILE] [--write-torchtitan FILE.toml]\n"
+    "                       [--write-megatron FILE] [--point N]\n"
     "\n"
     "  --world      GPUs every layout uses (default: all of the topology's)\n"
     "  --tp --cp --pp --ep  candidate degrees, comma-separated (default: the\n"
@@ -41,9 +47,23 @@ static const char usage[] =
     "  --max-points refuse a search of more points than this (default 2000)\n"
     "  --set        override a scenario key for every point\n"
     "  -j           simulate on THREADS threads (default 1)\n"
-    "  --csv        write every point, error rows included, to FILE\n"
+    "  --csv        write every point, error rows included, to FILE: it starts\n"
+    "               over when the points are simulated, each point is appended as\n"
+    "               it finishes (a killed search keeps them), and at the end FILE\n"
+    "               is rewritten in point order; its first line names the search\n"
+    "               (a # comment: skip it when reading)\n"
+    "  --resume     go on with the search whose --csv FILE is there: points it\n"
+    "               simulated are taken from it, the rest simulated; the result\n"
+    "               is the uninterrupted search's, byte for byte (FILE must come\n"
+    "               from the same scenario, --set and space; no FILE: start)\n"
     "  --write-best write the fastest fitting point (or point N) as a scenario\n"
     "               FILE that runs from anywhere (file references made absolute)\n"
+    "  --write-torchtitan  the same point as a torchtitan job TOML (FSDP2 or DDP\n"
+    "               points; read back and simulated before it is written: a point\n"
+    "               whose settings torchtitan cannot say is refused, naming why)\n"
+    "  --write-megatron  the same point as Megatron-LM arguments, one per line\n"
+    "               (strategy megatron points; others are refused, naming why)\n"
+    "  --point      write point N (the CSV's) instead of the best\n"
     "  --prune      before simulating, reject the points whose model states alone\n"
     "               exceed the device, then simulate the rest in order of a lower\n"
     "               bound on their step (compute, and only the bytes each GPU's links\n"
@@ -56,7 +76,10 @@ static const char usage[] =
 
 typedef struct opts {
     const char *scenario, *csv;
+    bool resume;            /* --resume: go on with the search in --csv FILE */
     const char *write_best; /* --write-best FILE: the chosen point as a runnable scenario */
+    const char *write_tt;   /* --write-torchtitan FILE: ... as a torchtitan job TOML */
+    const char *write_mg;   /* --write-megatron FILE: ... as Megatron-LM arguments */
     long point;             /* --point N: that point instead of the best; -1 = the best */
     const char *sets[MAX_SETS];
     size_t nsets;
@@ -158,6 +181,8 @@ static int parse_value(opts *o, const char *k, const char *v)
         o->prune = (search_prune)m;
     }
     else if (!strcmp(k, "--write-best")) o->write_best = v;
+    else if (!strcmp(k, "--write-torchtitan")) o->write_tt = v;
+    else if (!strcmp(k, "--write-megatron")) o->write_mg = v;
     else if (!strcmp(k, "--point") && parse_u64(v, 0, 100000000, &x)) o->point = (long)x;
     else if (!strcmp(k, "--point")) return bad("--point: expected a point number, not %s", v);
     else if (!strcmp(k, "--set") && o->nsets < MAX_SETS) o->sets[o->nsets++] = v;
@@ -168,9 +193,10 @@ static int parse_value(opts *o, const char *k, const char *v)
     else {
         static const char *const known[] = {"--world", "--tp", "--cp", "--pp", "--ep", "--strategy",
                                            "--recompute", "--global-batch", "--set", "-j", "--csv",
-                                           "--write-best", "--point",
+                                           "--write-best", "--point", "--write-torchtitan",
+                                           "--write-megatron",
                                            "--max-points", "--quiet", "--prune",
-                                           "--no-prune"};
+                                           "--no-prune", "--resume"};
         const char *hit = cli_nearest(k, known, sizeof known / sizeof *known);
         return hit ? bad("unknown option %s (did you mean %s?)", k, hit) : bad("unknown option %s", k);
     }
@@ -189,6 +215,8 @@ static int parse(int argc, char **argv, opts *o)
         }
         if (!strcmp(a, "--quiet")) {
             o->quiet = true;
+        } else if (!strcmp(a, "--resume")) {
+            o->resume = true;
         } else if (!strcmp(a, "--no-prune")) {
             o->prune = SEARCH_PRUNE_NONE;
         } else if (a[0] == '-' && a[1]) {
@@ -201,7 +229,9 @@ static int parse(int argc, char **argv, opts *o)
             o->scenario = a;
         }
     }
-    if (o->point >= 0 && !o->write_best) return bad("%s", "--point N goes with --write-best FILE");
+    if (o->point >= 0 && !o->write_best && !o->write_tt && !o->write_mg)
+        return bad("%s", "--point N goes with --write-best, --write-torchtitan or --write-megatron");
+    if (o->resume && !o->csv) return bad("%s", "--resume goes with --csv FILE (the search to go on with)");
     return o->scenario ? 0 : bad("%s", "no SCENARIO file given");
 }
 
@@ -211,7 +241,11 @@ static int parse(int argc, char **argv, opts *o)
 typedef struct base {
     char name[SPEC_NAME_MAX], topo[SPEC_NAME_MAX];
     uint64_t capacity; /* bytes; 0 = unlimited */
+    uint64_t usable;   /* what a rank may reserve and fit (sum_usable_of) */
     spec_strategy strategy; /* the scenario's runtime (its sharding knobs are its own) */
+    uint32_t gpus, gpus_per_node; /* the topology's */
+    uint64_t micro_batch;
+    bool offloads;     /* the optimizer step is already on the host */
 } base;
 
 static double gib(uint64_t b) { return (double)b / (1024.0 * 1024.0 * 1024.0); }
@@ -271,6 +305,94 @@ static void print_front(const search_point *pts, const sweep_fig *figs, const si
                "--prune front keeps all of it)\n");
 }
 
+/* ---- the nearest miss ---- */
+
+static uint32_t list_max(const search_list *l)
+{
+    uint32_t m = 0;
+    for (size_t k = 0; k < l->n; k++) m = l->v[k] > m ? l->v[k] : m;
+    return m;
+}
+
+static bool has(const search_list *l, uint32_t v)
+{
+    for (size_t k = 0; k < l->n; k++)
+        if (l->v[k] == v) return true;
+    return false;
+}
+
+/* What would take memory off, among the changes this search did not try:
+ * the levers each point could still pull, as options. */
+static void print_levers(const opts *o, const base *b)
+{
+    const search_space *sp = &o->sp;
+    uint32_t tp_top = sp->world < b->gpus_per_node ? sp->world : b->gpus_per_node;
+    const char *sep = "  not searched ";
+    if (!has(&sp->recompute, SPEC_RECOMP_FULL)) {
+        printf("%s--recompute ...,full (activations recomputed, not kept)\n", sep);
+        sep = "               ";
+    }
+    if (!has(&sp->strategy, SPEC_FULL_SHARD) && !has(&sp->strategy, SPEC_FSDP2)) {
+        printf("%s--strategy ...,fsdp2 or full_shard (parameters, gradients and optimizer "
+               "states sharded over dp)\n", sep);
+        sep = "               ";
+    }
+    if (list_max(&sp->tp) < tp_top) {
+        printf("%s--tp up to %u (one node's GPUs)\n", sep, tp_top);
+        sep = "               ";
+    }
+    if (list_max(&sp->pp) < sp->world) {
+        printf("%s--pp up to %u\n", sep, sp->world);
+        sep = "               ";
+    }
+    if (sp->world < b->gpus) {
+        printf("%s--world up to %u (the topology's GPUs: more to shard over)\n", sep, b->gpus);
+        sep = "               ";
+    }
+    if (b->micro_batch > 1) {
+        printf("%s--set training.micro_batch=%llu --global-batch %llu (half the micro-batch, "
+               "the same batch)\n", sep, (unsigned long long)b->micro_batch / 2,
+               (unsigned long long)sp->global_batch);
+        sep = "               ";
+    }
+    if (!b->offloads)
+        printf("%s--set offload.optimizer=cpu (the optimizer step on the host)\n", sep);
+}
+
+/* No point fits: the one that came closest, by how much, and what would
+ * close the gap (docs/DECISIONS.md, entry 81). */
+static void print_miss(const opts *o, const base *b, const search_point *pts,
+                       const sweep_fig *figs, const search_check *chk, size_t n)
+{
+    search_miss m;
+    if (b->usable == UINT64_MAX) return; /* no limit: what failed, failed to run */
+    if (!search_nearest_miss(figs, chk, n, b->usable, &m)) return;
+    const search_point *p = &pts[m.point];
+    printf("\nnearest miss: point %zu\n", m.point);
+    printf("  layout       tp %u, cp %u, pp %u, ep %u, dp %u%s, grad_accum %u\n", p->tp, p->cp,
+           p->pp, p->ep, p->dp, p->tp > 1 ? " (sequence_parallel)" : "", p->grad_accum);
+    printf("  sharding     %s, recompute %s\n", spec_strategy_names[p->strategy],
+           spec_recompute_names[p->recompute]);
+    double pct = b->usable ? 100.0 * (double)m.over / (double)b->usable : 0;
+    if (m.simulated) {
+        printf("  memory       %.2f GiB peak reserved, %.2f GiB usable: %.2f GiB over (%.1f%%)",
+               gib(m.bytes), gib(b->usable), gib(m.over), pct);
+        if (chk[m.point].checked) printf(", model states %.2f GiB", gib(chk[m.point].states));
+        printf("\n  step time    %.3f ms (were it to fit)\n", figs[m.point].step_s * 1e3);
+    } else {
+        printf("  memory       model states alone %.2f GiB, %.2f GiB usable: at least %.2f GiB "
+               "over (%.1f%%); rejected, not simulated (--no-prune gives its peak)\n",
+               gib(m.bytes), gib(b->usable), gib(m.over), pct);
+    }
+    if (m.doubt != SIZE_MAX)
+        printf("  (point %zu, rejected for its states, misses by at least %.2f GiB: it might "
+               "come closer; --no-prune simulates it)\n", m.doubt,
+               gib(chk[m.doubt].states - b->usable));
+    printf("  to fit       %.2f GiB less per GPU, or a device that lets a process reserve "
+           "%.2f GiB%s\n", gib(m.over), gib(m.bytes), m.simulated ? "" : " or more");
+    print_levers(o, b);
+}
+
 /* ---- the command ---- */
 
 /* Load the scenario once: the defaults of the space and what the header
@@ -289,7 +411,11 @@ static int prepare(opts *o, base *b, ss_err *err)
     snprintf(b->name, sizeof b->name, "%s", s.name);
     snprintf(b->topo, sizeof b->topo, "%s", s.topo.name);
     b->capacity = s.capacity_bytes;
+    b->usable = sum_usable_of(&s);
     b->strategy = s.shard.strategy;
+    b->gpus = (uint32_t)gpus, b->gpus_per_node = s.topo.gpus_per_node;
+    b->micro_batch = s.micro_batch;
+    b->offloads = s.off.optimizer != SPEC_OFF_NONE;
     spec_scenario_fini(&s);
     return rc;
 }
@@ -339,38 +465,159 @@ static void check(const opts *o, const base *b, const search_point *pts, size_t 
                      o->quiet ? NULL : on_check, &bar);
 }
 
-/* The CSV with two more columns: each point's state bytes on the device
- * and its step bound (empty where unchecked). Rows are one line each,
- * starting with the point's index. */
-static char *add_columns(const char *csv, const search_check *chk, size_t n)
+/* ---- the CSV as a record (run/search_csv.h) ---- */
+
+/* What --csv keeps while the search runs: the file the rows are appended
+ * to as points finish (NULL: FILE is not a regular file, written at the
+ * end only), and what --resume took from it. */
+typedef struct record {
+    const char *path;
+    char key[SCSV_KEY_MAX];
+    char *old;              /* --resume: the file's text; NULL: none to go on with */
+    FILE *f;
+    const search_check *chk;
+    char **given;           /* per point: its row from the file, or NULL */
+    sweep_fig *given_figs;
+    size_t nreused;
+} record;
+
+static void record_fini(record *r, size_t n)
 {
-    size_t cap = strlen(csv) + 64 * (n + 1) + 64, u = 0;
-    char *out = malloc(cap);
-    if (!out) return NULL;
+    if (r->f) fclose(r->f);
+    for (size_t i = 0; r->given && i < n; i++) free(r->given[i]);
+    free(r->given);
+    free(r->given_figs);
+    free(r->old);
+}
+
+/* FILE is written in place as points finish only when it is a regular
+ * file or nothing yet: a device or pipe takes the final text alone. */
+static bool appendable(const char *path)
+{
+    struct stat st;
+    if (!strcmp(path, "-")) return false;
+    return stat(path, &st) ? errno == ENOENT : S_ISREG(st.st_mode);
+}
+
+/* The key line: the scenario with the search's --set, resolved. */
+static int record_key(const opts *o, record *r, ss_err *err)
+{
+    char *text = NULL;
+    int rc = scn_write_resolved(o->scenario, o->sets, o->nsets, NULL, &text, err);
+    if (!rc) scsv_key(&o->sp, text, r->key, sizeof r->key);
+    free(text);
+    return rc;
+}
+
+/* --resume: the file's text, its key line checked now (before the checks
+ * spend their time); a missing or empty file leaves nothing to go on with. */
+static int record_open_old(const opts *o, record *r, ss_err *err)
+{
+    if (!appendable(o->csv))
+        return ss_fail(err, SS_E_INPUT, o->csv, "--resume: expected a regular file (the CSV "
+                       "of the search to go on with); found a device, pipe or folder");
+    FILE *f = fopen(o->csv, "rb");
+    if (!f && errno == ENOENT) return SS_OK;
+    if (!f) return ss_fail(err, SS_E_IO, o->csv, "cannot read: %s", strerror(errno));
+    size_t cap = 1 << 16, len = 0, got;
+    char *buf = malloc(cap);
+    while (buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+        len += got;
+        char *more = len + 1 == cap ? realloc(buf, cap *= 2) : buf;
+        if (!more) free(buf);
+        buf = more;
+    }
+    bool failed = ferror(f);
+    fclose(f);
+    if (!buf) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    if (failed) {
+        free(buf);
+        return ss_fail(err, SS_E_IO, o->csv, "cannot read: %s", strerror(errno));
+    }
+    buf[len] = '\0';
+    if (!len) {
+        free(buf);
+        return SS_OK;
+    }
+    r->old = buf;
+    return scsv_key_check(o->csv, buf, r->key, err);
+}
+
+/* One row with the search's own columns, to f (newline included). */
+static void put_row(FILE *f, const char *row, const search_check *chk, const sweep_fig *fig)
+{
+    char extra[256];
+    scsv_extra(chk, fig, extra, sizeof extra);
+    fprintf(f, "%.*s%s\n", (int)strcspn(row, "\n"), row, extra);
+}
+
+/* sweep_cfg.on_row: the finished point's row, flushed at once. */
+static void on_row(void *ctx, size_t slot, const char *row, const sweep_fig *fig)
+{
+    record *r = ctx;
+    put_row(r->f, row, &r->chk[slot], fig);
+    fflush(r->f);
+}
+
+/* Before the sweep: take back the rows --resume finds, and start the file
+ * over with its key, header and those rows (whole, through ofile.h: a
+ * failure here leaves the old file), then append from there. */
+static int record_start(record *r, const char *head, const search_point *pts, size_t n,
+                        sweep_cfg *c, ss_err *err)
+{
+    char header[4096];
+    snprintf(header, sizeof header, "%.*s%s", (int)strcspn(head, "\n"), head, scsv_extra_header);
+    r->given = calloc(n ? n : 1, sizeof *r->given);
+    r->given_figs = calloc(n ? n : 1, sizeof *r->given_figs);
+    if (!r->given || !r->given_figs) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    int rc = r->old ? scsv_read(r->path, r->old, r->key, header, pts, n, r->given,
+                                r->given_figs, &r->nreused, err)
+                    : SS_OK;
+    c->given = r->given;
+    c->given_figs = r->given_figs;
+    if (rc || !appendable(r->path)) return rc; /* a device or pipe: the final text only */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (!m) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    fprintf(m, "%s\n%s\n", r->key, header);
+    for (size_t i = 0; i < n; i++)
+        if (r->given[i]) put_row(m, r->given[i], &r->chk[i], &r->given_figs[i]);
+    fclose(m);
+    rc = text ? of_write_text(r->path, text, err) : ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    free(text);
+    if (!rc && !(r->f = fopen(r->path, "a")))
+        rc = ss_fail(err, SS_E_IO, r->path, "cannot append: %s", strerror(errno));
+    if (r->f) c->on_row = on_row, c->row_ctx = r;
+    return rc;
+}
+
+/* The final CSV: the key line, the header with the search's columns, and
+ * every row with its own, in point order. */
+static char *final_csv(const char *key, const char *csv, const search_check *chk,
+                       const sweep_fig *figs, size_t n)
+{
+    char *out = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&out, &len);
+    if (!m) return NULL;
+    fprintf(m, "%s\n", key);
     for (const char *line = csv; *line;) {
-        const char *nl = strchr(line, '\n');
-        size_t len = nl ? (size_t)(nl - line) : strlen(line);
-        memcpy(out + u, line, len);
-        u += len;
+        size_t l = strcspn(line, "\n");
         char *end;
         unsigned long long i = strtoull(line, &end, 10);
-        bool known = line != csv && end != line && i < n && chk[i].checked;
-        char states[32] = "", bound[32] = "";
-        if (known) snprintf(states, sizeof states, "%llu", (unsigned long long)chk[i].states);
-        if (known && !chk[i].rejected) snprintf(bound, sizeof bound, "%.9g", chk[i].bound_ns * 1e-9);
-        if (line == csv) u += (size_t)snprintf(out + u, cap - u, ",state_bytes,step_bound_s");
-        else u += (size_t)snprintf(out + u, cap - u, ",%s,%s", states, bound);
-        out[u++] = '\n';
-        line += len + (nl != NULL);
+        if (line == csv) fprintf(m, "%.*s%s\n", (int)l, line, scsv_extra_header);
+        else if (end != line && i < n) put_row(m, line, &chk[i], &figs[i]);
+        line += l + (line[l] == '\n');
     }
-    out[u] = '\0';
+    fclose(m);
     return out;
 }
 
-/* Simulate the points (in the pruner's order, skipping what it prunes);
- * the CSV (header and rows) in *csv. */
+/* Simulate the points (in the pruner's order, skipping what it prunes,
+ * taking what --resume found); the CSV (header and rows) in *csv. */
 static int simulate(const opts *o, const base *b, const search_point *pts, size_t n,
-                    search_pruner *pr, sweep_fig *figs, char **csv, ss_err *err)
+                    search_pruner *pr, record *rec, sweep_fig *figs, char **csv, ss_err *err)
 {
     sweep_cfg c = {.scenario = o->scenario, .sets = o->sets, .nsets = o->nsets,
                    .threads = o->threads, .stride = 1, .figs = figs,
@@ -380,13 +627,18 @@ static int simulate(const opts *o, const base *b, const search_point *pts, size_
     hooks h = {pr, o->quiet ? NULL : &bar};
     c.progress = on_done;
     c.progress_ctx = c.skip_ctx = &h;
-    if (!o->quiet)
-        fprintf(stderr, "shardsim search: simulating %zu points on %u thread%s%s\n", n, c.threads,
-                c.threads == 1 ? "" : "s",
-                o->prune == SEARCH_PRUNE_NONE ? "" : ", by bound, skipping what cannot matter");
     char *rows = NULL, *head = NULL;
     int rc = search_sweep_lists(pts, n, b->strategy, &c, err);
     if (!rc && !(head = sweep_header(&c))) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    if (!rc && o->csv) rc = record_start(rec, head, pts, n, &c, err);
+    if (!rc && !o->quiet && o->resume)
+        fprintf(stderr, "shardsim search: resuming %s: %zu points simulated before taken from it, "
+                "%zu to simulate or prune\n",
+                o->csv, rec->nreused, n - rec->nreused);
+    if (!rc && !o->quiet)
+        fprintf(stderr, "shardsim search: simulating %zu points on %u thread%s%s\n", n, c.threads,
+                c.threads == 1 ? "" : "s",
+                o->prune == SEARCH_PRUNE_NONE ? "" : ", by bound, skipping what cannot matter");
     if (!rc) rc = sweep_run(&c, &rows, err);
     if (!rc && !(*csv = malloc(strlen(head) + strlen(rows) + 1)))
         rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
@@ -412,8 +664,8 @@ static void print_pruning(const opts *o, const search_pruner *pr, size_t n)
 }
 
 static int report(const opts *o, const base *b, const search_point *pts, size_t n,
-                  size_t skipped, const search_pruner *pr, const sweep_fig *figs, size_t *best,
-                  ss_err *err)
+                  size_t skipped, const search_pruner *pr, const sweep_fig *figs,
+                  const search_check *chk, size_t *best, ss_err *err)
 {
     size_t *front = malloc((n ? n : 1) * sizeof *front), nfront = 0;
     int rc = front ? search_front(figs, n, front, &nfront, err)
@@ -436,14 +688,17 @@ static int report(const opts *o, const base *b, const search_point *pts, size_t 
     } else {
         printf("\nno point fits: every one failed to run or went over the capacity (the CSV's "
                "status, fits and error columns say which)\n");
+        print_miss(o, b, pts, figs, chk, n);
     }
     free(front);
     return nfront ? 0 : 1;
 }
 
-/* Point i as a scenario that runs from anywhere: the base scenario with the
- * search's --set and the point's overrides, its file references absolute. */
-static int write_point(const opts *o, const base *b, const search_point *p, size_t i, ss_err *err)
+/* The files of point i the options ask for: the scenario (runs from
+ * anywhere: its file references absolute), torchtitan's TOML, Megatron's
+ * arguments (cli/search_write.h). Each one that fails says why and sets
+ * the exit code; the others are still written. */
+static int write_point(const opts *o, const base *b, const search_point *p, size_t i)
 {
     char sets[SEARCH_NKEYS][SEARCH_SET_MAX], name[160];
     const char *all[MAX_SETS + SEARCH_NKEYS];
@@ -452,11 +707,20 @@ static int write_point(const opts *o, const base *b, const search_point *p, size
     size_t m = search_point_sets(p, b->strategy, sets);
     for (size_t k = 0; k < m; k++) all[n++] = sets[k];
     snprintf(name, sizeof name, "%.100s (search point %zu)", b->name, i);
-    char *text = NULL;
-    int rc = scn_write_resolved(o->scenario, all, n, name, &text, err);
-    if (!rc) rc = of_write_text(o->write_best, text, err);
-    free(text);
-    return rc;
+    sw_point pt = {o->scenario, all, n, name};
+    const char *paths[] = {o->write_best, o->write_tt, o->write_mg};
+    int (*const write[])(const sw_point *, const char *, ss_err *) = {sw_scenario, sw_torchtitan,
+                                                                      sw_megatron};
+    int code = 0;
+    for (size_t k = 0; k < 3; k++) {
+        ss_err err;
+        ss_err_clear(&err);
+        if (!paths[k]) continue;
+        if (write[k](&pt, paths[k], &err)) code = fail(&err);
+        else if (!o->quiet)
+            fprintf(stderr, "shardsim search: point %zu written to %s\n", i, paths[k]);
+    }
+    return code;
 }
 
 int search_cmd(int argc, char **argv)
@@ -479,26 +743,30 @@ int search_cmd(int argc, char **argv)
     search_check *chk = calloc(n, sizeof *chk);
     search_pruner *pr = NULL;
     char *csv = NULL, *full = NULL;
+    record rec = {.path = o.csv, .chk = chk};
     rc = figs && chk ? SS_OK : ss_fail(&err, SS_E_NOMEM, NULL, "out of memory");
+    if (!rc && o.csv) rc = record_key(&o, &rec, &err);
+    if (!rc && o.resume) rc = record_open_old(&o, &rec, &err);
     if (!rc) check(&o, &b, pts, n, chk);
     if (!rc) rc = search_pruner_new(&pr, chk, n, o.prune, &err);
-    if (!rc) rc = simulate(&o, &b, pts, n, pr, figs, &csv, &err);
-    if (!rc && !(full = add_columns(csv, chk, n)))
+    if (!rc) rc = simulate(&o, &b, pts, n, pr, &rec, figs, &csv, &err);
+    if (!rc && o.csv && !(full = final_csv(rec.key, csv, chk, figs, n)))
         rc = ss_fail(&err, SS_E_NOMEM, NULL, "out of memory");
+    if (rec.f) fclose(rec.f);
+    rec.f = NULL;
     if (!rc && o.csv) rc = of_write_text(o.csv, full, &err);
     size_t best = SIZE_MAX;
-    int code = rc ? fail(&err) : report(&o, &b, pts, n, skipped, pr, figs, &best, &err);
-    if (!rc && o.write_best) {
+    int code = rc ? fail(&err) : report(&o, &b, pts, n, skipped, pr, figs, chk, &best, &err);
+    if (!rc && (o.write_best || o.write_tt || o.write_mg)) {
         size_t i = o.point >= 0 ? (size_t)o.point : best;
-        if (i == SIZE_MAX)
-            code = bad("%s", "--write-best: no point fits (name one with --point N)");
-        else if (write_point(&o, &b, &pts[i], i, &err))
-            code = fail(&err);
-        else if (!o.quiet)
-            fprintf(stderr, "shardsim search: point %zu written to %s\n", i, o.write_best);
+        int wc = i == SIZE_MAX ? bad("%s", "--write-best, --write-torchtitan, --write-megatron: "
+                                     "no point fits (name one with --point N)")
+                               : write_point(&o, &b, &pts[i], i);
+        code = wc ? wc : code;
     }
     free(full);
     free(csv);
+    record_fini(&rec, n);
     search_pruner_free(pr);
     free(chk);
     free(figs);

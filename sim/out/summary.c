@@ -179,10 +179,12 @@ static cJSON *json_coll(const sum_coll *c, bool split)
  * less, the total CUDA reports for the device less the process's own CUDA
  * context and NCCL buffers, when the device file gives that total
  * (cuda_total_bytes; docs/MEMORY.md). */
-static ss_bytes usable_bytes(const sum_report *r)
+static ss_bytes usable_bytes(const sum_report *r) { return sum_usable_of(r->s); }
+
+ss_bytes sum_usable_of(const spec_scenario *s)
 {
-    const spec_device *d = &r->s->topo.device;
-    ss_bytes cap = r->s->capacity_bytes ? r->s->capacity_bytes : UINT64_MAX;
+    const spec_device *d = &s->topo.device;
+    ss_bytes cap = s->capacity_bytes ? s->capacity_bytes : UINT64_MAX;
     if (!d->cuda_total_bytes) return cap;
     ss_bytes cuda = d->cuda_total_bytes - d->process_reserve_bytes; /* machine.c: reserve < total */
     return cuda < cap ? cuda : cap;

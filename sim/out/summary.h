@@ -77,6 +77,9 @@ bool sum_fits(const sum_report *r);
  * allocator's capacity, or the device's CUDA total less the process reserve
  * when lower (docs/MEMORY.md). */
 ss_bytes sum_usable(const sum_report *r);
+/* The same from the scenario alone (UINT64_MAX: unlimited), for reports
+ * on runs they hold no summary of (search's nearest miss). */
+ss_bytes sum_usable_of(const spec_scenario *s);
 ss_bytes sum_max_peak(const sum_report *r);
 ss_bytes sum_max_peak_reserved(const sum_report *r);
 void sum_text(const sum_report *r, FILE *f);

@@ -136,7 +136,7 @@ int search_enumerate(const search_space *sp, search_point **out, size_t *n, size
 
 /* ---- the sweep's columns ---- */
 
-static void value_of(const search_point *p, size_t key, char *buf, size_t cap)
+void search_point_value(const search_point *p, size_t key, char *buf, size_t cap)
 {
     const uint32_t nums[] = {p->tp, p->cp, p->pp, p->ep, p->dp, 0, p->grad_accum};
     if (key == 5) snprintf(buf, cap, "%s", p->tp > 1 ? "true" : "false"); /* SP with any TP */
@@ -150,7 +150,7 @@ size_t search_point_sets(const search_point *p, spec_strategy base,
 {
     for (size_t k = 0; k < SEARCH_NKEYS; k++) {
         char buf[64];
-        value_of(p, k, buf, sizeof buf);
+        search_point_value(p, k, buf, sizeof buf);
         if (k == 7 && p->strategy != base)
             snprintf(sets[k], SEARCH_SET_MAX, "sharding={\"strategy\": \"%s\"}", buf);
         else snprintf(sets[k], SEARCH_SET_MAX, "%s=%s", search_keys[k], buf);
@@ -170,7 +170,7 @@ static int column(const search_point *pts, size_t n, size_t key, spec_strategy b
     for (; v->nvalues < n; v->nvalues++) {
         char buf[64], set[128];
         const search_point *p = &pts[v->nvalues];
-        value_of(p, key, buf, sizeof buf);
+        search_point_value(p, key, buf, sizeof buf);
         if (!(v->values[v->nvalues] = strdup(buf))) return 0;
         if (key != 7 || p->strategy == base) continue;
         snprintf(set, sizeof set, "sharding={\"strategy\": \"%s\"}", buf);
@@ -226,6 +226,38 @@ int search_front(const sweep_fig *figs, size_t n, size_t *front, size_t *nfront,
     free(c);
     *nfront = k;
     return SS_OK;
+}
+
+/* ---- the nearest miss ---- */
+
+static uint64_t over(uint64_t bytes, uint64_t usable) { return bytes > usable ? bytes - usable : 0; }
+
+bool search_nearest_miss(const sweep_fig *figs, const search_check *chk, size_t n,
+                         uint64_t usable, search_miss *out)
+{
+    size_t sim = SIZE_MAX, rej = SIZE_MAX;
+    for (size_t i = 0; i < n; i++) {
+        if (figs[i].ok && !figs[i].fits &&
+            (sim == SIZE_MAX || over(figs[i].peak_reserved, usable) <
+                                    over(figs[sim].peak_reserved, usable)))
+            sim = i;
+        if (!figs[i].ok && chk[i].checked && chk[i].rejected &&
+            (rej == SIZE_MAX || chk[i].states < chk[rej].states))
+            rej = i;
+    }
+    if (sim == SIZE_MAX && rej == SIZE_MAX) return false;
+    *out = (search_miss){.doubt = SIZE_MAX};
+    if (sim == SIZE_MAX) {
+        out->point = rej;
+        out->bytes = chk[rej].states;
+    } else {
+        out->point = sim, out->simulated = true;
+        out->bytes = figs[sim].peak_reserved;
+        if (rej != SIZE_MAX && over(chk[rej].states, usable) < over(out->bytes, usable))
+            out->doubt = rej;
+    }
+    out->over = over(out->bytes, usable);
+    return true;
 }
 
 /* ---- checks before simulating ---- */

@@ -93,6 +93,9 @@ int search_enumerate(const search_space *sp, search_point **out, size_t *n, size
 #define SEARCH_NKEYS 9
 extern const char *const search_keys[SEARCH_NKEYS];
 
+/* Point p's value of search_keys[key] as its CSV column shows it. */
+void search_point_value(const search_point *p, size_t key, char *buf, size_t cap);
+
 /* The overrides that make the scenario point p, "key=value" in sets (as
  * the sweep applies them: another runtime than `base` replaces the
  * sharding section). Returns how many (SEARCH_NKEYS). */
@@ -137,6 +140,25 @@ void search_check_all(const char *file, const char *const *sets, size_t nsets,
                       spec_strategy base, const search_point *pts, size_t n, unsigned threads,
                       search_check *chk, void (*progress)(void *ctx, size_t done, size_t total),
                       void *ctx);
+
+/* When no point fits: the one that came closest. A simulated point's
+ * miss is its peak reserved over `usable` (what a rank may reserve,
+ * out/summary.h's sum_usable), 0 when it failed at the capacity without
+ * reserving past it; a rejected point's (never simulated) is its states
+ * over usable, a lower bound. The smallest simulated miss wins (then the
+ * lower index); a rejected point only when none was simulated, or as
+ * *doubt when its lower bound is below the winner's miss (it might come
+ * closer: --no-prune would tell). false: no point was simulated or
+ * rejected (all errors). */
+typedef struct search_miss {
+    size_t point;
+    bool simulated;   /* false: rejected, bytes its states */
+    uint64_t bytes;   /* peak reserved, or states */
+    uint64_t over;    /* bytes - usable, or 0 */
+    size_t doubt;     /* a rejected point that might come closer; SIZE_MAX none */
+} search_miss;
+bool search_nearest_miss(const sweep_fig *figs, const search_check *chk, size_t n,
+                         uint64_t usable, search_miss *out);
 
 typedef enum { SEARCH_PRUNE_BEST, SEARCH_PRUNE_FRONT, SEARCH_PRUNE_NONE } search_prune;
 extern const char *const search_prune_names[3]; /* "best", "front", "none" */

@@ -119,7 +119,8 @@ char *sweep_header(const sweep_cfg *c)
 /* Figures of a run; throughput as the summary's "throughput" section has it. */
 static sweep_fig fig_of(const sum_report *r)
 {
-    sweep_fig f = {.ok = true, .fits = sum_fits(r), .step_s = r->step_ns * 1e-9,
+    sweep_fig f = {.ok = true, .fits = sum_fits(r), .step_ns = r->step_ns,
+                   .step_s = r->step_ns * 1e-9,
                    .peak_reserved = sum_max_peak_reserved(r)};
     f.tokens_per_s = f.step_s > 0 ? (double)r->tokens / f.step_s : 0;
     f.mfu = r->peak_flops > 0 ? f.tokens_per_s * r->flops_per_token / r->peak_flops : 0;
@@ -220,6 +221,13 @@ static char *run_point(const sweep_cfg *c, size_t i, sweep_fig *fig)
     return row;
 }
 
+/* A point simulated before (resume): its row and figures as given. */
+static char *given_point(const sweep_cfg *c, size_t slot, sweep_fig *fig)
+{
+    *fig = c->given_figs[slot];
+    return strdup(c->given[slot]);
+}
+
 /* ---- threads ---- */
 
 typedef struct pool {
@@ -253,13 +261,17 @@ static void *worker(void *arg)
         if (slot == SIZE_MAX) return NULL;
         sweep_fig fig = {0};
         size_t point = p->c->first + slot * p->c->stride;
-        char *row = skip ? skipped_point(p->c, point, &left) : run_point(p->c, point, &fig);
+        const char *had = p->c->given ? p->c->given[slot] : NULL;
+        char *row = skip  ? skipped_point(p->c, point, &left)
+                    : had ? given_point(p->c, slot, &fig)
+                          : run_point(p->c, point, &fig);
         if (p->c->figs) p->c->figs[slot] = fig; /* slots are distinct: no lock */
         pthread_mutex_lock(&p->lock);
         p->rows[slot] = row;
         p->nomem = p->nomem || !row;
         p->done++;
         if (p->c->progress) p->c->progress(p->c->progress_ctx, p->done, p->count, slot, &fig);
+        if (row && p->c->on_row) p->c->on_row(p->c->row_ctx, slot, row, &fig);
         pthread_mutex_unlock(&p->lock);
     }
 }

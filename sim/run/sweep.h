@@ -44,10 +44,11 @@ typedef struct sweep_vary {
 typedef struct sweep_fig {
     bool ok;                /* simulated; false: an error row */
     bool fits;              /* no rank's allocator went over its capacity */
-    double step_s;
+    double step_s;          /* step_ns * 1e-9 */
     double tokens_per_s;    /* per GPU */
     double mfu;             /* 0 when the device has no peak for the dtype */
     uint64_t peak_reserved; /* bytes, the largest over ranks */
+    uint64_t step_ns;       /* the step, exact */
 } sweep_fig;
 
 /* A point left out (search pruning): its row's status word and the reason
@@ -84,6 +85,17 @@ typedef struct sweep_cfg {
      * before it runs still counts in progress, with a zero sweep_fig. */
     int (*skip)(void *ctx, size_t slot, bool final, sweep_skip *row);
     void *skip_ctx;
+    /* Optional (search --resume): per slot, the row of a point simulated
+     * before (with its newline; NULL: simulate it) and its figures, taken
+     * as they are in its turn instead of simulating it. The skip hook is
+     * still asked first. */
+    char *const *given;
+    const sweep_fig *given_figs;
+    /* Optional (search --csv), under the pool's lock right after progress:
+     * the row of the point just finished (skipped, given or simulated), as
+     * sweep_run's text will have it unless the final skip pass replaces it. */
+    void (*on_row)(void *ctx, size_t slot, const char *row, const sweep_fig *fig);
+    void *row_ctx;
 } sweep_cfg;
 
 /* Parse "key=v1,v2,v3" into v (values split at commas outside brackets and

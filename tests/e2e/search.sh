@@ -30,10 +30,12 @@ check "... which is the best the report prints" \
 # 20 layouts of 8 GPUs x 2 strategies x 2 recompute modes.
 n=$(sed -n 's/^  points *\([0-9]*\) enumerated.*/\1/p' "$d/j1.txt")
 check "80 points enumerated" '[ "$n" = 80 ]'
-check "header + one row per enumerated point" '[ "$(wc -l <"$d/j1.csv")" -eq $((n + 1)) ]'
-check "the header" 'head -1 "$d/j1.csv" | grep -qx "point,parallel.tp,parallel.cp,parallel.pp,parallel.ep,parallel.dp,parallel.sequence_parallel,training.grad_accum,sharding.strategy,training.recompute,status,step_time_s,compute_s,exposed_communication_s,max_peak_allocated_bytes,max_peak_reserved_bytes,max_steady_bytes,fits,all_reduce_count,all_gather_count,reduce_scatter_count,broadcast_count,error,state_bytes,step_bound_s"'
+check "key line, header, one row per enumerated point" '[ "$(wc -l <"$d/j1.csv")" -eq $((n + 2)) ]'
+check "the key line names the search" \
+    'head -1 "$d/j1.csv" | grep -Eqx "# shardsim search: version [0-9.]+; scenario [0-9a-f]{16}; world 8; tp 1,2,4,8; cp 1,2,4,8; pp 1,2,4,8; ep 1; strategy full_shard,hybrid_shard; recompute none,full; global_batch 8; micro_batch 1"'
+check "the header" 'sed -n 2p "$d/j1.csv" | grep -qx "point,parallel.tp,parallel.cp,parallel.pp,parallel.ep,parallel.dp,parallel.sequence_parallel,training.grad_accum,sharding.strategy,training.recompute,status,step_time_s,compute_s,exposed_communication_s,max_peak_allocated_bytes,max_peak_reserved_bytes,max_steady_bytes,fits,all_reduce_count,all_gather_count,reduce_scatter_count,broadcast_count,error,state_bytes,step_bound_s,step_ns,tokens_per_s_per_gpu,mfu"'
 check "every row: tp x cp x pp x dp = 8, grad_accum x dp = 8" \
-    '[ -z "$(awk -F, "NR > 1 && (\$2 * \$3 * \$4 * \$6 != 8 || \$8 * \$6 != 8)" "$d/j1.csv")" ]'
+    '[ -z "$(awk -F, "NR > 2 && (\$2 * \$3 * \$4 * \$6 != 8 || \$8 * \$6 != 8)" "$d/j1.csv")" ]'
 check "hybrid_shard with tp 2 runs (HSDP inside a layout)" \
     'awk -F, "\$2 == 2 && \$9 == \"hybrid_shard\" && \$11 == \"ok\"" "$d/j1.csv" | grep -q .'
 check "hybrid_shard without a layout runs" \
@@ -41,10 +43,10 @@ check "hybrid_shard without a layout runs" \
 
 # The best point is the fastest fitting row.
 best=$(sed -n 's/^best by step time: point \([0-9]*\)$/\1/p' "$d/j1.txt")
-min=$(awk -F, 'NR > 1 && $11 == "ok" && $18 == "true" && (m == "" || $12 < m) { m = $12 } END { print m }' "$d/j1.csv")
+min=$(awk -F, 'NR > 2 && $11 == "ok" && $18 == "true" && (m == "" || $12 < m) { m = $12 } END { print m }' "$d/j1.csv")
 check "a best point is printed" '[ -n "$best" ]'
 check "the best point is the minimum step time among fitting rows" \
-    '[ "$(awk -F, -v p="$best" "NR > 1 && \$1 == p { print \$12 }" "$d/j1.csv")" = "$min" ]'
+    '[ "$(awk -F, -v p="$best" "NR > 2 && \$1 == p { print \$12 }" "$d/j1.csv")" = "$min" ]'
 
 # The front: fitting rows, by step time, each using less memory than the
 # ones before it, none beaten on both by any fitting row.
@@ -53,12 +55,12 @@ check "the front has points" '[ -s "$d/front" ]'
 check "the front starts with the best point" '[ "$(head -1 "$d/front")" = "$best" ]'
 check "every front point fits, faster first, less memory each" '
     awk -F, "NR == FNR { want[\$1] = FNR; next }
-             FNR > 1 && (\$1 in want) { if (\$18 != \"true\") bad = 1; t[want[\$1]] = \$12; r[want[\$1]] = \$16; k++ }
+             FNR > 2 && (\$1 in want) { if (\$18 != \"true\") bad = 1; t[want[\$1]] = \$12; r[want[\$1]] = \$16; k++ }
              END { for (i = 2; i <= k; i++) if (t[i] < t[i - 1] || r[i] >= r[i - 1]) bad = 1; exit bad || !k }" \
         "$d/front" "$d/j1.csv"'
 check "no fitting row beats a front point on both step time and memory" '
     awk -F, "NR == FNR { want[\$1] = 1; next }
-             FNR > 1 && \$18 == \"true\" { id[++m] = \$1; t[m] = \$12; r[m] = \$16 }
+             FNR > 2 && \$18 == \"true\" { id[++m] = \$1; t[m] = \$12; r[m] = \$16 }
              END { for (i = 1; i <= m; i++) if (id[i] in want) for (j = 1; j <= m; j++)
                      if (t[j] <= t[i] && r[j] <= r[i] && (t[j] < t[i] || r[j] < r[i])) bad = 1
                    exit bad }" "$d/front" "$d/j1.csv"'
@@ -73,15 +75,34 @@ rc=$?
 check "nothing fits: exit 1" '[ $rc -eq 1 ]'
 check "nothing fits: said on stdout" 'grep -q "^no point fits" "$d/none.txt"'
 check "the rejected point: its row says why" \
-    'sed 1d "$d/none.csv" | cut -d, -f11,23 | grep -Eq "^rejected,rejected: states [0-9.]+ GiB > 80.00 GiB$"'
+    'sed 1,2d "$d/none.csv" | cut -d, -f11,23 | grep -Eq "^rejected,rejected: states [0-9.]+ GiB > 80.00 GiB$"'
 check "... and the report counts it" 'grep -q "pruning      best: 1 rejected" "$d/none.txt"'
 check "--quiet: nothing on stderr" '[ ! -s "$d/none.err" ]'
 "$bin" search "$s" --tp 1 --cp 1 --pp 1 --strategy ddp --recompute none --quiet --no-prune \
     --csv "$d/none2.csv" >/dev/null 2>&1
 check "... run anyway (--no-prune), it does not fit" \
-    '[ "$(sed 1d "$d/none2.csv" | cut -d, -f11,18)" = "ok,false" ]'
+    '[ "$(sed 1,2d "$d/none2.csv" | cut -d, -f11,18)" = "ok,false" ]'
 check "... its states are below its peak" \
-    '[ "$(sed 1d "$d/none.csv" | cut -d, -f24)" -le "$(sed 1d "$d/none2.csv" | cut -d, -f15)" ]'
+    '[ "$(sed 1,2d "$d/none.csv" | cut -d, -f24)" -le "$(sed 1,2d "$d/none2.csv" | cut -d, -f15)" ]'
+
+# The nearest miss. Rejected only: point 0, its states (the CSV's
+# state_bytes) over what a rank may use. With tp 1,2 the tp 2 point is
+# simulated and misses by its peak reserved (the CSV's) less the usable
+# bytes the report prints; the levers the search did not try are listed.
+check "nothing fits: the nearest miss is the rejected point, by its states" \
+    'grep -qx "nearest miss: point 0" "$d/none.txt" &&
+     grep -Eq "^  memory       model states alone $(sed 1,2d "$d/none.csv" | cut -d, -f24 | awk "{ printf \"%.2f\", \$1 / 2^30 }") GiB, [0-9.]+ GiB usable: at least [0-9.]+ GiB over" "$d/none.txt"'
+"$bin" search "$s" --tp 1,2 --cp 1 --pp 1 --strategy ddp --recompute none --quiet \
+    --csv "$d/miss.csv" >"$d/miss.txt" 2>/dev/null
+check "tp 1,2: still nothing fits" '[ $? -eq 1 ]'
+peak=$(awk -F, 'NR > 2 && $2 == 2 { print $16 }' "$d/miss.csv")
+usable=$(sed -n 's/^  memory .* GiB peak reserved, \([0-9.]*\) GiB usable.*/\1/p' "$d/miss.txt")
+check "... the nearest miss is the simulated tp 2 point" \
+    'grep -qx "nearest miss: point 1" "$d/miss.txt" && grep -q "^  layout       tp 2, cp 1, pp 1, ep 1, dp 4" "$d/miss.txt"'
+check "... its peak (the CSV's) less the usable bytes is what it misses by" \
+    'grep -q "^  memory       $(awk -v p="$peak" "BEGIN { printf \"%.2f\", p / 2^30 }") GiB peak reserved, $usable GiB usable: $(awk -v p="$peak" -v u="$usable" "BEGIN { printf \"%.2f\", p / 2^30 - u }") GiB over" "$d/miss.txt"'
+check "... and the levers not searched" \
+    'grep -q "^  not searched --recompute ...,full" "$d/miss.txt" && grep -q "^               --strategy ...,fsdp2 or full_shard" "$d/miss.txt"'
 
 # Pruning: the same best point as the exhaustive run, the same bytes on 1
 # and 2 threads; --prune front the same front.
@@ -99,11 +120,11 @@ check "pruned: some points pruned, fewer simulated" \
 check "pruned: the checks are announced first" \
     '[ "$(head -1 "$d/p1.err")" = "shardsim search: checking 80 points (memory, step bound) on 1 thread" ]'
 check "every simulated row: step bound <= step" \
-    '[ -z "$(awk -F, "NR > 1 && \$11 == \"ok\" && (\$25 == \"\" || \$25 + 0 > \$12 + 0)" "$d/p1.csv")" ] &&
-     awk -F, "NR > 1 && \$11 == \"ok\"" "$d/p1.csv" | grep -q .'
+    '[ -z "$(awk -F, "NR > 2 && \$11 == \"ok\" && (\$25 == \"\" || \$25 + 0 > \$12 + 0)" "$d/p1.csv")" ] &&
+     awk -F, "NR > 2 && \$11 == \"ok\"" "$d/p1.csv" | grep -q .'
 check "every pruned row: its bound >= the best step, said in the row" '
-    awk -F, -v b="$(awk -F, -v p="$best" "NR > 1 && \$1 == p { print \$12 }" "$d/j1.csv")" \
-        "NR > 1 && \$11 == \"pruned\" { n++; if (\$25 + 0 < b + 0 || \$23 !~ /^pruned: bound [0-9.]+ s >= best [0-9.]+ s \(point [0-9]+\)$/) bad = 1 }
+    awk -F, -v b="$(awk -F, -v p="$best" "NR > 2 && \$1 == p { print \$12 }" "$d/j1.csv")" \
+        "NR > 2 && \$11 == \"pruned\" { n++; if (\$25 + 0 < b + 0 || \$23 !~ /^pruned: bound [0-9.]+ s >= best [0-9.]+ s \(point [0-9]+\)$/) bad = 1 }
          END { exit bad || !n }" "$d/p1.csv"'
 "$bin" search "$s" "${args[@]}" -j 2 --prune front --csv "$d/f.csv" >"$d/f.txt" 2>/dev/null
 check "--prune front: the exhaustive run's front" '[ "$(front_of "$d/f.txt")" = "$(front_of "$d/j1.txt")" ]'
@@ -129,7 +150,7 @@ got=$(cd / && "$abs" run "$d/best.json" | sed -n 's/^  step time *\([0-9.]*\) ms
 check "--write-best: the file runs from / and gives the reported step" '[ -n "$want" ] && [ "$got" = "$want" ]'
 check "... its file references are absolute" 'grep -q "\"model\":[[:space:]]*\"/" "$d/best.json"'
 "$bin" search "$s" "${args[@]}" --quiet --write-best "$d/p3.json" --point 3 >/dev/null 2>&1
-tp3=$(awk -F, 'NR == 5 {print $2}' "$d/j1.csv")
+tp3=$(awk -F, 'NR == 6 {print $2}' "$d/j1.csv")
 check "--point 3 writes the CSV's fourth point" '[ -n "$tp3" ] && grep -q "\"tp\":[[:space:]]*$tp3[,}]" "$d/p3.json"'
 "$bin" search "$s" "${args[@]}" --quiet --write-best "$d/x.json" --point 80 >/dev/null 2>"$d/pe.err"
 rc=$?

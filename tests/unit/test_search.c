@@ -210,9 +210,9 @@ static void test_front(void **state)
 {
     (void)state;
     sweep_fig f[8] = {
-        {true, true, 2, 0, 0, 10}, {true, true, 1, 0, 0, 30},   {true, true, 3, 0, 0, 5},
-        {true, true, 2.5, 0, 0, 10}, {true, false, 0.5, 0, 0, 1}, {false, false, 0, 0, 0, 0},
-        {true, true, 1, 0, 0, 30}, {true, true, 1, 0, 0, 40}};
+        {true, true, 2, 0, 0, 10, 0}, {true, true, 1, 0, 0, 30, 0},   {true, true, 3, 0, 0, 5, 0},
+        {true, true, 2.5, 0, 0, 10, 0}, {true, false, 0.5, 0, 0, 1, 0}, {false, false, 0, 0, 0, 0, 0},
+        {true, true, 1, 0, 0, 30, 0}, {true, true, 1, 0, 0, 40, 0}};
     size_t front[8], n;
     assert_int_equal(search_front(f, 8, front, &n, NULL), SS_OK);
     assert_int_equal(n, 3);
@@ -504,6 +504,39 @@ static void test_pruner_order_independent(void **state)
     search_pruner_free(p);
 }
 
+/* The nearest miss, worked by hand with usable 100: simulated points 0
+ * (peak 130: 30 over) and 2 (peak 110: 10 over) miss, 1 fits, 3 failed;
+ * rejected 4 (states 105: at least 5 over, below 10: it might come closer)
+ * and 5 (states 150). The nearest is 2, with 4 as the doubt; without the
+ * simulated ones, the rejected 4 (its states); with nothing simulated or
+ * rejected, none. */
+static void test_nearest_miss(void **state)
+{
+    (void)state;
+    sweep_fig f[6] = {{.ok = true, .peak_reserved = 130}, {.ok = true, .fits = true, .peak_reserved = 90},
+                      {.ok = true, .peak_reserved = 110}, {0}, {0}, {0}};
+    search_check c[6] = {[4] = {.checked = true, .rejected = true, .states = 105},
+                         [5] = {.checked = true, .rejected = true, .states = 150}};
+    search_miss m;
+    assert_true(search_nearest_miss(f, c, 6, 100, &m));
+    assert_int_equal(m.point, 2);
+    assert_true(m.simulated);
+    assert_int_equal(m.bytes, 110);
+    assert_int_equal(m.over, 10);
+    assert_int_equal(m.doubt, 4);
+    c[4].states = 120; /* 20 over: no longer below 10 */
+    assert_true(search_nearest_miss(f, c, 6, 100, &m));
+    assert_int_equal(m.doubt, SIZE_MAX);
+    f[0].ok = f[2].ok = false;
+    assert_true(search_nearest_miss(f, c, 6, 100, &m));
+    assert_int_equal(m.point, 4);
+    assert_false(m.simulated);
+    assert_int_equal(m.bytes, 120);
+    assert_int_equal(m.over, 20);
+    c[4].rejected = c[5].rejected = false;
+    assert_false(search_nearest_miss(f, c, 6, 100, &m));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -512,6 +545,7 @@ int main(void)
         cmocka_unit_test(test_enumerate_bound),  cmocka_unit_test(test_sweep_lists),
         cmocka_unit_test(test_front),            cmocka_unit_test(test_bound_coll),
         cmocka_unit_test(test_bound_by_hand),    cmocka_unit_test(test_checks_against_runs),
-        cmocka_unit_test(test_pruner),           cmocka_unit_test(test_pruner_order_independent)};
+        cmocka_unit_test(test_pruner),           cmocka_unit_test(test_pruner_order_independent),
+        cmocka_unit_test(test_nearest_miss)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
