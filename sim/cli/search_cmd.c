@@ -360,7 +360,7 @@ static void print_levers(const opts *o, const base *b)
 }
 
 /* No point fits: the one that came closest, by how much, and what would
- * close the gap (docs/DECISIONS.md, entry 81). */
+ * close the gap (docs/DECISIONS.md, entry 84). */
 static void print_miss(const opts *o, const base *b, const search_point *pts,
                        const sweep_fig *figs, const search_check *chk, size_t n)
 {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # search --csv as a record that survives a kill, and --resume (run/search_csv.h,
-# docs/DECISIONS.md entry 81), on search.sh's space (Llama-3 8B, one 8-GPU node,
+# docs/DECISIONS.md entry 84), on search.sh's space (Llama-3 8B, one 8-GPU node,
 # 1k tokens, 80 points): the CSV cut to its first rows, its rows shuffled (the
 # order points finish in), a search killed part way, each resumed, gives the
 # uninterrupted search's CSV and report byte for byte, on 1 or 2 threads; a

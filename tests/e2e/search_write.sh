@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # search --write-torchtitan and --write-megatron (cli/search_write.h,
-# io/jobwrite.h, docs/DECISIONS.md entry 81): the point as the configs users
+# io/jobwrite.h, docs/DECISIONS.md entry 84): the point as the configs users
 # run. A torchtitan TOML read back through run --torchtitan (the shipped
 # 8 x H100 machine) and through a scenario naming it as "trainer" gives the
 # step the search reported for that point, to the nanosecond (the same
