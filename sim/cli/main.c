@@ -202,6 +202,7 @@ static int parse_range(const char *opt, const char *v, dot_opts *view, cli_args 
     } else {
         view->rank_lo = (uint32_t)lo;
         view->rank_hi = (uint32_t)hi;
+        view->every_rank = true; /* asked for by number: each is drawn */
     }
     return 0;
 }
@@ -728,7 +729,8 @@ static char *svg_body(const char *path, double *width, double *height, ss_err *e
     return buf;
 }
 
-/* Two timelines on one time scale, A above B, as one SVG of two nested ones. */
+/* Two timelines on one time scale and one memory scale, A above B, as one
+ * SVG of two nested ones. */
 static int diff_svg(const cli_args *a, const sim_one *o, ss_err *err)
 {
     char dots[2][4096] = {"", ""}, svgs[2][4096] = {"", ""};
@@ -737,6 +739,10 @@ static int diff_svg(const cli_args *a, const sim_one *o, ss_err *err)
     dot_opts view = a->view;
     ss_ns ta = o[0].r.t->step_ns, tb = o[1].r.t->step_ns;
     if (!view.t_hi) view.t_hi = ta > tb ? ta : tb;
+    /* One memory scale: the larger of the two rank-0 peaks. */
+    for (int k = 0; k < 2; k++)
+        if (o[k].r.sum.ranks && o[k].r.sum.ranks[0].mem.peak > view.mem_top)
+            view.mem_top = o[k].r.sum.ranks[0].mem.peak;
     int rc = SS_OK;
     for (int k = 0; k < 2 && !rc; k++) {
         FILE *d = scratch(dots[k], sizeof dots[k], err), *g = NULL;
@@ -874,7 +880,7 @@ int main(int argc, char **argv)
             return 0;
         }
     static cli_args a;
-    a.view = (dot_opts){0, UINT32_MAX, 0, 0, 16.0};
+    a.view = (dot_opts){0, UINT32_MAX, 0, 0, 16.0, false, 0};
     a.top = 10;
     int rc = parse_args(argc, argv, &a, is_run);
     if (rc) return rc;
