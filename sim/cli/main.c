@@ -813,16 +813,27 @@ static int cmd_diff(const cli_args *a)
     return rc ? report(&err) : 0;
 }
 
-/* sweep --svg: the points as bars (run/sweep.h), written whole or not at all. */
-static int write_sweep_svg(const cli_args *a, const sweep_cfg *c, const sweep_fig *figs,
-                           const char *rows, ss_err *err)
+/* sweep's -o CSV and --svg picture, all or nothing (ofile.h): both are
+ * written and closed before either is published. Without -o the CSV goes
+ * to stdout. */
+static int write_sweep(const cli_args *a, const sweep_cfg *c, const sweep_fig *figs,
+                       const char *rows, const char *all, ss_err *err)
 {
-    of_file *f = NULL;
-    int rc = of_open(&f, a->svg, err);
-    if (!rc) rc = sweep_svg(c, figs, rows, of_stream(f), err);
-    if (!rc) rc = of_close(f, err);
-    if (!rc) rc = of_publish(f, err);
-    else of_abort(f);
+    of_file *csv = NULL, *svg = NULL;
+    int rc = a->out ? of_open(&csv, a->out, err) : SS_OK;
+    if (!rc && a->svg) rc = of_open(&svg, a->svg, err);
+    if (!rc) fputs(all, csv ? of_stream(csv) : stdout);
+    if (!rc && svg) rc = sweep_svg(c, figs, rows, of_stream(svg), err);
+    if (!rc && csv) rc = of_close(csv, err);
+    if (!rc && svg) rc = of_close(svg, err);
+    if (rc) {
+        of_abort(csv);
+        of_abort(svg);
+        return rc;
+    }
+    rc = csv ? of_publish(csv, err) : SS_OK;
+    if (rc) of_abort(svg);
+    else if (svg) rc = of_publish(svg, err);
     return rc;
 }
 
@@ -851,14 +862,12 @@ static int cmd_sweep(cli_args *a)
     int rc = !head || (a->svg && npts && !figs) ? ss_fail(&err, SS_E_NOMEM, NULL, "out of memory")
              : dist_active() ? dist_sweep(c, &rows, &root, &err)
                              : sweep_run(c, &rows, &err);
-    if (!rc && a->svg) rc = write_sweep_svg(a, c, figs, rows, &err);
     if (!rc && root && !(all = malloc(strlen(head) + strlen(rows) + 1)))
         rc = ss_fail(&err, SS_E_NOMEM, NULL, "out of memory");
     if (!rc && root) {
         strcpy(all, head);
         strcat(all, rows);
-        if (a->out) rc = of_write_text(a->out, all, &err);
-        else fputs(all, stdout);
+        rc = write_sweep(a, c, figs, rows, all, &err);
     }
     free(all);
     free(rows);
