@@ -44,7 +44,7 @@ static const char usage[] =
     "       shardsim check SCENARIO... [--set PATH=VALUE]... [--junit FILE]\n"
     "       shardsim diff A B [--set PATH=VALUE]... [--svg FILE] [--ranks A..B]\n"
     "       shardsim sweep SCENARIO --vary PATH=V1,V2,... [--vary ...] [--set ...]\n"
-    "                      [-j THREADS] [-o FILE.csv]\n"
+    "                      [-j THREADS] [-o FILE.csv] [--svg FILE]\n"
     "       shardsim search SCENARIO [--world N] [--tp L] [--cp L] [--pp L] [--ep L]\n"
     "                       [--strategy L] [--recompute L] [--global-batch N] [--set ...]\n"
     "                       [-j THREADS] [--csv FILE] [--max-points N] [--quiet]\n"
@@ -61,13 +61,15 @@ static const char usage[] =
     "           much); --junit writes the results as JUnit XML for CI\n"
     "  diff     compare two runs side by side; A and B are JSON summaries or\n"
     "           scenarios (simulated first, --set applying to both); --svg draws\n"
-    "           the two timelines one above the other on one time scale\n"
+    "           the two timelines one above the other on one time scale and\n"
+    "           one memory scale\n"
     "  coll     predict one collective alone on the machine over a size sweep, in\n"
     "           nccl-tests' columns; --compare reads a real nccl-tests log and\n"
     "           prints predicted vs measured per row and the median error\n"
     "  sweep    simulate the cartesian product of the --vary lists on THREADS\n"
     "           threads (default 1) and write one CSV row per point; under\n"
-    "           mpirun -n K the points are split across the K processes\n"
+    "           mpirun -n K the points are split across the K processes;\n"
+    "           --svg draws each point's step as a bar on one time scale\n"
     "  search   simulate every layout (tp, cp, pp, ep, dp) and sharding choice of\n"
     "           the lists over the world's GPUs at one global batch; print the\n"
     "           fastest that fits and the memory/time Pareto front, --csv all of\n"
@@ -84,9 +86,10 @@ static const char usage_options[] =
     "  --json   also write the summary as JSON to FILE ('-' for stdout)\n"
     "  --trace  write a Chrome/Perfetto trace (Trace Event Format JSON) to FILE\n"
     "  --dot    write the timeline as Graphviz DOT (for neato -n2) to FILE\n"
-    "  --svg    render the timeline to an SVG FILE with Graphviz's neato\n"
+    "  --svg    render the timeline to an SVG FILE with Graphviz's neato; ranks\n"
+    "           that run the same ops at the same times are drawn once\n"
     "  --window draw only this time range of the step, in ms (e.g. 2.5..6)\n"
-    "  --ranks  draw and trace only these ranks (default: all)\n"
+    "  --ranks  draw (each one) and trace only these ranks (default: all)\n"
     "  --set    override a scenario key, e.g. --set sharding.strategy=full_shard\n"
     "  --memory print what is live at rank 0's memory peak: each category's total\n"
     "           and its --top N largest tensors (default 10; 0: all)\n"
@@ -162,7 +165,7 @@ static int unknown_option(const char *s, int is_run)
                                       "--max-memory", "--expect", "--no-expect", "--top",
                                       "--no-advice", "--model", "--gpus", "--gpu",
                                       "--torchtitan"};
-    static const char *const sweep[] = {"--set", "--vary", "-o", "-j", "--max-memory"};
+    static const char *const sweep[] = {"--set", "--vary", "-o", "-j", "--svg", "--max-memory"};
     static const char *const diff[] = {"--set", "--svg", "--window", "--ranks", "--max-memory"};
     static const char *const check[] = {"--set", "--max-memory", "--junit"};
     const char *hit = is_run == 1   ? cli_nearest(s, run, sizeof run / sizeof *run)
@@ -206,6 +209,7 @@ static int parse_range(const char *opt, const char *v, dot_opts *view, cli_args 
     } else {
         view->rank_lo = (uint32_t)lo;
         view->rank_hi = (uint32_t)hi;
+        view->every_rank = true; /* asked for by number: each is drawn */
     }
     return 0;
 }
@@ -251,7 +255,7 @@ static int parse_opt(int argc, char **argv, int *i, cli_args *a, int is_run)
         a->sets[a->nsets++] = argv[++*i];
     } else if ((is_run == 1 && (!strcmp(s, "--json") || !strcmp(s, "--trace") ||
                                 !strcmp(s, "--dot"))) ||
-               ((is_run == 1 || is_run == 3) && !strcmp(s, "--svg"))) {
+               (is_run >= 1 && !strcmp(s, "--svg"))) {
         if (!has_val) return usage_error("%s needs a value", s);
         const char **dst = s[2] == 'j' ? &a->json : s[2] == 't' ? &a->trace
                            : s[2] == 'd' ? &a->dot : &a->svg;
@@ -732,7 +736,8 @@ static char *svg_body(const char *path, double *width, double *height, ss_err *e
     return buf;
 }
 
-/* Two timelines on one time scale, A above B, as one SVG of two nested ones. */
+/* Two timelines on one time scale and one memory scale, A above B, as one
+ * SVG of two nested ones. */
 static int diff_svg(const cli_args *a, const sim_one *o, ss_err *err)
 {
     char dots[2][4096] = {"", ""}, svgs[2][4096] = {"", ""};
@@ -741,6 +746,10 @@ static int diff_svg(const cli_args *a, const sim_one *o, ss_err *err)
     dot_opts view = a->view;
     ss_ns ta = o[0].r.t->step_ns, tb = o[1].r.t->step_ns;
     if (!view.t_hi) view.t_hi = ta > tb ? ta : tb;
+    /* One memory scale: the larger of the two rank-0 peaks. */
+    for (int k = 0; k < 2; k++)
+        if (o[k].r.sum.ranks && o[k].r.sum.ranks[0].mem.peak > view.mem_top)
+            view.mem_top = o[k].r.sum.ranks[0].mem.peak;
     int rc = SS_OK;
     for (int k = 0; k < 2 && !rc; k++) {
         FILE *d = scratch(dots[k], sizeof dots[k], err), *g = NULL;
@@ -808,6 +817,30 @@ static int cmd_diff(const cli_args *a)
     return rc ? report(&err) : 0;
 }
 
+/* sweep's -o CSV and --svg picture, all or nothing (ofile.h): both are
+ * written and closed before either is published. Without -o the CSV goes
+ * to stdout. */
+static int write_sweep(const cli_args *a, const sweep_cfg *c, const sweep_fig *figs,
+                       const char *rows, const char *all, ss_err *err)
+{
+    of_file *csv = NULL, *svg = NULL;
+    int rc = a->out ? of_open(&csv, a->out, err) : SS_OK;
+    if (!rc && a->svg) rc = of_open(&svg, a->svg, err);
+    if (!rc) fputs(all, csv ? of_stream(csv) : stdout);
+    if (!rc && svg) rc = sweep_svg(c, figs, rows, of_stream(svg), err);
+    if (!rc && csv) rc = of_close(csv, err);
+    if (!rc && svg) rc = of_close(svg, err);
+    if (rc) {
+        of_abort(csv);
+        of_abort(svg);
+        return rc;
+    }
+    rc = csv ? of_publish(csv, err) : SS_OK;
+    if (rc) of_abort(svg);
+    else if (svg) rc = of_publish(svg, err);
+    return rc;
+}
+
 static int cmd_sweep(cli_args *a)
 {
     if (!a->sweep.nvary) return usage_error("%s", "sweep needs at least one --vary PATH=V1,V2");
@@ -821,11 +854,16 @@ static int cmd_sweep(cli_args *a)
     cli_progress_init(&shown, "sweep", isatty(2) && !getenv("CI"));
     c->progress = cli_progress_cb;
     c->progress_ctx = &shown;
+    if (a->svg && dist_active())
+        return usage_error("%s", "sweep --svg draws in one process: run it without mpirun");
     ss_err err;
     ss_err_clear(&err);
     char *rows = NULL, *head = sweep_header(c), *all = NULL;
     bool root = true;
-    int rc = !head ? ss_fail(&err, SS_E_NOMEM, NULL, "out of memory")
+    size_t npts = sweep_points(c);
+    sweep_fig *figs = a->svg && npts ? calloc(npts, sizeof *figs) : NULL;
+    c->figs = figs;
+    int rc = !head || (a->svg && npts && !figs) ? ss_fail(&err, SS_E_NOMEM, NULL, "out of memory")
              : dist_active() ? dist_sweep(c, &rows, &root, &err)
                              : sweep_run(c, &rows, &err);
     if (!rc && root && !(all = malloc(strlen(head) + strlen(rows) + 1)))
@@ -833,12 +871,12 @@ static int cmd_sweep(cli_args *a)
     if (!rc && root) {
         strcpy(all, head);
         strcat(all, rows);
-        if (a->out) rc = of_write_text(a->out, all, &err);
-        else fputs(all, stdout);
+        rc = write_sweep(a, c, figs, rows, all, &err);
     }
     free(all);
     free(rows);
     free(head);
+    free(figs);
     for (size_t k = 0; k < c->nvary; k++) sweep_vary_fini(&c->vary[k]);
     return rc ? report(&err) : 0;
 }
@@ -879,7 +917,7 @@ int main(int argc, char **argv)
             return 0;
         }
     static cli_args a;
-    a.view = (dot_opts){0, UINT32_MAX, 0, 0, 16.0};
+    a.view = (dot_opts){0, UINT32_MAX, 0, 0, 16.0, false, 0};
     a.top = 10;
     int rc = parse_args(argc, argv, &a, is_run);
     if (rc) return rc;

@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "../core/par.h"
+#include "../core/utf8.h"
 #include "../io/scenario.h"
+#include "../out/bars.h"
 #include "run.h"
 
 /* ---- --vary parsing ---- */
@@ -121,6 +123,7 @@ static sweep_fig fig_of(const sum_report *r)
 {
     sweep_fig f = {.ok = true, .fits = sum_fits(r), .step_ns = r->step_ns,
                    .step_s = r->step_ns * 1e-9,
+                   .compute_s = r->compute_ns * 1e-9, .exposed_s = r->exposed_comm_ns * 1e-9,
                    .peak_reserved = sum_max_peak_reserved(r)};
     f.tokens_per_s = f.step_s > 0 ? (double)r->tokens / f.step_s : 0;
     f.mfu = r->peak_flops > 0 ? f.tokens_per_s * r->flops_per_token / r->peak_flops : 0;
@@ -170,6 +173,23 @@ static size_t lead(const sweep_cfg *c, size_t i, char *row, const char **sets,
         sets[n++] = sets_buf[k];
     }
     return n;
+}
+
+void sweep_point_label(const sweep_cfg *c, size_t i, char *buf, size_t n)
+{
+    size_t at[SWEEP_MAX_VARY], rest = i, u = 0;
+    for (size_t k = c->nvary; k-- > 0;) {
+        at[k] = c->zip ? i : rest % c->vary[k].nvalues;
+        rest /= c->vary[k].nvalues;
+    }
+    if (n) buf[0] = '\0';
+    for (size_t k = 0; k < c->nvary && u < n; k++) {
+        const char *key = strrchr(c->vary[k].key, '.');
+        key = key ? key + 1 : c->vary[k].key;
+        int w = snprintf(buf + u, n - u, "%s%s=%s", k ? ", " : "", key, c->vary[k].values[at[k]]);
+        u = w < 0 ? n : u + (size_t)w;
+    }
+    ss_utf8_trim(buf);
 }
 
 /* The row of a point with no figures: status, empty figures, message. */
@@ -314,5 +334,61 @@ int sweep_run(const sweep_cfg *c, char **csv, ss_err *err)
     if (!*csv) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     for (size_t i = 0; i < p.count; i++) free(p.rows[i]);
     free(p.rows);
+    return rc;
+}
+
+/* ---- the picture ---- */
+
+/* The fields of one CSV line (csv_field's quoting): the status (after
+ * the point and its nvary values) and the last field, unquoted, into
+ * status[ns] and last[nl]. Returns the start of the next line. */
+static const char *csv_fields(const char *s, size_t nvary, char *status, size_t ns, char *last,
+                              size_t nl)
+{
+    for (size_t f = 0;; f++) {
+        char *out = f == nvary + 1 ? status : last;
+        size_t n = f == nvary + 1 ? ns : nl, k = 0;
+        bool q = *s == '"';
+        for (s += q; *s && (q || (*s != ',' && *s != '\n')); s++) {
+            if (q && *s == '"' && s[1] == '"') s++;
+            else if (q && *s == '"') {
+                q = false;
+                continue;
+            }
+            if (k + 1 < n) out[k++] = *s;
+        }
+        out[k] = '\0';
+        if (*s != ',') return *s ? s + 1 : s;
+        s++;
+    }
+}
+
+int sweep_svg(const sweep_cfg *c, const sweep_fig *figs, const char *csv, FILE *f, ss_err *err)
+{
+    size_t n = sweep_points(c);
+    bars_row *rows = calloc(n ? n : 1, sizeof *rows);
+    char (*labels)[512] = calloc(n ? n : 1, sizeof *labels);
+    char (*why)[600] = calloc(n ? n : 1, sizeof *why);
+    int rc = SS_OK;
+    if (!rows || !labels || !why) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    const char *line = csv;
+    for (size_t i = 0; !rc && i < n; i++) {
+        char status[32], last[560];
+        line = csv_fields(line ? line : "", c->nvary, status, sizeof status, last, sizeof last);
+        sweep_point_label(c, i, labels[i], sizeof labels[i]);
+        snprintf(why[i], sizeof why[i], "%s%s%s", status, last[0] ? ": " : "", last);
+        ss_utf8_trim(why[i]);
+        const sweep_fig *g = &figs[i];
+        rows[i] = (bars_row){.label = labels[i], .ok = g->ok, .why = why[i], .fits = g->fits,
+                             .step_s = g->step_s, .compute_s = g->compute_s,
+                             .exposed_s = g->exposed_s};
+    }
+    char title[600];
+    snprintf(title, sizeof title, "sweep of %s: %zu points, rank 0's step", c->scenario, n);
+    ss_utf8_trim(title);
+    if (!rc) rc = bars_write(title, rows, n, f, err);
+    free(rows);
+    free(labels);
+    free(why);
     return rc;
 }

@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../core/err.h"
 
@@ -49,6 +50,8 @@ typedef struct sweep_fig {
     double mfu;             /* 0 when the device has no peak for the dtype */
     uint64_t peak_reserved; /* bytes, the largest over ranks */
     uint64_t step_ns;       /* the step, exact */
+    double compute_s;       /* rank 0's compute busy time (CSV compute_s) */
+    double exposed_s;       /* rank 0's exposed communication (CSV exposed_communication_s) */
 } sweep_fig;
 
 /* A point left out (search pruning): its row's status word and the reason
@@ -109,6 +112,17 @@ size_t sweep_points(const sweep_cfg *c);
 
 /* The CSV header line (with its newline). Caller frees. */
 char *sweep_header(const sweep_cfg *c);
+
+/* Point i's values as "key=value, key=value" (the last part of each key
+ * path: sharding.strategy -> strategy) into buf[n], cut at n bytes. */
+void sweep_point_label(const sweep_cfg *c, size_t i, char *buf, size_t n);
+
+/* The sweep as one picture (out/bars.h): a bar per point, in point order,
+ * labelled by sweep_point_label, split from figs (one per point, as
+ * sweep_run filled them); a point without figures shows its CSV row's
+ * status and error (csv: sweep_run's rows, all points). Errors: SS_E_NOMEM,
+ * SS_E_IO from writing f. */
+int sweep_svg(const sweep_cfg *c, const sweep_fig *figs, const char *csv, FILE *f, ss_err *err);
 
 /* Run this process's points; *csv holds their rows (no header), in point
  * order, each line prefixed by its point index. */

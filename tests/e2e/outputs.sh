@@ -52,5 +52,16 @@ else
   check "the folded run fits the same budget" '[ $? -eq 0 ] && [ -s "$d/out/big.json" ]'
 fi
 
+# sweep -o and --svg are one run's outputs too: either failing leaves
+# neither; both written when both can be.
+mkdir -p "$d/sw"
+"$bin" sweep $sc --vary parallel.dp=2,4 -o "$d/sw/a.csv" --svg /dev/full 2>"$d/err"
+rc=$?
+check "sweep --svg to a full device fails with exit 2 and leaves no CSV" '[ $rc -eq 2 ] && [ -z "$(ls -A "$d/sw")" ]'
+"$bin" sweep $sc --vary parallel.dp=2,4 -o /dev/full --svg "$d/sw/a.svg" 2>"$d/err"
+rc=$?
+check "sweep -o to a full device fails with exit 2 and leaves no SVG" '[ $rc -eq 2 ] && [ -z "$(ls -A "$d/sw")" ]'
+"$bin" sweep $sc --vary parallel.dp=2,4 -o "$d/sw/a.csv" --svg "$d/sw/a.svg" 2>/dev/null
+check "sweep -o and --svg both written" '[ $? -eq 0 ] && [ "$(wc -l <"$d/sw/a.csv")" -eq 3 ] && grep -q "<g id=\"point_1\">" "$d/sw/a.svg"'
 echo "$((checks - fails)) passed, $fails failed"
 [ $fails -eq 0 ]

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "../../sim/out/dot.h"
+#include "../../sim/out/label.h"
 
 /* Per rank, in program order (times in ns; the step is 1 ms):
  *   0 host    "host.issue"        [0, 2000)
@@ -120,7 +121,7 @@ static double attr(const char *dot, const char *id, const char *key)
     return strtod(v, NULL);
 }
 
-static const dot_opts wide = {0, 1, 0, 0, 16.0};
+static const dot_opts wide = {0, 1, 0, 0, 16.0, true, 0};
 
 static void test_structure(void **state)
 {
@@ -207,7 +208,7 @@ static void test_window(void **state)
     (void)state;
     fixture f;
     build(&f);
-    dot_opts o = {1, 7, 302000, 602000, 16.0};
+    dot_opts o = {1, 7, 302000, 602000, 16.0, true, 0};
     char *d = draw(&f, &o);
     assert_float_equal(attr(d, "op_1_2", "width"), 13.88889, 1e-9);
     assert_null(strstr(d, "rank 0 unshard"));
@@ -218,11 +219,155 @@ static void test_window(void **state)
     ss_err err = {0};
     FILE *m = tmpfile();
     assert_non_null(m);
-    o = (dot_opts){2, 3, 0, 0, 16.0};
+    o = (dot_opts){2, 3, 0, 0, 16.0, true, 0};
     assert_int_equal(dot_write(&f.r, f.t, &o, m, &err), SS_E_INPUT);
-    o = (dot_opts){0, 1, 5000, 5000, 16.0};
+    o = (dot_opts){0, 1, 5000, 5000, 16.0, true, 0};
     assert_int_equal(dot_write(&f.r, f.t, &o, m, &err), SS_E_INPUT);
     fclose(m);
+    teardown(&f);
+}
+
+/* The label= of node id's line into out ("" when it has none). */
+static void label_of(const char *dot, const char *id, char *out, size_t n)
+{
+    char head[64];
+    snprintf(head, sizeof head, "\n  %s [", id);
+    const char *line = strstr(dot, head), *eol = line ? strchr(line + 1, '\n') : NULL;
+    const char *v = line ? strstr(line, " label=\"") : NULL;
+    out[0] = '\0';
+    if (!v || (eol && v > eol)) return;
+    v += 8;
+    size_t k = 0;
+    while (v[k] && v[k] != '"' && k + 1 < n) out[k] = v[k], k++;
+    out[k] = '\0';
+}
+
+/* The two ranks run the same ops at the same ns: by default one block,
+ * headed "ranks 0-1 (2 identical)", drawn from rank 0 (no op_1_ node).
+ * Rank 1's fwd.1 ending 1 us later makes it differ: two blocks, "rank 0"
+ * and "rank 1", each with its own lanes. */
+static void test_groups(void **state)
+{
+    (void)state;
+    fixture f;
+    build(&f);
+    dot_opts o = wide;
+    o.every_rank = false;
+    char *d = draw(&f, &o), lab[256];
+    label_of(d, "group_0", lab, sizeof lab);
+    assert_string_equal(lab, "ranks 0-1 (2 identical)\\l");
+    assert_true(attr(d, "group_1", "pos") < 0);
+    assert_true(attr(d, "op_0_1", "width") > 0);
+    assert_true(attr(d, "op_1_1", "width") < 0);
+    assert_null(strstr(d, "rank 0 compute")); /* lanes say the stream only */
+    assert_non_null(strstr(d, "\"compute\\r\""));
+    free(d);
+    f.t->ops[1][4].end += 1000;
+    d = draw(&f, &o);
+    label_of(d, "group_0", lab, sizeof lab);
+    assert_string_equal(lab, "rank 0\\l");
+    label_of(d, "group_1", lab, sizeof lab);
+    assert_string_equal(lab, "rank 1\\l");
+    assert_true(attr(d, "op_1_4", "width") > 0);
+    assert_true(attr(d, "exp_1_0", "width") > 0);
+    free(d);
+    /* every_rank draws both even when identical, and has no headings. */
+    f.t->ops[1][4].end -= 1000;
+    d = draw(&f, &wide);
+    assert_true(attr(d, "op_1_1", "width") > 0);
+    assert_true(attr(d, "group_0", "pos") < 0);
+    free(d);
+    teardown(&f);
+}
+
+/* Short names inside boxes: fwd.0 (300 pt) holds "fwd.0"; the all-gather
+ * (300 pt) "fsdp.all_gather.1" -> "AG.1"; host.issue (2 pt) holds none.
+ * At 0.5 in (36 pt) wide, fwd.0 is 10.8 pt: (10.8 - 4) / 4.2 = 1.6
+ * characters, so none fits with an ellipsis: no label. Every label drawn
+ * fits its box by label.h's estimate at 7 pt. */
+static void test_op_labels(void **state)
+{
+    (void)state;
+    fixture f;
+    build(&f);
+    char *d = draw(&f, &wide), lab[256], id[32];
+    label_of(d, "op_0_1", lab, sizeof lab);
+    assert_string_equal(lab, "fwd.0");
+    label_of(d, "op_0_2", lab, sizeof lab);
+    assert_string_equal(lab, "AG.1");
+    label_of(d, "op_0_0", lab, sizeof lab);
+    assert_string_equal(lab, "");
+    assert_non_null(strstr(d, "tooltip=\"fsdp.all_gather.1\\nstart"));
+    free(d);
+    dot_opts narrow = wide;
+    narrow.width_in = (DOT_LEFT_PT + DOT_RIGHT_PT + 72.0) / 72.0; /* a 72 pt plot */
+    d = draw(&f, &narrow);
+    for (uint32_t i = 0; i < 6; i++) {
+        snprintf(id, sizeof id, "op_0_%u", i);
+        label_of(d, id, lab, sizeof lab);
+        if (lab[0]) assert_true(lbl_width(lbl_chars(lab), 7.0) <= attr(d, id, "width") * 72.0 + 1e-6);
+    }
+    label_of(d, "op_0_1", lab, sizeof lab); /* 72 * 0.3 = 21.6 pt: 3 characters and the ellipsis */
+    assert_string_equal(lab, "fwd\xe2\x80\xa6");
+    free(d);
+    teardown(&f);
+}
+
+/* Time axes above the lanes and below the memory band (Graphviz y grows
+ * upward: the top axis has the largest y), with the same ticks. */
+static void test_axes(void **state)
+{
+    (void)state;
+    fixture f;
+    build(&f);
+    char *d = draw(&f, &wide);
+    double top = attr(d, "axis_top", "pos"), bottom = attr(d, "axis_bottom", "pos");
+    assert_true(top > 0 && bottom > 0);
+    const char *p = strstr(d, "\n  axis_top ["), *q = strstr(d, "\n  axis_bottom [");
+    double ytop = strtod(strchr(strchr(p, '"') + 1, ',') + 1, NULL);
+    double ybot = strtod(strchr(strchr(q, '"') + 1, ',') + 1, NULL);
+    p = strstr(d, "\n  op_0_1 [");
+    double yop = strtod(strchr(strchr(p, '"') + 1, ',') + 1, NULL);
+    assert_true(ytop > yop && yop > ybot);
+    size_t ticks = 0;
+    for (const char *s = d; (s = strstr(s, "label=\"0.5\"")); s++) ticks++;
+    assert_int_equal(ticks, 2);
+    free(d);
+    teardown(&f);
+}
+
+/* Rank 0 peaks at 3 MiB: the band's full height (60 pt) is 3 MiB, so the
+ * 3 MiB bar is 60 pt tall; with mem_top 6 MiB it is 30 pt, and the scale's
+ * tooltip names 6291456 bytes. A mem_top below the peak changes nothing. */
+static double bar_height(const char *d)
+{
+    const char *tip = strstr(d, "at most 3.00 MiB"), *line = tip;
+    assert_non_null(tip);
+    while (line > d && line[-1] != '\n') line--;
+    const char *h = strstr(line, "height=");
+    assert_true(h && h < tip);
+    return strtod(h + 7, NULL) * 72.0;
+}
+
+static void test_mem_scale(void **state)
+{
+    (void)state;
+    fixture f;
+    build(&f);
+    char *d = draw(&f, &wide);
+    assert_float_equal(bar_height(d), 60.0, 1e-3);
+    assert_non_null(strstr(d, "memory scale: 0 to 0.003 GiB (3145728 bytes)"));
+    free(d);
+    dot_opts o = wide;
+    o.mem_top = 6 * SS_MIB;
+    d = draw(&f, &o);
+    assert_float_equal(bar_height(d), 30.0, 1e-3);
+    assert_non_null(strstr(d, "(6291456 bytes)"));
+    free(d);
+    o.mem_top = SS_MIB;
+    d = draw(&f, &o);
+    assert_float_equal(bar_height(d), 60.0, 1e-3);
+    free(d);
     teardown(&f);
 }
 
@@ -277,6 +422,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_structure), cmocka_unit_test(test_scale),
         cmocka_unit_test(test_exposed),   cmocka_unit_test(test_window),
+        cmocka_unit_test(test_groups),    cmocka_unit_test(test_op_labels),
+        cmocka_unit_test(test_axes),      cmocka_unit_test(test_mem_scale),
         cmocka_unit_test(test_deterministic), cmocka_unit_test(test_neato),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

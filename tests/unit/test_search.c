@@ -210,9 +210,9 @@ static void test_front(void **state)
 {
     (void)state;
     sweep_fig f[8] = {
-        {true, true, 2, 0, 0, 10, 0}, {true, true, 1, 0, 0, 30, 0},   {true, true, 3, 0, 0, 5, 0},
-        {true, true, 2.5, 0, 0, 10, 0}, {true, false, 0.5, 0, 0, 1, 0}, {false, false, 0, 0, 0, 0, 0},
-        {true, true, 1, 0, 0, 30, 0}, {true, true, 1, 0, 0, 40, 0}};
+        {true, true, 2, 0, 0, 10, 0, 0, 0}, {true, true, 1, 0, 0, 30, 0, 0, 0},   {true, true, 3, 0, 0, 5, 0, 0, 0},
+        {true, true, 2.5, 0, 0, 10, 0, 0, 0}, {true, false, 0.5, 0, 0, 1, 0, 0, 0}, {false, false, 0, 0, 0, 0, 0, 0, 0},
+        {true, true, 1, 0, 0, 30, 0, 0, 0}, {true, true, 1, 0, 0, 40, 0, 0, 0}};
     size_t front[8], n;
     assert_int_equal(search_front(f, 8, front, &n, NULL), SS_OK);
     assert_int_equal(n, 3);
