@@ -458,7 +458,10 @@ static int write_timeline(const cli_args *a, const sim_one *o, of_file *dot, of_
  * stream's, which of_close names. */
 static int write_trace(const cli_args *a, const sim_one *o, of_file *f, const char *path, ss_err *err)
 {
-    int w = chrome_write(&o->r.sum, o->r.t, a->view.rank_lo, a->view.rank_hi, of_stream(f), NULL);
+    ss_err werr;
+    ss_err_clear(&werr);
+    int w = chrome_write(&o->r.sum, o->r.t, a->view.rank_lo, a->view.rank_hi, of_stream(f), &werr);
+    if (w == SS_E_NOMEM) return ss_fail(err, w, path, "%s", werr.msg);
     fputc('\n', of_stream(f));
     int rc = of_close(f, err);
     return rc ? rc : w ? ss_fail(err, SS_E_IO, path, "cannot write the trace") : SS_OK;

@@ -5,6 +5,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "../core/vec.h"
+
 /* Counter events per rank at most (mem_series_thin keeps the peaks). */
 #define CHROME_MAX_COUNTERS 4000
 
@@ -106,10 +108,15 @@ static void kv_us(FILE *f, char sep, const char *k, ss_ns t)
 }
 
 /* The members every event opens with; the caller adds its own and '}'.
- * Events after the first are preceded by a comma. */
+ * Events after the first are preceded by a comma. lane[i] is op i's lane
+ * on its stream for the rank being written (lanes_assign). */
 typedef struct cw {
     FILE *f;
     bool first;
+    uint32_t *lane;  /* per op of the rank */
+    uint32_t caplane;
+    ss_ns *lane_end; /* per lane of the stream being assigned: its last end */
+    uint32_t caplend;
 } cw;
 
 static void event(cw *w, const char *name, const char *ph, ss_ns ts, uint32_t pid, uint32_t tid)
@@ -123,21 +130,37 @@ static void event(cw *w, const char *name, const char *ph, ss_ns ts, uint32_t pi
     kv_num(w->f, ',', "tid", tid);
 }
 
-static void name_event(cw *w, const char *what, uint32_t r, uint32_t tid, const char *name)
+/* Lane k of stream s is thread k * PROG_NSTREAMS + s: lane 0 keeps the
+ * stream's own id, and a stream whose ops never overlap has no other. */
+static uint32_t lane_tid(uint32_t s, uint32_t k) { return k * PROG_NSTREAMS + s; }
+
+static void meta_event(cw *w, const char *what, uint32_t r, uint32_t tid, const char *key,
+                       const char *name, double v)
 {
     event(w, what, "M", 0, r, tid);
     fputs(",\"args\":", w->f);
-    kv_str(w->f, '{', "name", name);
+    if (name) kv_str(w->f, '{', key, name);
+    else kv_num(w->f, '{', key, v);
     fputs("}}", w->f);
+}
+
+/* A lane's name ("p2p", then "p2p 2", ...) and its place under its
+ * stream's in the viewer's list. */
+static void lane_metadata(cw *w, uint32_t r, uint32_t s, uint32_t k)
+{
+    char name[48];
+    if (k) snprintf(name, sizeof name, "%s %u", prog_stream_name((prog_stream)s), k + 1);
+    else snprintf(name, sizeof name, "%s", prog_stream_name((prog_stream)s));
+    meta_event(w, "thread_name", r, lane_tid(s, k), "name", name, 0);
+    meta_event(w, "thread_sort_index", r, lane_tid(s, k), "sort_index", NULL, s * 1000.0 + k);
 }
 
 static void metadata(cw *w, uint32_t r)
 {
     char name[32];
     snprintf(name, sizeof name, "rank %u", r);
-    name_event(w, "process_name", r, 0, name);
-    for (int s = 0; s < PROG_NSTREAMS; s++)
-        name_event(w, "thread_name", r, (uint32_t)s, prog_stream_name((prog_stream)s));
+    meta_event(w, "process_name", r, 0, "name", name, 0);
+    for (uint32_t s = 0; s < PROG_NSTREAMS; s++) lane_metadata(w, r, s, 0);
 }
 
 static const char *category(const prog_op *op)
@@ -147,22 +170,14 @@ static const char *category(const prog_op *op)
     return prog_phase_name((prog_phase)op->phase);
 }
 
-static void op_event(cw *w, const trc *t, uint32_t r, uint32_t i)
+static void op_args(cw *w, const trc *t, uint32_t r, uint32_t i)
 {
     const prog_op *op = &prog_ops(t->p, r)[i];
-    const trc_op *x = &t->ops[r][i];
     FILE *f = w->f;
-    /* a zero-length op is an instant: viewers draw an "X" of no duration
-     * as a step in the next op's stack */
-    bool instant = x->end == x->start;
-    event(w, prog_str_get(t->p, op->name), instant ? "i" : "X", x->start, r, op->stream);
-    kv_str(f, ',', "cat", category(op));
-    if (instant) kv_str(f, ',', "s", "t");
-    else kv_us(f, ',', "dur", x->end - x->start);
     fputs(",\"args\":", f);
     kv_num(f, '{', "op", i);
     kv_str(f, ',', "phase", prog_phase_name((prog_phase)op->phase));
-    kv_us(f, ',', "issue_us", x->issue);
+    kv_us(f, ',', "issue_us", t->ops[r][i].issue);
     if (op->kind == PROG_OP_COLL) {
         kv_str(f, ',', "collective", prog_coll_name((prog_coll)op->coll));
         kv_num(f, ',', "bytes", (double)op->bytes);
@@ -174,17 +189,67 @@ static void op_event(cw *w, const trc *t, uint32_t r, uint32_t i)
     fputs("}}", f);
 }
 
-/* Ops of one stream are in program order, which is their start order. */
-static void op_events(cw *w, const trc *t, uint32_t r)
+/* An op as a begin/end pair ("B" then "E") whose times are printed from
+ * the same integers as its neighbours': an op that ends where the next one
+ * begins has, in any viewer's doubles, exactly the next one's start. A
+ * complete event ("X") would make the viewer add ts + dur in binary
+ * floating point, which can end past the next start and nest it (DECISIONS
+ * 81). An op of no duration is an instant ("i", thread scope), which
+ * viewers draw as a mark rather than a step in the next op's stack. */
+static void op_event(cw *w, const trc *t, uint32_t r, uint32_t i)
 {
-    for (int s = 0; s < PROG_NSTREAMS; s++)
-        for (uint32_t i = 0; i < prog_nops(t->p, r); i++)
-            if (prog_ops(t->p, r)[i].stream == s) op_event(w, t, r, i);
+    const prog_op *op = &prog_ops(t->p, r)[i];
+    const trc_op *x = &t->ops[r][i];
+    const char *name = prog_str_get(t->p, op->name);
+    uint32_t tid = lane_tid(op->stream, w->lane[i]);
+    bool instant = x->end == x->start;
+    event(w, name, instant ? "i" : "B", x->start, r, tid);
+    kv_str(w->f, ',', "cat", category(op));
+    if (instant) kv_str(w->f, ',', "s", "t");
+    op_args(w, t, r, i);
+    if (instant) return;
+    event(w, name, "E", x->end, r, tid);
+    fputc('}', w->f);
 }
 
-static void flow_end(cw *w, const char *ph, ss_ns t, uint32_t r, uint32_t stream, uint64_t id)
+/* Ops of a stream in program order, each on the first lane whose last op
+ * ended by its start (a new lane when none did), so that a lane's ops
+ * never overlap and come in start order. Ordered streams run their ops one
+ * after the other and keep one lane; the unordered p2p stream can run
+ * several at once, and not in program order. A new lane's thread is named
+ * where it first appears. */
+static int stream_events(cw *w, const trc *t, uint32_t r, uint32_t s)
 {
-    event(w, "wait", ph, t, r, stream);
+    uint32_t nlanes = 0;
+    for (uint32_t i = 0; i < prog_nops(t->p, r); i++) {
+        if (prog_ops(t->p, r)[i].stream != s) continue;
+        const trc_op *x = &t->ops[r][i];
+        uint32_t k = 0;
+        while (k < nlanes && w->lane_end[k] > x->start) k++;
+        if (k == nlanes) {
+            if (!ss_grow((void **)&w->lane_end, &w->caplend, nlanes + 1, sizeof *w->lane_end))
+                return SS_E_NOMEM;
+            if (nlanes++) lane_metadata(w, r, s, k);
+        }
+        w->lane_end[k] = x->end;
+        w->lane[i] = k;
+        op_event(w, t, r, i);
+    }
+    return SS_OK;
+}
+
+static int op_events(cw *w, const trc *t, uint32_t r)
+{
+    if (!ss_grow((void **)&w->lane, &w->caplane, prog_nops(t->p, r), sizeof *w->lane))
+        return SS_E_NOMEM;
+    int rc = SS_OK;
+    for (uint32_t s = 0; s < PROG_NSTREAMS && !rc; s++) rc = stream_events(w, t, r, s);
+    return rc;
+}
+
+static void flow_end(cw *w, const char *ph, ss_ns t, uint32_t r, uint32_t tid, uint64_t id)
+{
+    event(w, "wait", ph, t, r, tid);
     kv_str(w->f, ',', "cat", "dependency");
     kv_num(w->f, ',', "id", (double)id);
     if (ph[0] == 'f') kv_str(w->f, ',', "bp", "e");
@@ -201,8 +266,8 @@ static void flow_events(cw *w, const trc *t, uint32_t r, uint64_t *next_id)
             uint32_t j = deps[ops[i].dep0 + d];
             if (ops[j].kind != PROG_OP_COLL || ops[j].stream == ops[i].stream) continue;
             uint64_t id = (*next_id)++;
-            flow_end(w, "s", t->ops[r][j].start, r, ops[j].stream, id);
-            flow_end(w, "f", t->ops[r][i].start, r, ops[i].stream, id);
+            flow_end(w, "s", t->ops[r][j].start, r, lane_tid(ops[j].stream, w->lane[j]), id);
+            flow_end(w, "f", t->ops[r][i].start, r, lane_tid(ops[i].stream, w->lane[i]), id);
         }
 }
 
@@ -224,16 +289,20 @@ static void counter_event(void *ctx, const mem_point *p)
 int chrome_write(const sum_report *r, const trc *t, uint32_t rank_lo, uint32_t rank_hi, FILE *f,
                  ss_err *err)
 {
-    cw w = {f, true};
+    cw w = {.f = f, .first = true};
     uint64_t flow_id = 1;
+    int rc = SS_OK;
     fputs("{\"traceEvents\":[", f);
-    for (uint32_t k = rank_lo; k < t->nranks && k <= rank_hi && !ferror(f); k++) {
+    for (uint32_t k = rank_lo; k < t->nranks && k <= rank_hi && !ferror(f) && !rc; k++) {
         metadata(&w, k);
-        op_events(&w, t, k);
+        if ((rc = op_events(&w, t, k))) break;
         flow_events(&w, t, k, &flow_id);
         counter_ctx c = {&w, k};
         mem_series_thin(&r->ranks[k].mem, CHROME_MAX_COUNTERS, counter_event, &c);
     }
+    free(w.lane);
+    free(w.lane_end);
+    if (rc) return ss_fail(err, rc, NULL, "out of memory writing the trace");
     fputc(']', f);
     kv_str(f, ',', "displayTimeUnit", "ns");
     fputs(",\"otherData\":", f);
