@@ -19,6 +19,7 @@
 #include "../out/dot.h"
 #include "../out/expect.h"
 #include "../out/kineto.h"
+#include "../out/memsnap.h"
 #include "../run/run.h"
 #include "../run/sweep.h"
 #include "coll_cmd.h"
@@ -35,7 +36,7 @@
 
 static const char usage[] =
     "usage: shardsim run SCENARIO [--json FILE] [--trace FILE] [--dot FILE] [--svg FILE]\n"
-    "                    [--kineto DIR]\n"
+    "                    [--kineto DIR] [--memory-snapshot FILE]\n"
     "       shardsim run --model FILE|hf:CONFIG.json --gpus N [--gpu h100|h200|a100]\n"
     "                    [--torchtitan JOB.toml] [...]\n"
     "       shardsim run --torchtitan JOB.toml --gpus N [--gpu KIND] [...]\n"
@@ -83,6 +84,8 @@ static const char usage_options[] =
     "  --trace  write a Chrome/Perfetto trace (Trace Event Format JSON) to FILE\n"
     "  --kineto write each rank's step as a PyTorch profiler (Kineto) trace,\n"
     "           DIR/rank_<N>.json, for HolisticTraceAnalysis (creates DIR)\n"
+    "  --memory-snapshot  write rank 0's allocator over the step as the pickle\n"
+    "           torch.cuda.memory._dump_snapshot writes, for pytorch.org/memory_viz\n"
     "  --dot    write the timeline as Graphviz DOT (for neato -n2) to FILE\n"
     "  --svg    render the timeline to an SVG FILE with Graphviz's neato\n"
     "  --window draw only this time range of the step, in ms (e.g. 2.5..6)\n"
@@ -109,7 +112,8 @@ static const char usage_options[] =
 
 typedef struct cli_args {
     const char *json, *trace, *dot, *svg;
-    const char *kineto; /* --kineto DIR */
+    const char *kineto;   /* --kineto DIR */
+    const char *snapshot; /* --memory-snapshot FILE */
     dot_opts view;
     char win_from[128], win_to[128]; /* --window by op names, resolved after the run */
     const char *files[MAX_FILES];
@@ -162,7 +166,7 @@ static int unknown_option(const char *s, int is_run)
                                       "--ranks", "--set",  "--memory", "--quiet", "--timing",
                                       "--max-memory", "--expect", "--no-expect", "--top",
                                       "--no-advice", "--model", "--gpus", "--gpu",
-                                      "--torchtitan", "--kineto"};
+                                      "--torchtitan", "--kineto", "--memory-snapshot"};
     static const char *const sweep[] = {"--set", "--vary", "-o", "-j", "--max-memory"};
     static const char *const diff[] = {"--set", "--svg", "--window", "--ranks", "--max-memory"};
     static const char *const check[] = {"--set", "--max-memory", "--junit"};
@@ -262,9 +266,9 @@ static int parse_opt(int argc, char **argv, int *i, cli_args *a, int is_run)
         return parse_range(s, argv[++*i], &a->view, a);
     } else if (is_run == 1 && !strcmp(s, "--quiet")) {
         a->quiet = 1;
-    } else if (is_run == 1 && !strcmp(s, "--kineto")) {
+    } else if (is_run == 1 && (!strcmp(s, "--kineto") || !strcmp(s, "--memory-snapshot"))) {
         if (!has_val) return usage_error("%s needs a value", s);
-        a->kineto = argv[++*i];
+        *(s[2] == 'k' ? &a->kineto : &a->snapshot) = argv[++*i];
     } else if (is_run == 1 && !strcmp(s, "--memory")) {
         a->memory = 1;
     } else if (is_run == 1 && !strcmp(s, "--timing")) {
@@ -475,6 +479,18 @@ static int write_trace(const cli_args *a, const sim_one *o, of_file *f, const ch
     return rc ? rc : w ? ss_fail(err, SS_E_IO, path, "cannot write the trace") : SS_OK;
 }
 
+/* --memory-snapshot: into its output, closed on success. */
+static int write_snapshot(const cli_args *a, const sim_one *o, of_file *f, ss_err *err)
+{
+    ss_err werr;
+    ss_err_clear(&werr);
+    int w = msnap_write(&o->r.sum, o->r.t, of_stream(f), &werr);
+    if (w && w != SS_E_IO)
+        return ss_fail(err, w, a->snapshot, "%s%s%s", werr.where, werr.where[0] ? ": " : "", werr.msg);
+    int rc = of_close(f, err);
+    return rc ? rc : w ? ss_fail(err, SS_E_IO, a->snapshot, "cannot write the memory snapshot") : SS_OK;
+}
+
 /* --kineto DIR: the file of each rank written (--ranks), each opened into
  * ks[*nk], written and closed; the caller publishes or aborts them. */
 static int write_kineto(const cli_args *a, const sim_one *o, of_file **ks, uint32_t *nk, ss_err *err)
@@ -504,8 +520,8 @@ static int write_kineto(const cli_args *a, const sim_one *o, of_file **ks, uint3
  * keep what they were sent). */
 static int write_outputs(const cli_args *a, const sim_one *o, ss_err *err)
 {
-    enum { JSON, DOT, SVG, TRACE, N };
-    const char *path[N] = {a->json, a->dot, a->svg, a->trace};
+    enum { JSON, DOT, SVG, TRACE, SNAP, N };
+    const char *path[N] = {a->json, a->dot, a->svg, a->trace, a->snapshot};
     of_file *f[N] = {NULL};
     int rc = SS_OK;
     for (int k = 0; k < N && !rc; k++)
@@ -517,6 +533,7 @@ static int write_outputs(const cli_args *a, const sim_one *o, ss_err *err)
     }
     if (!rc && (f[DOT] || f[SVG])) rc = write_timeline(a, o, f[DOT], f[SVG], err);
     if (!rc && f[TRACE]) rc = write_trace(a, o, f[TRACE], a->trace, err);
+    if (!rc && f[SNAP]) rc = write_snapshot(a, o, f[SNAP], err);
     uint32_t nk = 0;
     bool made = false; /* the --kineto folder, removed again on failure */
     of_file **ks = a->kineto ? calloc(o->r.t->nranks ? o->r.t->nranks : 1, sizeof *ks) : NULL;
