@@ -18,6 +18,8 @@
 #include "../out/diff.h"
 #include "../out/dot.h"
 #include "../out/expect.h"
+#include "../out/kineto.h"
+#include "../out/memsnap.h"
 #include "../run/run.h"
 #include "../run/sweep.h"
 #include "coll_cmd.h"
@@ -35,6 +37,7 @@
 
 static const char usage[] =
     "usage: shardsim run SCENARIO [--json FILE] [--trace FILE] [--dot FILE] [--svg FILE]\n"
+    "                    [--kineto DIR] [--memory-snapshot FILE]\n"
     "       shardsim run --model FILE|hf:CONFIG.json --gpus N [--gpu h100|h200|a100]\n"
     "                    [--torchtitan JOB.toml] [...]\n"
     "       shardsim run --torchtitan JOB.toml --gpus N [--gpu KIND] [...]\n"
@@ -85,11 +88,15 @@ static const char usage[] =
 static const char usage_options[] =
     "  --json   also write the summary as JSON to FILE ('-' for stdout)\n"
     "  --trace  write a Chrome/Perfetto trace (Trace Event Format JSON) to FILE\n"
+    "  --kineto write each rank's step as a PyTorch profiler (Kineto) trace,\n"
+    "           DIR/rank_<N>.json, for HolisticTraceAnalysis (creates DIR)\n"
+    "  --memory-snapshot  write rank 0's allocator over the step as the pickle\n"
+    "           torch.cuda.memory._dump_snapshot writes, for pytorch.org/memory_viz\n"
     "  --dot    write the timeline as Graphviz DOT (for neato -n2) to FILE\n"
     "  --svg    render the timeline to an SVG FILE with Graphviz's neato; ranks\n"
     "           that run the same ops at the same times are drawn once\n"
     "  --window draw only this time range of the step, in ms (e.g. 2.5..6)\n"
-    "  --ranks  draw (each one) and trace only these ranks (default: all)\n"
+    "  --ranks  draw (each one) and trace only these ranks, --kineto too (default: all)\n"
     "  --set    override a scenario key, e.g. --set sharding.strategy=full_shard\n"
     "  --memory print what is live at rank 0's memory peak: each category's total\n"
     "           and its --top N largest tensors (default 10; 0: all)\n"
@@ -112,6 +119,8 @@ static const char usage_options[] =
 
 typedef struct cli_args {
     const char *json, *trace, *dot, *svg;
+    const char *kineto;   /* --kineto DIR */
+    const char *snapshot; /* --memory-snapshot FILE */
     dot_opts view;
     char win_from[128], win_to[128]; /* --window by op names, resolved after the run */
     const char *files[MAX_FILES];
@@ -164,7 +173,7 @@ static int unknown_option(const char *s, int is_run)
                                       "--ranks", "--set",  "--memory", "--quiet", "--timing",
                                       "--max-memory", "--expect", "--no-expect", "--top",
                                       "--no-advice", "--model", "--gpus", "--gpu",
-                                      "--torchtitan"};
+                                      "--torchtitan", "--kineto", "--memory-snapshot"};
     static const char *const sweep[] = {"--set", "--vary", "-o", "-j", "--svg", "--max-memory"};
     static const char *const diff[] = {"--set", "--svg", "--window", "--ranks", "--max-memory"};
     static const char *const check[] = {"--set", "--max-memory", "--junit"};
@@ -265,6 +274,9 @@ static int parse_opt(int argc, char **argv, int *i, cli_args *a, int is_run)
         return parse_range(s, argv[++*i], &a->view, a);
     } else if (is_run == 1 && !strcmp(s, "--quiet")) {
         a->quiet = 1;
+    } else if (is_run == 1 && (!strcmp(s, "--kineto") || !strcmp(s, "--memory-snapshot"))) {
+        if (!has_val) return usage_error("%s needs a value", s);
+        *(s[2] == 'k' ? &a->kineto : &a->snapshot) = argv[++*i];
     } else if (is_run == 1 && !strcmp(s, "--memory")) {
         a->memory = 1;
     } else if (is_run == 1 && !strcmp(s, "--timing")) {
@@ -466,10 +478,48 @@ static int write_timeline(const cli_args *a, const sim_one *o, of_file *dot, of_
  * stream's, which of_close names. */
 static int write_trace(const cli_args *a, const sim_one *o, of_file *f, const char *path, ss_err *err)
 {
-    int w = chrome_write(&o->r.sum, o->r.t, a->view.rank_lo, a->view.rank_hi, of_stream(f), NULL);
+    ss_err werr;
+    ss_err_clear(&werr);
+    int w = chrome_write(&o->r.sum, o->r.t, a->view.rank_lo, a->view.rank_hi, of_stream(f), &werr);
+    if (w == SS_E_NOMEM) return ss_fail(err, w, path, "%s", werr.msg);
     fputc('\n', of_stream(f));
     int rc = of_close(f, err);
     return rc ? rc : w ? ss_fail(err, SS_E_IO, path, "cannot write the trace") : SS_OK;
+}
+
+/* --memory-snapshot: into its output, closed on success. */
+static int write_snapshot(const cli_args *a, const sim_one *o, of_file *f, ss_err *err)
+{
+    ss_err werr;
+    ss_err_clear(&werr);
+    int w = msnap_write(&o->r.sum, o->r.t, of_stream(f), &werr);
+    if (w && w != SS_E_IO)
+        return ss_fail(err, w, a->snapshot, "%s%s%s", werr.where, werr.where[0] ? ": " : "", werr.msg);
+    int rc = of_close(f, err);
+    return rc ? rc : w ? ss_fail(err, SS_E_IO, a->snapshot, "cannot write the memory snapshot") : SS_OK;
+}
+
+/* --kineto DIR: the file of each rank written (--ranks), each opened into
+ * ks[*nk], written and closed; the caller publishes or aborts them. */
+static int write_kineto(const cli_args *a, const sim_one *o, of_file **ks, uint32_t *nk, ss_err *err)
+{
+    const trc *t = o->r.t;
+    int rc = SS_OK;
+    for (uint32_t r = a->view.rank_lo; !rc && r < t->nranks && r <= a->view.rank_hi; r++) {
+        char name[64], path[4096];
+        kin_file_name(name, sizeof name, r);
+        snprintf(path, sizeof path, "%s/%s", a->kineto, name);
+        if ((rc = of_open(&ks[*nk], path, err))) break;
+        ss_err werr;
+        ss_err_clear(&werr);
+        int w = kin_write(&o->r.sum, t, r, of_stream(ks[*nk]), &werr);
+        of_file *f = ks[(*nk)++];
+        if (w == SS_E_NOMEM) return ss_fail(err, w, path, "%s", werr.msg);
+        fputc('\n', of_stream(f));
+        rc = of_close(f, err);
+        if (!rc && w) rc = ss_fail(err, SS_E_IO, path, "cannot write the Kineto trace");
+    }
+    return rc;
 }
 
 /* Every output of `run`, all or nothing (ofile.h): each is opened, written
@@ -478,8 +528,8 @@ static int write_trace(const cli_args *a, const sim_one *o, of_file *f, const ch
  * keep what they were sent). */
 static int write_outputs(const cli_args *a, const sim_one *o, ss_err *err)
 {
-    enum { JSON, DOT, SVG, TRACE, N };
-    const char *path[N] = {a->json, a->dot, a->svg, a->trace};
+    enum { JSON, DOT, SVG, TRACE, SNAP, N };
+    const char *path[N] = {a->json, a->dot, a->svg, a->trace, a->snapshot};
     of_file *f[N] = {NULL};
     int rc = SS_OK;
     for (int k = 0; k < N && !rc; k++)
@@ -491,11 +541,24 @@ static int write_outputs(const cli_args *a, const sim_one *o, ss_err *err)
     }
     if (!rc && (f[DOT] || f[SVG])) rc = write_timeline(a, o, f[DOT], f[SVG], err);
     if (!rc && f[TRACE]) rc = write_trace(a, o, f[TRACE], a->trace, err);
+    if (!rc && f[SNAP]) rc = write_snapshot(a, o, f[SNAP], err);
+    uint32_t nk = 0;
+    bool made = false; /* the --kineto folder, removed again on failure */
+    of_file **ks = a->kineto ? calloc(o->r.t->nranks ? o->r.t->nranks : 1, sizeof *ks) : NULL;
+    if (!rc && a->kineto && !ks) rc = ss_fail(err, SS_E_NOMEM, a->kineto, "out of memory");
+    if (!rc && a->kineto) rc = cli_mkdir(a->kineto, &made, err);
+    if (!rc && a->kineto) rc = write_kineto(a, o, ks, &nk, err);
     for (int k = 0; k < N; k++) {
         if (!rc && f[k]) rc = of_publish(f[k], err);
         else of_abort(f[k]);
         f[k] = NULL;
     }
+    for (uint32_t k = 0; k < nk; k++) {
+        if (!rc) rc = of_publish(ks[k], err);
+        else of_abort(ks[k]);
+    }
+    if (rc && made) rmdir(a->kineto);
+    free(ks);
     return rc;
 }
 

@@ -1,7 +1,10 @@
 /* What the command line shows while it works. out.h states the contract. */
 #include "out.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include "../run/run.h"
 
@@ -45,4 +48,16 @@ void cli_progress_cb(void *ctx, size_t done, size_t total, size_t slot, const sw
         fprintf(stderr, "shardsim %s: %zu/%zu points, %s spent, %s left; best so far: %s\n",
                 p->what, done, total, spent, left, best);
     }
+}
+
+int cli_mkdir(const char *dir, bool *made, ss_err *err)
+{
+    struct stat st;
+    *made = false;
+    if (stat(dir, &st) == 0)
+        return S_ISDIR(st.st_mode) ? SS_OK : ss_fail(err, SS_E_IO, dir, "is not a folder");
+    if (mkdir(dir, 0777) != 0)
+        return ss_fail(err, SS_E_IO, dir, "cannot make the folder: %s", strerror(errno));
+    *made = true;
+    return SS_OK;
 }

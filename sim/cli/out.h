@@ -9,7 +9,8 @@
  * its callback is called under the sweep's lock (one call at a time).
  *
  * Output files are written through core/ofile.h (whole or not at all,
- * devices and pipes in place), included here for the commands.
+ * devices and pipes in place), included here for the commands; a folder
+ * of them (run --kineto) is made by cli_mkdir.
  */
 #ifndef CLI_OUT_H
 #define CLI_OUT_H
@@ -35,5 +36,11 @@ void cli_progress_init(cli_progress *p, const char *what, bool tty);
 
 /* sweep_cfg.progress, with a cli_progress as ctx. */
 void cli_progress_cb(void *ctx, size_t done, size_t total, size_t slot, const sweep_fig *fig);
+
+/* The folder dir, made when it does not exist (its parent must): *made
+ * says so, for the caller to remove it again when the command fails.
+ * SS_E_IO names dir: something other than a folder is there, or the
+ * system's reason it cannot be made. */
+int cli_mkdir(const char *dir, bool *made, ss_err *err);
 
 #endif

@@ -33,7 +33,21 @@ struct mem_cache {
     uint32_t ntail;
     ss_bytes next_addr;
     mem_cache_stats st;
+    mem_cache_hook hook;
+    void *hook_ctx;
 };
+
+static void emit(mem_cache *c, mem_ev_kind k, ss_bytes addr, ss_bytes size, uint32_t stream,
+                 uint32_t block)
+{
+    if (c->hook) c->hook(c->hook_ctx, &(mem_cache_ev){k, addr, size, stream, block});
+}
+
+void mem_cache_set_hook(mem_cache *c, mem_cache_hook f, void *ctx)
+{
+    c->hook = f;
+    c->hook_ctx = ctx;
+}
 
 static ss_bytes round_up(ss_bytes x, ss_bytes to) { return ss_div_ceil(x, to) * to; }
 
@@ -245,6 +259,9 @@ static void release_cached(mem_cache *c)
         uint32_t id = c->whole_head;
         free_del(c, id);
         c->st.reserved -= c->b[id].size;
+        const cblk *k = &c->b[id];
+        emit(c, k->expandable ? MEM_EV_SEGMENT_UNMAP : MEM_EV_SEGMENT_FREE, k->addr, k->size,
+             k->stream, id);
         blk_kill(c, id);
     }
 }
@@ -266,6 +283,7 @@ static uint32_t map_segment(mem_cache *c, ss_bytes size, bool small, uint32_t st
     c->st.reserved += size;
     c->st.segments_mapped++;
     if (c->st.reserved > c->st.peak_reserved) c->st.peak_reserved = c->st.reserved;
+    emit(c, MEM_EV_SEGMENT_ALLOC, c->b[id].addr, size, stream, id);
     return free_add(c, id) ? id : MEM_CACHE_NONE;
 }
 
@@ -282,6 +300,7 @@ static uint32_t expand_segment(mem_cache *c, ss_bytes rs, uint32_t stream, bool 
     c->st.reserved += need;
     if (c->st.reserved > c->st.peak_reserved) c->st.peak_reserved = c->st.reserved;
     if (tail_free) { /* its key changes: out of the order and back */
+        emit(c, MEM_EV_SEGMENT_MAP, c->b[tail].addr + c->b[tail].size, need, stream, tail);
         free_del(c, tail);
         c->b[tail].size += need;
         return free_add(c, tail) ? tail : MEM_CACHE_NONE;
@@ -295,6 +314,7 @@ static uint32_t expand_segment(mem_cache *c, ss_bytes rs, uint32_t stream, bool 
     }
     c->b[id] = (cblk){.addr = addr, .size = need, .prev = tail, .next = MEM_CACHE_NONE,
                       .stream = stream, .expandable = true};
+    emit(c, MEM_EV_SEGMENT_MAP, addr, need, stream, id);
     if (tail != MEM_CACHE_NONE) c->b[tail].next = id;
     return tail_set(c, stream, id) && free_add(c, id) ? id : MEM_CACHE_NONE;
 }
@@ -331,6 +351,7 @@ int mem_cache_alloc(mem_cache *c, ss_bytes bytes, uint32_t stream, uint32_t *blo
         return ss_fail(err, SS_E_NOMEM, NULL, "out of memory in the allocator model");
     c->st.allocated += c->b[id].size;
     if (c->st.allocated > c->st.peak_allocated) c->st.peak_allocated = c->st.allocated;
+    emit(c, MEM_EV_ALLOC, c->b[id].addr, c->b[id].size, stream, id);
     *block = id;
     return SS_OK;
 }
@@ -350,6 +371,7 @@ static void merge_next(mem_cache *c, uint32_t id)
 void mem_cache_release(mem_cache *c, uint32_t id)
 {
     c->st.allocated -= c->b[id].size;
+    emit(c, MEM_EV_FREE, c->b[id].addr, c->b[id].size, c->b[id].stream, id);
     merge_next(c, id);
     uint32_t p = c->b[id].prev;
     if (p != MEM_CACHE_NONE && c->b[p].free) {
@@ -371,4 +393,37 @@ void mem_cache_reset_peaks(mem_cache *c)
     c->st.peak_reserved = c->st.reserved;
     c->st.segments_mapped = 0;
     c->st.ooms = 0;
+}
+
+typedef struct head {
+    ss_bytes addr;
+    uint32_t id;
+} head;
+
+static int head_cmp(const void *x, const void *y)
+{
+    ss_bytes a = ((const head *)x)->addr, b = ((const head *)y)->addr;
+    return (a > b) - (a < b);
+}
+
+int mem_cache_walk(const mem_cache *c, void (*f)(void *ctx, const mem_cache_blk *b), void *ctx,
+                   ss_err *err)
+{
+    uint32_t n = 0;
+    head *heads = malloc((c->nb ? c->nb : 1) * sizeof *heads);
+    if (!heads) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory walking the allocator");
+    for (uint32_t i = 0; i < c->nb; i++)
+        if (!c->b[i].dead && c->b[i].prev == MEM_CACHE_NONE) heads[n++] = (head){c->b[i].addr, i};
+    qsort(heads, n, sizeof *heads, head_cmp);
+    for (uint32_t h = 0; h < n; h++) {
+        ss_bytes size = 0;
+        for (uint32_t i = heads[h].id; i != MEM_CACHE_NONE; i = c->b[i].next) size += c->b[i].size;
+        for (uint32_t i = heads[h].id; i != MEM_CACHE_NONE; i = c->b[i].next) {
+            const cblk *k = &c->b[i];
+            f(ctx, &(mem_cache_blk){k->addr, k->size, heads[h].addr, size, i, k->stream,
+                                    i == heads[h].id, k->free, k->small, k->expandable});
+        }
+    }
+    free(heads);
+    return SS_OK;
 }

@@ -52,6 +52,38 @@ typedef struct mem_cache_stats {
     uint64_t ooms;                          /* requests over capacity since reset */
 } mem_cache_stats;
 
+/* What the allocator did, in the terms of PyTorch's memory history
+ * (CUDACachingAllocator's TraceEntry): a block served or released (its
+ * address and its size, what "allocated" counts), a segment mapped or
+ * released whole (cudaMalloc / cudaFree), or, with expandable_segments,
+ * pages mapped at a segment's end or a segment unmapped. */
+typedef enum {
+    MEM_EV_ALLOC,
+    MEM_EV_FREE,
+    MEM_EV_SEGMENT_ALLOC,
+    MEM_EV_SEGMENT_FREE,
+    MEM_EV_SEGMENT_MAP,
+    MEM_EV_SEGMENT_UNMAP
+} mem_ev_kind;
+
+typedef struct mem_cache_ev {
+    mem_ev_kind kind;
+    ss_bytes addr, size;
+    uint32_t stream;
+    uint32_t block; /* ALLOC and FREE: the block id */
+} mem_cache_ev;
+
+/* Called after each action, in order, while set (NULL f: none). */
+typedef void (*mem_cache_hook)(void *ctx, const mem_cache_ev *e);
+
+/* A block of a segment, for mem_cache_walk: first is set on the first
+ * block of each segment (seg_addr, seg_size: the segment's). */
+typedef struct mem_cache_blk {
+    ss_bytes addr, size, seg_addr, seg_size;
+    uint32_t id, stream;
+    bool first, free, small, expandable;
+} mem_cache_blk;
+
 int mem_cache_new(mem_cache **out, const mem_cache_cfg *cfg, ss_err *err);
 void mem_cache_free(mem_cache *c); /* NULL is a no-op */
 
@@ -60,6 +92,13 @@ void mem_cache_free(mem_cache *c); /* NULL is a no-op */
 int mem_cache_alloc(mem_cache *c, ss_bytes bytes, uint32_t stream, uint32_t *block,
                     bool *oom, ss_err *err);
 void mem_cache_release(mem_cache *c, uint32_t block);
+
+void mem_cache_set_hook(mem_cache *c, mem_cache_hook f, void *ctx);
+
+/* Every block of every segment, segments by address and blocks in address
+ * order within each (they tile it). SS_E_NOMEM when out of memory. */
+int mem_cache_walk(const mem_cache *c, void (*f)(void *ctx, const mem_cache_blk *b), void *ctx,
+                   ss_err *err);
 
 /* Bytes the block occupies (counted in "allocated"). */
 ss_bytes mem_cache_block_size(const mem_cache *c, uint32_t block);

@@ -58,6 +58,10 @@ typedef struct rp {
     mem_cache *c;
     ss_bytes ideal;
     ss_err *err;
+    const mev *cur; /* the event being applied, for the tap */
+    ss_ns shown;    /* its time on the step's time base */
+    uint32_t *owner; /* per block id, its tensor: the tap's end state */
+    uint32_t nowner;
 } rp;
 
 static int collect(rp *r)
@@ -173,6 +177,8 @@ static int pass(rp *r, mem_rank *m, size_t *peak_ev)
     ss_ns shown = 0;
     for (size_t i = 0; i < r->nev; i++) {
         bool oom;
+        r->cur = &r->ev[i];
+        r->shown = r->ev[i].shown > shown ? r->ev[i].shown : shown;
         int rc = apply(r, &r->ev[i], &oom);
         if (rc) return rc;
         if (!m) continue;
@@ -214,6 +220,36 @@ static int peak_live(rp *r, mem_rank *m, size_t peak_ev)
     return SS_OK;
 }
 
+static void tap_event(void *ctx, const mem_cache_ev *e)
+{
+    rp *r = ctx;
+    bool blk = e->kind == MEM_EV_ALLOC || e->kind == MEM_EV_FREE;
+    r->cfg->tap->event(r->cfg->tap->ctx, e, r->shown, blk ? r->cur->tensor : UINT32_MAX, r->cur->op);
+}
+
+static void tap_segment(void *ctx, const mem_cache_blk *b)
+{
+    rp *r = ctx;
+    uint32_t t = !b->free && b->id < r->nowner ? r->owner[b->id] : UINT32_MAX;
+    r->cfg->tap->segment(r->cfg->tap->ctx, b, t);
+}
+
+/* The allocator's state at the end of the step, block by block, each with
+ * the tensor that holds it. */
+static int tap_end(rp *r)
+{
+    uint32_t nb = 0;
+    for (uint32_t i = 0; i < r->nt; i++)
+        if (r->live[i] && r->blk[i] + 1 > nb) nb = r->blk[i] + 1;
+    r->owner = malloc((nb ? nb : 1) * sizeof *r->owner);
+    if (!r->owner) return ss_fail(r->err, SS_E_NOMEM, NULL, "out of memory");
+    r->nowner = nb;
+    for (uint32_t i = 0; i < nb; i++) r->owner[i] = UINT32_MAX;
+    for (uint32_t i = 0; i < r->nt; i++)
+        if (r->live[i]) r->owner[r->blk[i]] = i;
+    return mem_cache_walk(r->c, tap_segment, r, r->err);
+}
+
 static int measure(rp *r, mem_rank *m)
 {
     int rc = start_state(r);
@@ -229,7 +265,11 @@ static int measure(rp *r, mem_rank *m)
     size_t peak_ev = SIZE_MAX;
     if (r->cfg->series && !(m->series = malloc((r->nev ? r->nev : 1) * sizeof *m->series)))
         return ss_fail(r->err, SS_E_NOMEM, NULL, "out of memory");
+    bool tap = r->cfg->tap && r->cfg->model != MEM_MODEL_IDEAL;
+    if (tap && r->cfg->tap->event) mem_cache_set_hook(r->c, tap_event, r);
     if ((rc = pass(r, m, &peak_ev))) return rc;
+    mem_cache_set_hook(r->c, NULL, NULL);
+    if (tap && r->cfg->tap->segment && (rc = tap_end(r))) return rc;
     m->end = reported(r);
     m->peak_reserved = r->cfg->model == MEM_MODEL_IDEAL ? m->peak
                                                         : mem_cache_get_stats(r->c).peak_reserved;
@@ -255,6 +295,7 @@ int mem_replay(const trc *t, uint32_t rank, const mem_cfg *cfg, mem_rank *out, s
     free(r.live);
     free(r.blk);
     free(r.stream);
+    free(r.owner);
     mem_cache_free(r.c);
     if (rc) {
         mem_rank_fini(&m);

@@ -33,17 +33,32 @@
 #include <stdbool.h>
 
 #include "../out/trace.h"
+#include "cache.h"
 
 #define MEM_ROUND 512u
 
 typedef enum { MEM_MODEL_CACHING, MEM_MODEL_IDEAL, MEM_NMODELS } mem_model;
 extern const char *const mem_model_names[MEM_NMODELS];
 
+/* A tap on the caching model's replay (memory snapshots): event is
+ * called for each allocator action of the measured pass, in order, with
+ * the time the step shows it (as the series), the tensor of an ALLOC or
+ * FREE (UINT32_MAX for segment actions) and the op that caused it;
+ * segment for each block of the allocator's state at the end of the step
+ * (mem_cache_walk's order), with the tensor that holds it (UINT32_MAX when
+ * free). Both NULL-able. */
+typedef struct mem_tap {
+    void *ctx;
+    void (*event)(void *ctx, const mem_cache_ev *e, ss_ns t, uint32_t tensor, uint32_t op);
+    void (*segment)(void *ctx, const mem_cache_blk *b, uint32_t tensor);
+} mem_tap;
+
 typedef struct mem_cfg {
     mem_model model;
     bool expandable_segments;
     ss_bytes capacity; /* 0 = unlimited */
     bool series;       /* record allocated/reserved after every event */
+    const mem_tap *tap; /* caching model only; NULL: none */
 } mem_cfg;
 
 typedef struct mem_point {

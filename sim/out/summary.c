@@ -72,7 +72,7 @@ static int rank_mem(const spec_scenario *s, const trc *t, uint32_t k, bool serie
         return SS_OK;
     }
     mem_cfg mc = {(mem_model)s->alloc_model, s->expandable_segments, s->capacity_bytes,
-                  k == 0 || series_all};
+                  k == 0 || series_all, NULL};
     int rc = mem_replay(t, k, &mc, &x->mem, err);
     uint32_t po = x->mem.peak_op;
     snprintf(x->peak_op, sizeof x->peak_op, "%s",

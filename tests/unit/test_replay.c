@@ -11,7 +11,7 @@
 
 #include "../../sim/mem/replay.h"
 
-static const mem_cfg ideal = {MEM_MODEL_IDEAL, false, 0, false};
+static const mem_cfg ideal = {MEM_MODEL_IDEAL, false, 0, false, NULL};
 
 typedef struct fixture {
     prog *p;
