@@ -241,7 +241,7 @@ int keys_cmd(int argc, char **argv)
     if (t.nomem) fprintf(stderr, "shardsim keys: out of memory\n"), rc = 1;
     else if (!loaded) fprintf(stderr, "shardsim keys: no scenario loaded\n"), rc = 2;
     else {
-        qsort(t.rows, t.n, sizeof *t.rows, cmp_row);
+        if (t.n) qsort(t.rows, t.n, sizeof *t.rows, cmp_row);
         if (cases) print_cases(&t);
         else print_table(&t, md);
     }

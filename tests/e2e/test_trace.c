@@ -193,7 +193,7 @@ static size_t nesting_violations(const char *text, char *why, size_t len)
     const cJSON *e;
     cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "traceEvents")) bad += (size_t)viewer_event(&v, e);
     bad += v.nopen;
-    qsort(v.s, v.n, sizeof *v.s, slice_cmp);
+    if (v.n) qsort(v.s, v.n, sizeof *v.s, slice_cmp); /* v.s is NULL when there are none */
     size_t *stack = malloc((v.n ? v.n : 1) * sizeof *stack), depth = 0;
     assert_non_null(stack);
     for (size_t i = 0; i < v.n; i++) {
