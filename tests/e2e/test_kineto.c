@@ -28,6 +28,8 @@
 #include "../../sim/out/span.h"
 #include "../../sim/run/run.h"
 
+#include "load_run.h"
+
 static cJSON *rank_json(const run_result *r, uint32_t k)
 {
     char *text = NULL;
@@ -159,15 +161,9 @@ static void test_kineto_ranks(void **state)
     const char *files[] = {"seed002/zero3_full_shard_pre.json",
                            "examples/tiny-gpt-megatron-tp2-pp2-overlap.json"};
     for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
-        char path[1024];
-        snprintf(path, sizeof path, "%s/scenarios/%s", SS_SOURCE_DIR, files[f]);
-        ss_err err;
-        ss_err_clear(&err);
         spec_scenario s;
         run_result r;
-        run_opts o = {false};
-        if (scn_load(path, NULL, 0, &s, &err) || run_step(&s, &o, &r, &err))
-            fail_msg("%s: %s", err.where, err.msg);
+        load_run(files[f], NULL, 0, &s, &r);
         char *summary = sum_json(&r.sum);
         assert_non_null(summary);
         for (uint32_t k = 0; k < r.t->nranks; k++) check_rank(&r, k, summary);

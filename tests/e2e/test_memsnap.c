@@ -25,6 +25,8 @@
 #include "../../sim/out/pickle.h"
 #include "../../sim/run/run.h"
 
+#include "load_run.h"
+
 /* ---- a pickle reader: just the opcodes pickle.h writes ---- */
 typedef enum { PV_DICT, PV_LIST, PV_STR, PV_INT, PV_BOOL, PV_NONE } pv_kind;
 typedef struct pv {
@@ -199,16 +201,12 @@ static size_t find(const live *l, size_t n, int64_t addr)
  * actions in its history. */
 static size_t check_snapshot(const char *file, const char *set)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/scenarios/%s", SS_SOURCE_DIR, file);
-    ss_err err;
-    ss_err_clear(&err);
     spec_scenario s;
     run_result r;
-    run_opts o = {false};
     const char *sets[] = {set};
-    if (scn_load(path, sets, set ? 1 : 0, &s, &err) || run_step(&s, &o, &r, &err))
-        fail_msg("%s: %s", err.where, err.msg);
+    load_run(file, sets, set ? 1 : 0, &s, &r);
+    ss_err err;
+    ss_err_clear(&err);
     char *text = NULL;
     size_t len = 0, batch, nseg = 0;
     FILE *f = open_memstream(&text, &len);
@@ -313,15 +311,12 @@ static void test_memsnap_scenarios(void **state)
 static void test_memsnap_ideal(void **state)
 {
     (void)state;
-    char path[1024];
-    snprintf(path, sizeof path, "%s/scenarios/seed002/zero3_full_shard_pre.json", SS_SOURCE_DIR);
-    ss_err err;
-    ss_err_clear(&err);
     spec_scenario s;
     run_result r;
-    run_opts o = {false};
     const char *sets[] = {"allocator.model=ideal"};
-    if (scn_load(path, sets, 1, &s, &err) || run_step(&s, &o, &r, &err)) fail_msg("%s", err.msg);
+    load_run("seed002/zero3_full_shard_pre.json", sets, 1, &s, &r);
+    ss_err err;
+    ss_err_clear(&err);
     FILE *f = fopen("/dev/null", "w");
     assert_int_equal(msnap_write(&r.sum, r.t, f, &err), SS_E_INPUT);
     assert_string_equal(err.where, "allocator.model");

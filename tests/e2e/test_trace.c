@@ -22,20 +22,15 @@
 #include "../../sim/io/scenario.h"
 #include "../../sim/out/chrome.h"
 #include "../../sim/run/run.h"
+#include "load_run.h"
 
 /* The trace text of a shipped scenario's step (every rank's memory series),
  * with its op and rank counts; the caller frees the text. */
 static char *trace_text(const char *file, uint64_t *nops, uint32_t *nranks)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/scenarios/%s", SS_SOURCE_DIR, file);
-    ss_err err;
-    ss_err_clear(&err);
     spec_scenario s;
     run_result r;
-    run_opts o = {true};
-    if (scn_load(path, NULL, 0, &s, &err) || run_step(&s, &o, &r, &err))
-        fail_msg("%s: %s", err.where, err.msg);
+    load_run_opts(file, NULL, 0, &(run_opts){true}, &s, &r);
     char *txt = chrome_json(&r.sum, r.t);
     assert_non_null(txt);
     *nops = r.sum.nops;
