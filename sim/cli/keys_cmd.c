@@ -1,7 +1,6 @@
 /* `shardsim keys`. keys_cmd.h states the contract. */
 #include "keys_cmd.h"
 
-#include <dirent.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,41 +123,19 @@ static void load_one(key_tab *t, const char *file, size_t *loaded)
     (*loaded)++;
 }
 
-static int cmp_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static void load_dir(key_tab *t, const char *dir, size_t *loaded)
 {
-    DIR *d = opendir(dir);
-    if (!d) {
-        fprintf(stderr, "shardsim keys: skipped %s: cannot read the folder\n", dir);
+    char **names, buf[1100];
+    size_t n;
+    ss_err err;
+    ss_err_clear(&err);
+    if (js_list_dir(dir, &names, &n, &err)) {
+        fprintf(stderr, "shardsim keys: skipped %s\n", ss_err_str(&err, buf, sizeof buf));
+        t->nomem |= err.code == SS_E_NOMEM;
         return;
     }
-    char **names = NULL;
-    size_t n = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        size_t len = strlen(e->d_name);
-        if (len <= 5 || strcmp(e->d_name + len - 5, ".json") || e->d_name[0] == '.') continue;
-        char **g = realloc(names, (n + 1) * sizeof *names);
-        char *p = malloc(strlen(dir) + len + 2);
-        if (!g || !p) {
-            free(g ? NULL : p);
-            if (g) names = g;
-            t->nomem = true;
-            break;
-        }
-        names = g;
-        size_t dl = strlen(dir);
-        while (dl > 1 && dir[dl - 1] == '/') dl--; /* "scenarios/x/" names files once */
-        sprintf(p, "%.*s/%s", (int)dl, dir, e->d_name);
-        names[n++] = p;
-    }
-    closedir(d);
-    if (n) qsort(names, n, sizeof *names, cmp_name);
-    for (size_t i = 0; i < n; i++) load_one(t, names[i], loaded), free(names[i]);
-    free(names);
+    for (size_t i = 0; i < n; i++) load_one(t, names[i], loaded);
+    js_list_free(names, n);
 }
 
 static int cmp_row(const void *a, const void *b)

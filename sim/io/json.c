@@ -5,6 +5,7 @@
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -63,6 +64,47 @@ static void join_names(char *buf, size_t size, const char *const *names, size_t 
 }
 
 /* ---- documents ---- */
+
+static int cmp_path(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void js_list_free(char **paths, size_t n)
+{
+    for (size_t i = 0; i < n; i++) free(paths[i]);
+    free(paths);
+}
+
+int js_list_dir(const char *dir, char ***paths, size_t *n, ss_err *err)
+{
+    *paths = NULL, *n = 0;
+    DIR *d = opendir(dir);
+    if (!d) return ss_fail(err, SS_E_IO, dir, "cannot read the folder");
+    size_t dl = strlen(dir);
+    while (dl > 1 && dir[dl - 1] == '/') dl--; /* "scenarios/x/" names its files once */
+    int rc = SS_OK;
+    for (struct dirent *e; !rc && (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len <= 5 || strcmp(e->d_name + len - 5, ".json") || e->d_name[0] == '.') continue;
+        char **grown = realloc(*paths, (*n + 1) * sizeof **paths);
+        char *path = malloc(dl + len + 2);
+        if (grown) *paths = grown;
+        if (!grown || !path) {
+            free(path);
+            rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+            break;
+        }
+        sprintf(path, "%.*s/%s", (int)dl, dir, e->d_name);
+        (*paths)[(*n)++] = path;
+    }
+    closedir(d);
+    if (rc) {
+        js_list_free(*paths, *n);
+        *paths = NULL, *n = 0;
+    } else if (*n) qsort(*paths, *n, sizeof **paths, cmp_path);
+    return rc;
+}
 
 /* Reads at most max + 1 bytes (one more than allowed, to tell "too large"
  * from "exactly the limit"), growing the buffer, so a small file costs a

@@ -66,6 +66,13 @@ void js_doc_fini(js_doc *d); /* NULL root is fine */
  * share it. */
 int js_read_stream(FILE *f, const char *file, size_t max, char **text, size_t *len, ss_err *err);
 
+/* The *.json files of folder `dir` (not recursive, no hidden files) as
+ * "dir/name" paths in name order, in a malloc'd array of malloc'd strings
+ * the caller frees with js_list_free. An unreadable folder is SS_E_IO
+ * naming it. */
+int js_list_dir(const char *dir, char ***paths, size_t *n, ss_err *err);
+void js_list_free(char **paths, size_t n);
+
 /* Apply one command-line override "a.b[2].c=value" to the tree. The path
  * may start with "$." and name a key as ["k.e y"] (\" and \\ escaped), as
  * messages print paths; an '=' inside ["..."] belongs to the key. value is

@@ -3,7 +3,6 @@
 #include "validate.h"
 
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "../core/par.h"
+#include "../io/json.h"
 #include "../io/scenario.h"
 #include "../out/summary.h"
 #include "run.h"
@@ -72,38 +72,14 @@ static int collect_file(val_report *r, const char *file, ss_err *err)
     return rc;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* A folder's *.json files, in name order (the table's row order). */
 static int collect_dir(val_report *r, const char *dir, ss_err *err)
 {
-    DIR *d = opendir(dir);
-    if (!d) return ss_fail(err, SS_E_IO, dir, "cannot read the folder");
-    char **names = NULL;
-    size_t n = 0;
-    int rc = SS_OK;
-    for (struct dirent *e; !rc && (e = readdir(d));) {
-        size_t len = strlen(e->d_name);
-        if (len <= 5 || strcmp(e->d_name + len - 5, ".json") || e->d_name[0] == '.') continue;
-        char **grown = realloc(names, (n + 1) * sizeof *names);
-        char *path = malloc(strlen(dir) + len + 2);
-        if (grown) names = grown;
-        if (!grown || !path) {
-            free(path);
-            rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
-            break;
-        }
-        sprintf(path, "%s/%s", dir, e->d_name);
-        names[n++] = path;
-    }
-    closedir(d);
-    if (n) qsort(names, n, sizeof *names, cmp_str);
+    char **names;
+    size_t n;
+    int rc = js_list_dir(dir, &names, &n, err);
     for (size_t i = 0; i < n && !rc; i++) rc = collect_file(r, names[i], err);
-    for (size_t i = 0; i < n; i++) free(names[i]);
-    free(names);
+    js_list_free(names, n);
     return rc;
 }
 
