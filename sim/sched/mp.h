@@ -50,7 +50,7 @@ typedef struct mp_unit {
     uint32_t t_full, t_grad; /* unsharded params (full_shard), gradients */
     uint32_t t_shard;        /* ZeRO-2/3: the reduced gradient shard */
     uint32_t bucket;         /* runtime's bucket of the unit (runtimes with buckets) */
-    uint32_t held;           /* micro-batches that gathered it and have not run backward */
+    uint32_t backwards;      /* micro-batches whose backward reached it */
 } mp_unit;
 
 typedef struct mp mp;

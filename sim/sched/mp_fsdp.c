@@ -10,10 +10,11 @@
  *   resharded after its last block unless it is kept (FSDP1
  *   SHARD_GRAD_OP; FSDP2 reshard_after_forward false, or the root module,
  *   which FSDP2 never reshards after forward: here every unit that is not a
- *   transformer layer); a kept unit stays unsharded until the backward of
- *   the last micro-batch that gathered it (FSDP skips the all-gather of an
- *   unsharded unit);
- * - backward: all-gather again unless kept, free after its first block;
+ *   transformer layer); FSDP skips the all-gather of an unsharded unit;
+ * - backward: all-gather again unless kept, free after its first block,
+ *   except where FSDP keeps it for the next micro-batch (FSDP1's
+ *   SHARD_GRAD_OP under no_sync, FSDP2 under a pipeline schedule: see
+ *   keep_after_backward), so that one gather serves the whole step;
  * - gradients accumulate unsharded over micro-batches (the pipeline
  *   schedules' no_sync / set_requires_gradient_sync(False)) and are
  *   reduce-scattered in the last one; HSDP then all-reduces the shard over
@@ -79,7 +80,6 @@ static void fs_pre_forward(mp *m, mp_unit *u, uint32_t mb)
 {
     (void)mb;
     if (u->t_full == EM_NONE) gather(m, u, PROG_PH_FORWARD);
-    u->held++;
 }
 
 static void fs_pre_backward(mp *m, mp_unit *u, uint32_t mb)
@@ -88,14 +88,36 @@ static void fs_pre_backward(mp *m, mp_unit *u, uint32_t mb)
     if (u->t_full == EM_NONE) gather(m, u, PROG_PH_BACKWARD);
 }
 
-/* Reshard after the unit's last block: after forward unless kept; after
- * backward once no gathered micro-batch is left. */
+/* Does the unit stay unsharded after this backward? Gradients sync in the
+ * last micro-batch only, and until then:
+ * - FSDP1 frees in backward only under a strategy that reshards after
+ *   forward (torch/distributed/fsdp/_runtime_utils.py,
+ *   _should_free_in_backward: "state._sync_gradients or strategy in
+ *   RESHARD_AFTER_FORWARD_HANDLE_STRATEGIES", i.e. FULL_SHARD and
+ *   HYBRID_SHARD), so SHARD_GRAD_OP and _HYBRID_SHARD_ZERO2 keep it;
+ * - FSDP2 reshards after every backward, except under a pipeline schedule:
+ *   PyTorch's PipelineStage.backward_maybe_with_nosync sets
+ *   set_reshard_after_backward(False) with set_requires_gradient_sync(False)
+ *   on every backward and runs the post-backward once after the last.
+ * The next micro-batch's forward then finds the unit gathered. */
+static bool keep_after_backward(const mp *m, const mp_unit *u)
+{
+    if (u->backwards >= m->pl->s->grad_accum) return false; /* the last */
+    switch (m->pl->s->shard.strategy) {
+    case SPEC_SHARD_GRAD_OP:
+    case SPEC_HYBRID_SHARD_ZERO2: return true;
+    case SPEC_FSDP2: return m->par->pp > 1;
+    default: return false;
+    }
+}
+
+/* Reshard after the unit's last block: after forward unless kept, after
+ * backward unless keep_after_backward. */
 static void fs_before_block(mp *m, mp_unit *u, uint32_t i, bool fwd)
 {
-    if (i != (fwd ? u->b1 - 1 : u->b0) || u->t_full == EM_NONE) return;
-    bool keep = kept(m, u);
-    if (fwd && keep) return;
-    if (!fwd && keep && u->held && --u->held) return;
+    if (i != (fwd ? u->b1 - 1 : u->b0)) return;
+    if (!fwd) u->backwards++;
+    if (u->t_full == EM_NONE || (fwd ? kept(m, u) : keep_after_backward(m, u))) return;
     /* FSDP2 frees in issue order on the streams that reuse the memory (the
      * caching allocator's same-stream reuse: no host wait needed); FSDP1
      * frees when the block ends, its host held back by the rate limiter. */

@@ -208,8 +208,12 @@ static void check_cell(const axis *a, rt r)
         assert_int_equal(n[RS], units), assert_int_equal(by[RS], 4 * all);
         assert_int_equal(n[AR], r == R_HSDP2 ? st.U : 0);
         break;
-    case R_FSDP2: /* layers resharded after forward; the root units kept */
-        assert_int_equal(n[AG], 2 * M * (units - st.roots) + st.roots);
+    case R_FSDP2: /* layers resharded after forward; the root units kept. Under a
+                   * pipeline the stage keeps a unit unsharded after each backward
+                   * but the last (PyTorch's PipelineStage.backward_maybe_with_nosync:
+                   * set_reshard_after_backward(False)), so the next micro-batch's
+                   * forward finds it gathered: M backward gathers and one forward */
+        assert_int_equal(n[AG], (s.par.pp > 1 ? M + 1 : 2 * M) * (units - st.roots) + st.roots);
         assert_int_equal(n[RS], units), assert_int_equal(by[RS], 4 * all);
         assert_int_equal(n[AR], 0);
         break;
@@ -302,6 +306,64 @@ static void test_etp(void **state)
     spec_scenario_fini(&s);
 }
 
+/* FSDP under a pipeline on every stage, not only the first: with 1F1B the
+ * last stage runs each micro-batch's backward right after its forward, so
+ * no micro-batch is in flight between them; PyTorch's PipelineStage still
+ * keeps the unit unsharded after every backward but the last
+ * (backward_maybe_with_nosync: set_reshard_after_backward(False) and
+ * set_requires_gradient_sync(False), post-backward once after the last),
+ * so a unit kept from forward to backward (SHARD_GRAD_OP, FSDP2
+ * reshard_after_forward false) is gathered once per step on every stage,
+ * and reduce-scattered once. */
+static void test_pipeline_keeps_units(void **state)
+{
+    (void)state;
+    static const char *const kept[] = {"{\"strategy\": \"shard_grad_op\"}",
+                                       "{\"strategy\": \"fsdp2\", \"reshard_after_forward\": false}"};
+    const axis *pp = &axes[3];
+    assert_string_equal(pp->name, "pp");
+    for (size_t k = 0; k < 2; k++) {
+        char text[4096];
+        spec_scenario s;
+        run_result res;
+        ss_err err;
+        snprintf(text, sizeof text,
+                 "{\"name\": \"t\", \"model\": %s, \"topology\": {\"file\": \"%s/topologies/"
+                 "h100-ib-fattree.json\", \"nodes\": 2}, \"parallel\": %s, \"training\":"
+                 " {\"micro_batch\": 1, \"seq_len\": 1024, \"grad_accum\": 8}, \"optimizer\":"
+                 " {\"type\": \"adamw\"}, \"sharding\": %s}",
+                 pp->model, SS_SOURCE_DIR, pp->parallel, kept[k]);
+        ss_err_clear(&err);
+        if (scn_load_text("t.json", text, strlen(text), NULL, 0, &s, &err) ||
+            run_step(&s, NULL, &res, &err))
+            fail_msg("%s: %s: %s", kept[k], err.where, err.msg);
+        assert_int_equal(prog_nranks(res.p), 2); /* one replica: the two stages */
+        for (uint32_t rank = 0; rank < 2; rank++) {
+            const prog_op *ops = prog_ops(res.p, rank);
+            uint32_t ag = 0, rs = 0, units = 0;
+            const char *prev = "";
+            for (uint32_t i = 0; i < res.pl->nblocks; i++) {
+                const plan_block *b = &res.pl->blocks[i];
+                if (b->chunk % 2 != rank || !strcmp(prev, b->group)) continue;
+                units += b->numel > 0;
+                prev = b->group;
+            }
+            for (uint32_t i = 0; i < prog_nops(res.p, rank); i++) {
+                const char *n = prog_str_get(res.p, ops[i].name);
+                ag += ops[i].kind == PROG_OP_COLL && !strncmp(n, "fsdp.all_gather.", 16);
+                rs += ops[i].kind == PROG_OP_COLL && !strncmp(n, "fsdp.reduce_scatter.", 20);
+            }
+            print_message("  %s stage %u: %u units, %u all-gathers, %u reduce-scatters\n",
+                          kept[k], rank, units, ag, rs);
+            assert_true(units > 0);
+            assert_int_equal(ag, units);
+            assert_int_equal(rs, units);
+        }
+        run_fini(&res);
+        spec_scenario_fini(&s);
+    }
+}
+
 static void test_every_cell(void **state)
 {
     (void)state;
@@ -314,6 +376,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_cell),
         cmocka_unit_test(test_etp),
+        cmocka_unit_test(test_pipeline_keeps_units),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
