@@ -300,9 +300,13 @@ static void print_front(const search_point *pts, const sweep_fig *figs, const si
                spec_recompute_names[p->recompute], f->step_s * 1e3, gib(f->peak_reserved), mfu,
                d ? " ?" : "");
     }
+    size_t open = search_pruner_open(pr);
     if (doubt)
         printf("  ? a pruned point might beat it (pruning keeps the best exact, not the front: "
                "--prune front keeps all of it)\n");
+    else if (open)
+        printf("  pruning keeps the best exact, not the front: %zu pruned point%s might add "
+               "rows to it (--prune front keeps all of it)\n", open, open == 1 ? "" : "s");
 }
 
 /* ---- the nearest miss ---- */

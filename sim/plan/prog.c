@@ -328,6 +328,7 @@ uint32_t prog_op_group(const prog *p, uint32_t r, uint32_t op)
 }
 
 bool prog_rank_shared(const prog *p, uint32_t r) { return p->ranks[r].src != r; }
+uint32_t prog_rank_source(const prog *p, uint32_t r) { return p->ranks[r].src; }
 
 void prog_set_dev_ns(prog *p, uint32_t r, uint32_t op, ss_ns dev_ns)
 {

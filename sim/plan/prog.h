@@ -213,6 +213,7 @@ void prog_set_dev_ns(prog *p, uint32_t rank, uint32_t op, ss_ns dev_ns);
 
 uint32_t prog_nranks(const prog *p);
 bool prog_rank_shared(const prog *p, uint32_t rank);
+uint32_t prog_rank_source(const prog *p, uint32_t rank); /* whose program it runs: itself if none */
 uint32_t prog_op_group(const prog *p, uint32_t rank, uint32_t op); /* COLL ops */
 uint32_t prog_nops(const prog *p, uint32_t rank);
 const prog_op *prog_ops(const prog *p, uint32_t rank);

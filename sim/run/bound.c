@@ -12,7 +12,8 @@ typedef struct item {
 
 typedef struct bd {
     const prog *p;
-    uint32_t nr;
+    uint32_t nr;       /* ranks evaluated: rk[0 .. nr) (bound.h: one per program) */
+    uint32_t *rk, *ri; /* rk: evaluated -> program rank; ri: rank -> evaluated, NONE */
     uint64_t *base;    /* rank r's ops are global ids base[r] .. base[r + 1) */
     uint32_t *cnt;     /* inputs not yet known */
     ss_ns *ready;      /* max of the inputs known so far */
@@ -24,7 +25,9 @@ typedef struct bd {
     uint32_t *ihead, *iarrived, *isize;
     ss_ns *it;         /* instance: latest arrival */
     uint64_t *ibytes;  /* instance: the smallest payload of its members so far */
-    double Bps;        /* a rank's link bandwidth; 0: free communication */
+    const bound_net *net; /* each collective's least time; NULL: free communication */
+    int rc;            /* the first error of net->coll_ns */
+    ss_err *err;
     uint32_t *hpos;    /* per rank: the host's next op (local id) */
     ss_ns *hfree;      /* per rank: when the host is free */
     item *stack;
@@ -66,9 +69,11 @@ static void activate(bd *b, uint32_t r, uint32_t g, const prog_op *op)
     b->inext[g] = b->ihead[k];
     b->ihead[k] = g;
     if (++b->iarrived[k] < b->isize[k]) return;
-    uint32_t gid = prog_op_group(b->p, r, (uint32_t)(g - b->base[r]));
-    ss_ns d = bound_coll_ns((prog_coll)op->coll, b->ibytes[k], prog_group_net(b->p, gid).size,
-                            b->Bps);
+    uint32_t gid = prog_op_group(b->p, b->rk[r], (uint32_t)(g - b->base[r]));
+    ss_ns d = 0;
+    if (b->net && !b->rc)
+        b->rc = b->net->coll_ns(b->net->ctx, (prog_coll)op->coll, gid,
+                                prog_group_net(b->p, gid), b->ibytes[k], &d, b->err);
     for (uint32_t m = b->ihead[k]; m != NONE; m = b->inext[m])
         push_end(b, rank_of(b, m), m, b->it[k] + d);
 }
@@ -83,8 +88,8 @@ static void feed(bd *b, uint32_t g, ss_ns t)
  * each), a HOST op once its deps ended. */
 static void host_advance(bd *b, uint32_t r)
 {
-    const prog_op *ops = prog_ops(b->p, r);
-    uint32_t n = prog_nops(b->p, r);
+    const prog_op *ops = prog_ops(b->p, b->rk[r]);
+    uint32_t n = prog_nops(b->p, b->rk[r]);
     for (; b->hpos[r] < n; b->hpos[r]++) {
         uint32_t i = b->hpos[r];
         uint32_t g = (uint32_t)(b->base[r] + i);
@@ -105,7 +110,7 @@ static void host_advance(bd *b, uint32_t r)
 static void finish(bd *b, uint32_t r, uint32_t g)
 {
     ss_ns t = b->end[g];
-    const prog_op *ops = prog_ops(b->p, r);
+    const prog_op *ops = prog_ops(b->p, b->rk[r]);
     uint64_t base = b->base[r];
     b->finished++;
     if (t > b->step) b->step = t;
@@ -134,6 +139,76 @@ ss_ns bound_coll_ns(prog_coll coll, uint64_t bytes, uint32_t n, double link_Bps)
     return ns >= 1.8e19 ? (ss_ns)1.8e19 : (ss_ns)ns; /* rounded down: a lower bound */
 }
 
+static int links_ns(void *ctx, prog_coll coll, uint32_t gid, prog_group g, uint64_t bytes,
+                    ss_ns *out, ss_err *err)
+{
+    (void)gid, (void)err;
+    *out = bound_coll_ns(coll, bytes, g.size, *(const double *)ctx);
+    return SS_OK;
+}
+
+bound_net bound_links(const double *link_Bps)
+{
+    return (bound_net){.coll_ns = links_ns, .ctx = (void *)link_Bps};
+}
+
+/* The members of group g that are evaluated. */
+static uint32_t evaluated(const bd *b, uint32_t g)
+{
+    prog_group pg = prog_group_get(b->p, g);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < pg.size; i++) n += b->ri[pg.ranks[i]] != NONE;
+    return n;
+}
+
+/* Whether a member outside the evaluated ranks shares the program of an
+ * evaluated member of the same group, for every group an evaluated rank
+ * calls: then it reaches each call when that member does (bound.h). */
+static bool symmetric(const bd *b)
+{
+    uint32_t ng = prog_ngroups(b->p);
+    unsigned char *seen = calloc(ng ? ng : 1, 1);
+    bool ok = seen != NULL;
+    for (uint32_t r = 0; ok && r < b->nr; r++) {
+        const prog_op *ops = prog_ops(b->p, b->rk[r]);
+        for (uint32_t i = 0; ok && i < prog_nops(b->p, b->rk[r]); i++) {
+            if (ops[i].kind != PROG_OP_COLL) continue;
+            uint32_t g = prog_op_group(b->p, b->rk[r], i);
+            if (seen[g]) continue;
+            seen[g] = 1;
+            prog_group pg = prog_group_get(b->p, g);
+            for (uint32_t k = 0; ok && k < pg.size; k++) {
+                uint32_t m = pg.ranks[k], src = prog_rank_source(b->p, m);
+                bool in = false;
+                for (uint32_t j = 0; !in && j < pg.size; j++) in = pg.ranks[j] == src;
+                ok = b->ri[m] != NONE || (b->ri[src] != NONE && in);
+            }
+        }
+    }
+    free(seen);
+    return ok;
+}
+
+/* The ranks to evaluate: one per program (the ranks that share none)
+ * where that is exact, else every rank. 0 when out of memory. */
+static int pick_ranks(bd *b, bool every)
+{
+    uint32_t n = prog_nranks(b->p);
+    b->rk = malloc((n ? n : 1) * sizeof *b->rk);
+    b->ri = malloc((n ? n : 1) * sizeof *b->ri);
+    if (!b->rk || !b->ri) return 0;
+    for (int pass = every ? 1 : 0; pass < 2; pass++) {
+        b->nr = 0;
+        for (uint32_t r = 0; r < n; r++) {
+            bool take = pass || !prog_rank_shared(b->p, r);
+            b->ri[r] = take ? b->nr : NONE;
+            if (take) b->rk[b->nr++] = r;
+        }
+        if (pass || b->nr == n || symmetric(b)) break;
+    }
+    return 1;
+}
+
 /* Collectives: the k-th call of rank r naming group gid is instance k of
  * gid (as the engine numbers them). Instances get dense ids, group by
  * group. */
@@ -146,10 +221,10 @@ static int number_insts(bd *b)
     for (int pass = 0; ok && pass < 2; pass++) {
         for (uint32_t g = 0; g < ng; g++) mark[g] = 0;
         for (uint32_t r = 0; r < b->nr; r++) {
-            const prog_op *ops = prog_ops(b->p, r);
-            for (uint32_t i = 0; i < prog_nops(b->p, r); i++) {
+            const prog_op *ops = prog_ops(b->p, b->rk[r]);
+            for (uint32_t i = 0; i < prog_nops(b->p, b->rk[r]); i++) {
                 if (ops[i].kind != PROG_OP_COLL) continue;
-                uint32_t gid = prog_op_group(b->p, r, i);
+                uint32_t gid = prog_op_group(b->p, b->rk[r], i);
                 if (mark[gid] != r + 1) mark[gid] = r + 1, calls[gid] = 0;
                 uint32_t k = calls[gid]++;
                 if (pass) b->inst[b->base[r] + i] = (uint32_t)(ibase[gid] + k);
@@ -169,7 +244,7 @@ static int number_insts(bd *b)
             for (uint64_t k = ibase[g]; k < ibase[g + 1]; k++) {
                 b->ihead[k] = NONE;
                 b->ibytes[k] = UINT64_MAX;
-                b->isize[k] = prog_group_get(b->p, g).size;
+                b->isize[k] = evaluated(b, g);
             }
     }
     free(calls);
@@ -183,11 +258,11 @@ static int scan(bd *b)
 {
     uint32_t last[PROG_NSTREAMS];
     for (uint32_t r = 0; r < b->nr; r++) {
-        const prog_op *ops = prog_ops(b->p, r);
-        const uint32_t *deps = prog_deps(b->p, r);
+        const prog_op *ops = prog_ops(b->p, b->rk[r]);
+        const uint32_t *deps = prog_deps(b->p, b->rk[r]);
         uint64_t base = b->base[r];
         for (int s = 0; s < PROG_NSTREAMS; s++) last[s] = NONE;
-        for (uint32_t i = 0; i < prog_nops(b->p, r); i++) {
+        for (uint32_t i = 0; i < prog_nops(b->p, b->rk[r]); i++) {
             uint32_t g = (uint32_t)(base + i);
             const prog_op *op = &ops[i];
             b->cnt[g] = op->ndep;
@@ -209,9 +284,9 @@ static int scan(bd *b)
     if (!fill) return 0;
     for (uint64_t g = 0; g < b->total; g++) fill[g] = b->w0[g];
     for (uint32_t r = 0; r < b->nr; r++) {
-        const prog_op *ops = prog_ops(b->p, r);
-        const uint32_t *deps = prog_deps(b->p, r);
-        for (uint32_t i = 0; i < prog_nops(b->p, r); i++)
+        const prog_op *ops = prog_ops(b->p, b->rk[r]);
+        const uint32_t *deps = prog_deps(b->p, b->rk[r]);
+        for (uint32_t i = 0; i < prog_nops(b->p, b->rk[r]); i++)
             for (uint32_t d = 0; d < ops[i].ndep; d++) {
                 uint64_t t = b->base[r] + deps[ops[i].dep0 + d];
                 b->wait[fill[t]++] = (uint32_t)(b->base[r] + i);
@@ -226,18 +301,19 @@ static void bd_fini(bd *b)
     free(b->base), free(b->cnt), free(b->ready), free(b->end), free(b->succ);
     free(b->w0), free(b->wait), free(b->inst), free(b->inext), free(b->ihead);
     free(b->iarrived), free(b->isize), free(b->it), free(b->ibytes), free(b->hpos), free(b->hfree);
-    free(b->stack);
+    free(b->stack), free(b->rk), free(b->ri);
 }
 
-static int bd_init(bd *b, const prog *p, ss_err *err)
+static int bd_init(bd *b, const prog *p, bool every, ss_err *err)
 {
-    *b = (bd){.p = p, .nr = prog_nranks(p)};
+    *b = (bd){.p = p};
     uint64_t ndeps = 0;
+    if (!pick_ranks(b, every)) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     b->base = calloc((size_t)b->nr + 1, sizeof *b->base);
     if (!b->base) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     for (uint32_t r = 0; r < b->nr; r++) {
-        uint32_t n = prog_nops(p, r);
-        const prog_op *ops = prog_ops(p, r);
+        uint32_t n = prog_nops(p, b->rk[r]);
+        const prog_op *ops = prog_ops(p, b->rk[r]);
         b->base[r + 1] = b->base[r] + n;
         for (uint32_t i = 0; i < n; i++) ndeps += ops[i].ndep;
     }
@@ -266,17 +342,18 @@ static int bd_init(bd *b, const prog *p, ss_err *err)
 
 /* Each op is pushed once (when its end is known) and popped once, so the
  * stack never holds more than the ops. */
-int bound_step(const prog *p, double link_Bps, ss_ns *out, ss_err *err)
+static int run(const prog *p, const bound_net *net, bool every, ss_ns *out, ss_err *err)
 {
     bd b;
-    int rc = bd_init(&b, p, err);
-    b.Bps = link_Bps;
+    int rc = bd_init(&b, p, every, err);
+    b.net = net, b.err = err;
     for (uint32_t r = 0; !rc && r < b.nr; r++) {
         host_advance(&b, r);
-        while (b.nstack) {
+        while (b.nstack && !b.rc) {
             item x = b.stack[--b.nstack];
             finish(&b, x.r, x.op);
         }
+        rc = b.rc;
     }
     if (!rc && b.finished != b.total)
         rc = ss_fail(err, SS_E_DEADLOCK, NULL, "%llu of %llu ops can never run",
@@ -284,4 +361,14 @@ int bound_step(const prog *p, double link_Bps, ss_ns *out, ss_err *err)
     if (!rc) *out = b.step;
     bd_fini(&b);
     return rc;
+}
+
+int bound_step(const prog *p, const bound_net *net, ss_ns *out, ss_err *err)
+{
+    return run(p, net, false, out, err);
+}
+
+int bound_step_every_rank(const prog *p, const bound_net *net, ss_ns *out, ss_err *err)
+{
+    return run(p, net, true, out, err);
 }

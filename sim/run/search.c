@@ -12,6 +12,7 @@
 #include "../plan/plan.h"
 #include "../sched/sched.h"
 #include "bound.h"
+#include "least.h"
 #include "vary.h"
 
 const char *const search_keys[SEARCH_NKEYS] = {
@@ -276,47 +277,22 @@ static int device_states(const plan *pl, uint64_t *out, ss_err *err)
     return SS_OK;
 }
 
-/* The most bytes per second one GPU's links carry in one direction: the
- * sum over the node's link groups that touch the GPU group of the links
- * one GPU can have there (a mesh: one per other GPU; a block: the other
- * side's members per GPU, rounded up; a link picked for one member: all
- * of the other side's), at full bandwidth (efficiency <= 1 only slows
- * them). Every byte a rank sends or receives crosses these links (the
- * fabric joins NICs, not GPUs). 0 (communication free in the bound) where
- * that is not the whole story: a flat topology (an alpha-beta formula,
- * not links) or a calibration profile (measured curves may beat the
- * modelled links). */
-static double gpu_link_Bps(const spec_scenario *s)
-{
-    const spec_topology *t = &s->topo;
-    if (!t->graph || s->calibration[0]) return 0;
-    double sum = 0;
-    uint32_t gpus = t->vg[0].count;
-    for (uint32_t k = 0; k < t->nlgroups; k++) {
-        const spec_lgroup *l = &t->lg[k];
-        if (l->from != 0 && l->to != 0) continue;
-        bool gpu_from = l->from == 0;
-        int32_t gpu_pick = gpu_from ? l->from_i : l->to_i, other_pick = gpu_from ? l->to_i : l->from_i;
-        uint32_t other = t->vg[gpu_from ? l->to : l->from].count, links;
-        if (l->from == 0 && l->to == 0) links = l->mesh ? (gpus ? gpus - 1 : 0) : 1;
-        else if (other_pick >= 0) links = 1;
-        else if (gpu_pick >= 0) links = other;
-        else links = other > gpus && gpus ? (other + gpus - 1) / gpus : 1;
-        sum += (double)links * l->Bps;
-    }
-    return sum;
-}
-
 /* The program run_step would simulate (stragglers included: they only
  * stretch compute, but the bound should see what the engine sees). */
 static int step_bound(const spec_scenario *s, const plan *pl, ss_ns *out, ss_err *err)
 {
     prog *p = NULL;
+    least *l = NULL;
     int rc = sched_build(pl, &p, err);
     if (!rc) {
         vary_stragglers(s, p);
-        rc = bound_step(p, gpu_link_Bps(s), out, err);
+        rc = least_new(s, p, &l, err);
     }
+    if (!rc) {
+        bound_net net = least_net(l);
+        rc = bound_step(p, &net, out, err);
+    }
+    least_free(l);
     prog_free(p);
     return rc;
 }
@@ -554,6 +530,21 @@ bool search_pruner_doubt(const search_pruner *p, const sweep_fig *q)
             p->chk[i].states <= q->peak_reserved)
             return true;
     return false;
+}
+
+size_t search_pruner_open(const search_pruner *p)
+{
+    size_t open = 0;
+    for (size_t i = 0; p->mode == SEARCH_PRUNE_BEST && i < p->n; i++) {
+        if (p->verdict[i] != V_PRUNED) continue;
+        bool closed = false;
+        for (size_t k = 0; k < p->nkept && !closed; k++) {
+            const sweep_fig *f = &p->fig[p->kept[k]];
+            closed = f->step_s <= secs(p->chk[i].bound_ns) && f->peak_reserved <= p->chk[i].states;
+        }
+        open += !closed;
+    }
+    return open;
 }
 
 void search_pruner_counts(const search_pruner *p, size_t *rejected, size_t *pruned)

@@ -24,7 +24,7 @@
  * each point is loaded and planned once more to get two closed-form
  * figures: its state bytes on the device (the largest rank's parameters,
  * gradients, master weights and optimizer states, mem/states.h), a lower
- * bound on its peak, and its step with free communication (run/bound.h), a
+ * bound on its peak, and its step with each collective at its least time (run/bound.h, run/least.h), a
  * lower bound on its step. A point whose states alone exceed the device is
  * rejected (it cannot fit). The rest are simulated in order of increasing
  * bound; a point is pruned when a point already simulated is sure to come
@@ -124,7 +124,7 @@ typedef struct search_check {
     bool rejected;    /* states > capacity: it cannot fit */
     uint64_t states;  /* bytes on the device, the largest rank's */
     uint64_t capacity; /* bytes; 0 = unlimited */
-    ss_ns bound_ns;   /* the step with free communication */
+    ss_ns bound_ns;   /* the step with each collective at its least time */
 } search_check;
 
 /* The closed-form figures of point p of scenario `file` with the search's
@@ -185,6 +185,10 @@ int search_pruner_skip(search_pruner *p, size_t i, sweep_skip *row);
  * and its states not above q's memory. Always false but under
  * SEARCH_PRUNE_BEST (front keeps the front exact, none prunes nothing). */
 bool search_pruner_doubt(const search_pruner *p, const sweep_fig *q);
+/* After the run: the pruned points that might still be on the front (no
+ * simulated fitting point is both no slower than their bound and no larger
+ * than their states). 0 but under SEARCH_PRUNE_BEST. */
+size_t search_pruner_open(const search_pruner *p);
 /* Counts after the run: rejected and pruned points. */
 void search_pruner_counts(const search_pruner *p, size_t *rejected, size_t *pruned);
 

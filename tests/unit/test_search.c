@@ -15,7 +15,10 @@
 
 #include "../../sim/eng/eng.h"
 #include "../../sim/io/scenario.h"
+#include "../../sim/plan/plan.h"
 #include "../../sim/run/bound.h"
+#include "../../sim/run/least.h"
+#include "../../sim/sched/sched.h"
 #include "../../sim/run/run.h"
 #include "../../sim/run/search.h"
 
@@ -294,9 +297,11 @@ static void test_bound_by_hand(void **state)
     comp.dev_ns = 5, comp.deps = &d2, comp.ndeps = 1;
     add_op(p, 1, comp);
     ss_ns b = 0;
-    assert_int_equal(bound_step(p, 0, &b, NULL), SS_OK);
+    assert_int_equal(bound_step(p, NULL, &b, NULL), SS_OK);
     assert_int_equal(b, 42);
-    assert_int_equal(bound_step(p, 1e9, &b, NULL), SS_OK);
+    double Bps = 1e9;
+    bound_net links = bound_links(&Bps);
+    assert_int_equal(bound_step(p, &links, &b, NULL), SS_OK);
     assert_int_equal(b, 542);
     eng_net net = {.coll_ns = fixed_500};
     trc *t = NULL;
@@ -304,6 +309,85 @@ static void test_bound_by_hand(void **state)
     assert_int_equal(t->step_ns, 542);
     trc_free(t);
     prog_free(p);
+}
+
+/* One rank per program (bound.h): the bound over the ranks that share no
+ * program equals the bound over every rank, to the ns, with collectives at
+ * their least times, on every shipped layout scenario (README's 5T MoE
+ * layouts among them, where one rank stands for each stage's 256) and on
+ * small layouts over every axis and data-parallel runtime. Returns how many
+ * of the programs had shared ranks (the quotient did something). */
+static int bound_both(const char *file, const char *const *sets, size_t nsets)
+{
+    spec_scenario s;
+    plan *pl = NULL;
+    prog *p = NULL;
+    least *l = NULL;
+    ss_err err;
+    ss_err_clear(&err);
+    if (scn_load(file, sets, nsets, &s, &err) || plan_new(&pl, &s, &err) ||
+        sched_build(pl, &p, &err) || least_new(&s, p, &l, &err))
+        fail_msg("%s: %s: %s", file, err.where, err.msg);
+    bound_net net = least_net(l);
+    ss_ns q = 0, all = 0;
+    assert_int_equal(bound_step(p, &net, &q, &err), SS_OK);
+    assert_int_equal(bound_step_every_rank(p, &net, &all, &err), SS_OK);
+    int shared = 0;
+    for (uint32_t r = 0; r < prog_nranks(p); r++) shared |= prog_rank_shared(p, r);
+    print_message("  %s %s: %u ranks%s, bound %llu ns\n", strrchr(file, '/') + 1,
+                  nsets ? sets[0] : "", prog_nranks(p), shared ? " (shared)" : "",
+                  (unsigned long long)q);
+    assert_true(q > 0);
+    assert_int_equal(q, all);
+    least_free(l);
+    prog_free(p);
+    plan_free(pl);
+    spec_scenario_fini(&s);
+    return shared;
+}
+
+static void test_bound_one_rank_per_program(void **state)
+{
+    (void)state;
+    static const char *const files[] = {
+        "scenarios/examples/tiny-gpt-fsdp2-tp2-cp2-ring.json",
+        "scenarios/examples/tiny-gpt-megatron-tp2-pp2-overlap.json",
+        "scenarios/examples/tiny-gpt-deepspeed-zero1-pp2-uneven.json",
+        "scenarios/moe-5t/accel-4096-cp16-pp16-ep64.json",
+        "scenarios/moe-5t/h200-1024-tp8-cp2-pp16-ep64.json",
+        "scenarios/published/meta-llama3.1-405b-tp8-pp16-dp128-16kxh100.json",
+        "scenarios/published/nemo-24.07-llama3-70b-tp4-pp4-cp2-vp5-dp2-fp8-64xh100.json",
+        "scenarios/published/megatron-bridge-25.11-qwen3-30b-a3b-tp1-pp2-vp24-cp1-ep8-dp8-fp8cs-16xh100.json",
+        "scenarios/published/torchtitan-llama3.1-70b-fsdp32-tp8-asynctp-256xh100.json",
+    };
+    int shared = 0;
+    char path[1024];
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(path, sizeof path, "%s/%s", SS_SOURCE_DIR, files[i]);
+        shared += bound_both(path, NULL, 0);
+    }
+    /* Small layouts: every axis, each data-parallel runtime that runs in a
+     * layout, on the tiny model of the examples. */
+    static const char *const layouts[] = {
+        "parallel={\"dp\": 2, \"tp\": 2, \"pp\": 2, \"sequence_parallel\": true}",
+        "parallel={\"dp\": 2, \"cp\": 2, \"pp\": 2}",
+        "parallel={\"dp\": 4, \"tp\": 2}",
+        "parallel={\"dp\": 1, \"tp\": 2, \"cp\": 2, \"pp\": 2}",
+        "parallel={\"dp\": 4, \"pp\": 2, \"pipeline_schedule\": \"interleaved\", "
+        "\"virtual_stages\": 2}",
+    };
+    static const char *const strategies[] = {
+        "sharding={\"strategy\": \"fsdp2\"}", "sharding={\"strategy\": \"zero1\"}",
+        "sharding={\"strategy\": \"megatron\"}", "sharding={\"strategy\": \"full_shard\"}",
+        "sharding={\"strategy\": \"ddp\"}"};
+    snprintf(path, sizeof path, "%s/scenarios/examples/tiny-gpt-fsdp2-tp2-cp2-ring.json",
+             SS_SOURCE_DIR);
+    for (size_t a = 0; a < sizeof layouts / sizeof *layouts; a++)
+        for (size_t b = 0; b < sizeof strategies / sizeof *strategies; b++) {
+            const char *sets[3] = {layouts[a], strategies[b], "training.grad_accum=4"};
+            shared += bound_both(path, sets, 3);
+        }
+    assert_true(shared > 0);
 }
 
 /* ---- the checks against full runs ---- */
@@ -546,6 +630,7 @@ int main(void)
         cmocka_unit_test(test_front),            cmocka_unit_test(test_bound_coll),
         cmocka_unit_test(test_bound_by_hand),    cmocka_unit_test(test_checks_against_runs),
         cmocka_unit_test(test_pruner),           cmocka_unit_test(test_pruner_order_independent),
-        cmocka_unit_test(test_nearest_miss)};
+        cmocka_unit_test(test_nearest_miss),
+        cmocka_unit_test(test_bound_one_rank_per_program)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
