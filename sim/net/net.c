@@ -45,6 +45,9 @@ struct net {
     uint32_t cap_scratch;
     uint64_t solves;
     bool dirty; /* flows changed since the last solve; a settle is asked for */
+    bool classed;   /* the link classes were made (first start) */
+    uint32_t *rep;  /* [links]: its class's first link; NULL: every link its own */
+    uint32_t loaded, solved; /* links the flows can load; classes among them */
 };
 
 static int nomem(ss_err *err) { return ss_fail(err, SS_E_NOMEM, NULL, "out of memory in the network"); }
@@ -88,6 +91,7 @@ void net_free(net *n)
     free(n->in);
     free(n->owner);
     free(n->scratch);
+    free(n->rep);
     flow_sys_free(n->fs);
     topo_free(n->g);
     free(n);
@@ -95,6 +99,12 @@ void net_free(net *n)
 
 const topo *net_topo(const net *n) { return n->g; }
 uint64_t net_solves(const net *n) { return n->solves; }
+
+void net_link_classes(const net *n, uint32_t *loaded, uint32_t *solved)
+{
+    *loaded = n->loaded;
+    *solved = n->rep ? n->solved : n->loaded;
+}
 
 /* ---- shapes ---- */
 
@@ -107,6 +117,9 @@ static int cached_shape(net *n, uint32_t gid, prog_coll c, prog_group pg, algo_k
         for (uint32_t i = n->nslot; i <= k; i++) n->slot[i] = 0;
         n->nslot = k + 1;
     }
+    if (n->slot[k] == 0 && n->rep)
+        return ss_fail(err, SS_E_INTERNAL, NULL, "group %u: a %s shape after the link classes",
+                       gid, prog_coll_name(c));
     if (n->slot[k] == 0) {
         if (!algo_applies(n->g, c, pg.ranks, pg.size, a)) {
             n->slot[k] = -1;
@@ -184,6 +197,9 @@ static int flow_shape(net *n, uint32_t gid, prog_coll c, uint32_t base, uint32_t
         for (uint32_t i = n->nmslot; i <= k; i++) n->mslot[i] = 0;
         n->nmslot = k + 1;
     }
+    if (n->mslot[k] == 0 && n->rep)
+        return ss_fail(err, SS_E_INTERNAL, NULL, "group %u: a merged %s shape after the link "
+                       "classes", gid, prog_coll_name(c));
     if (n->mslot[k] == 0) {
         algo_shape m;
         if (!ss_grow((void **)&n->shapes, &n->cap_shapes, n->nshapes + 1, sizeof *n->shapes))
@@ -330,10 +346,14 @@ static int start_phase(net *n, uint32_t id, ss_ns now, ss_err *err)
     uint32_t nu = s->nuse[x->phase];
     if (!ss_grow((void **)&n->scratch, &n->cap_scratch, nu ? nu : 1, sizeof *n->scratch))
         return nomem(err);
-    for (uint32_t i = 0; i < nu; i++)
-        n->scratch[i] = (flow_use){s->use[x->phase][i].link, s->use[x->phase][i].w * x->cost.wscale};
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < nu; i++) {
+        uint32_t l = s->use[x->phase][i].link;
+        if (!n->rep || n->rep[l] == l) /* one link of each class (see classify) */
+            n->scratch[m++] = (flow_use){l, s->use[x->phase][i].w * x->cost.wscale};
+    }
     double cap = s->peer_cap > 0 ? s->peer_cap / x->cost.wscale : 0.0;
-    int rc = flow_add(n->fs, n->scratch, nu, cap, &x->flow, err);
+    int rc = flow_add(n->fs, n->scratch, m, cap, &x->flow, err);
     if (rc) return rc;
     if (!ss_grow((void **)&n->owner, &n->cap_owner, x->flow + 1, sizeof *n->owner)) {
         flow_remove(n->fs, x->flow);
@@ -349,6 +369,172 @@ static int start_phase(net *n, uint32_t id, ss_ns now, ss_err *err)
 }
 
 static void stop_flow(net *n, uint32_t id) { flow_remove(n->fs, n->in[id].flow); }
+
+/* ---- link classes ----
+ * Two links that every flow the run can start loads alike (the same flow
+ * shapes, phases and weights, and the same capacity and kind) carry the
+ * same constraint at every instant, so max-min sharing needs only one of
+ * them: the other's constraint holds whenever the first's does, and
+ * saturates at the same level. A folded program's flows carry their
+ * copies' links (prog.h), which the layout's symmetry loads alike: one
+ * link per orbit is left, and the flow system solves one copy's worth.
+ * Made once, before the first flow, from every shape a collective of the
+ * program can load (each (group, collective) with every candidate
+ * algorithm); a shape built later would break it, and is an internal
+ * error. Programs without group copies keep every link. */
+
+typedef struct sig {
+    uint32_t link, shape, phase;
+    double w;
+} sig;
+
+static int by_sig(const void *pa, const void *pb)
+{
+    const sig *a = pa, *b = pb;
+    if (a->link != b->link) return a->link < b->link ? -1 : 1;
+    if (a->shape != b->shape) return a->shape < b->shape ? -1 : 1;
+    if (a->phase != b->phase) return a->phase < b->phase ? -1 : 1;
+    return a->w < b->w ? -1 : a->w > b->w;
+}
+
+/* A link's run of signatures [a, a + n) and its key. */
+typedef struct lsig {
+    uint32_t link, a, n;
+    uint64_t hash;
+    double cap;
+    int kind;
+} lsig;
+
+static int by_key(const void *pa, const void *pb)
+{
+    const lsig *a = pa, *b = pb;
+    if (a->cap != b->cap) return a->cap < b->cap ? -1 : 1;
+    if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
+    if (a->hash != b->hash) return a->hash < b->hash ? -1 : 1;
+    if (a->n != b->n) return a->n < b->n ? -1 : 1;
+    return a->link < b->link ? -1 : a->link > b->link;
+}
+
+static bool same_run(const sig *v, const lsig *x, const lsig *y)
+{
+    for (uint32_t i = 0; i < x->n; i++) {
+        const sig *a = &v[x->a + i], *b = &v[y->a + i];
+        if (a->shape != b->shape || a->phase != b->phase || a->w != b->w) return false;
+    }
+    return true;
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+/* The flow shapes the program's collectives can load: marks[s] set. */
+static int mark_shapes(net *n, unsigned char **marks, ss_err *err)
+{
+    uint32_t ng = prog_ngroups(n->p), npair = ng * NCOLL;
+    unsigned char *pair = calloc(npair ? npair : 1, 1);
+    if (!pair) return nomem(err);
+    for (uint32_t r = 0; r < prog_nranks(n->p); r++) {
+        const prog_op *ops = prog_ops(n->p, r);
+        for (uint32_t i = 0; i < prog_nops(n->p, r); i++)
+            if (ops[i].kind == PROG_OP_COLL)
+                pair[prog_op_group(n->p, r, i) * NCOLL + ops[i].coll] = 1;
+    }
+    uint32_t *fl = NULL, nfl = 0, cap = 0;
+    int rc = SS_OK;
+    for (uint32_t k = 0; k < npair && !rc; k++) {
+        prog_group pg = prog_group_net(n->p, k / NCOLL);
+        if (!pair[k] || pg.size <= 1) continue;
+        uint32_t idx[ALGO_NKINDS], nsh = 0, f;
+        rc = candidates(n, k / NCOLL, (prog_coll)(k % NCOLL), pg, idx, &nsh, err);
+        for (uint32_t i = 0; i < nsh && !rc; i++) {
+            rc = flow_shape(n, k / NCOLL, (prog_coll)(k % NCOLL), idx[i], &f, err);
+            if (!rc && !ss_grow((void **)&fl, &cap, nfl + 1, sizeof *fl)) rc = nomem(err);
+            if (!rc) fl[nfl++] = f;
+        }
+    }
+    free(pair);
+    /* the shapes flows load: merged ones for groups with copies (their
+     * base shapes only price the tuner's choice), the base ones otherwise */
+    if (!rc && !(*marks = calloc(n->nshapes ? n->nshapes : 1, 1))) rc = nomem(err);
+    for (uint32_t i = 0; !rc && i < nfl; i++) (*marks)[fl[i]] = 1;
+    free(fl);
+    return rc;
+}
+
+static bool has_copies(const prog *p)
+{
+    for (uint32_t g = 0; g < prog_ngroups(p); g++)
+        if (prog_group_ncopies(p, g)) return true;
+    return false;
+}
+
+static int classify(net *n, ss_err *err)
+{
+    n->classed = true;
+    if (!n->p || n->o.every_link || !has_copies(n->p)) return SS_OK;
+    unsigned char *marks = NULL;
+    int rc = mark_shapes(n, &marks, err);
+    size_t nsig = 0;
+    for (uint32_t s = 0; !rc && s < n->nshapes; s++)
+        for (uint32_t k = 0; marks[s] && k < n->shapes[s].nphase; k++) nsig += n->shapes[s].nuse[k];
+    uint32_t L = topo_nlinks(n->g);
+    sig *v = rc ? NULL : malloc((nsig ? nsig : 1) * sizeof *v);
+    lsig *ls = rc ? NULL : malloc((L ? L : 1) * sizeof *ls);
+    uint32_t *rep = rc ? NULL : malloc((L ? L : 1) * sizeof *rep);
+    if (!rc && (!v || !ls || !rep)) rc = nomem(err);
+    if (!rc) {
+        size_t m = 0;
+        for (uint32_t s = 0; s < n->nshapes; s++)
+            for (uint32_t k = 0; marks[s] && k < n->shapes[s].nphase; k++)
+                for (uint32_t i = 0; i < n->shapes[s].nuse[k]; i++)
+                    v[m++] = (sig){n->shapes[s].use[k][i].link, s, k, n->shapes[s].use[k][i].w};
+        qsort(v, nsig, sizeof *v, by_sig);
+        uint32_t nl = 0;
+        for (size_t a = 0; a < nsig;) {
+            size_t b = a;
+            uint64_t h = 1469598103934665603ull;
+            for (; b < nsig && v[b].link == v[a].link; b++) {
+                h = fnv(h, &v[b].shape, sizeof v[b].shape);
+                h = fnv(h, &v[b].phase, sizeof v[b].phase);
+                h = fnv(h, &v[b].w, sizeof v[b].w);
+            }
+            uint32_t l = v[a].link;
+            ls[nl++] = (lsig){l, (uint32_t)a, (uint32_t)(b - a), h, topo_link_Bps(n->g, l),
+                              (int)topo_link_kind(n->g, l)};
+            a = b;
+        }
+        qsort(ls, nl, sizeof *ls, by_key);
+        n->loaded = nl;
+        for (uint32_t l = 0; l < L; l++) rep[l] = l;
+        /* within a run of equal keys, each link joins the first earlier
+         * head it matches (hash collisions make a run hold several) */
+        for (uint32_t a = 0; a < nl;) {
+            uint32_t b = a + 1;
+            while (b < nl && ls[b].cap == ls[a].cap && ls[b].kind == ls[a].kind &&
+                   ls[b].hash == ls[a].hash && ls[b].n == ls[a].n)
+                b++;
+            for (uint32_t i = a + 1; i < b; i++)
+                for (uint32_t j = a; j < i; j++)
+                    if (rep[ls[j].link] == ls[j].link && same_run(v, &ls[i], &ls[j])) {
+                        rep[ls[i].link] = ls[j].link;
+                        break;
+                    }
+            a = b;
+        }
+        for (uint32_t i = 0; i < nl; i++) n->solved += rep[ls[i].link] == ls[i].link;
+        n->rep = rep;
+        rep = NULL;
+    }
+    free(marks);
+    free(v);
+    free(ls);
+    free(rep);
+    return rc;
+}
 
 /* ---- eng_net ---- */
 
@@ -367,7 +553,9 @@ static int on_start(void *ctx, uint32_t id, prog_coll c, prog_group pg, uint32_t
     inst *x = &n->in[id];
     *x = (inst){.state = I_DONE, .bytes = (double)bytes};
     if (pg.size <= 1) return eng_wake_at(w, id, now, err);
-    int rc = choose(n, gid, c, pg, bytes, x, err);
+    int rc = n->classed ? SS_OK : classify(n, err);
+    x = &n->in[id];
+    if (!rc) rc = choose(n, gid, c, pg, bytes, x, err);
     if (rc) return rc;
     x->state = bytes ? I_LATENCY : I_DONE;
     return eng_wake_at(w, id, now + x->cost.latency_ns, err);

@@ -21,7 +21,10 @@
  *
  * Shapes (usage vectors) are built once per (group, collective, algorithm)
  * and cached; a group's ranks are GPUs (identity placement: rank r on GPU
- * r). Owns its topology graph.
+ * r). Links that every flow the program can start loads alike carry the
+ * same constraint at every instant, so flows load one link of each such
+ * class (a folded program: one copy's links), which changes no rate.
+ * Owns its topology graph.
  */
 #ifndef NET_NET_H
 #define NET_NET_H
@@ -41,6 +44,7 @@ typedef struct net_opts {
     algo_kind algo;   /* ALGO_AUTO: the tuner's choice */
     algo_proto proto; /* ALGO_P_AUTO: the tuner's choice */
     const struct prof *profile; /* NULL: model defaults; must outlive the net */
+    bool every_link;  /* solve on every link, without link classes (tests) */
 } net_opts;
 
 typedef struct net net;
@@ -66,6 +70,12 @@ typedef struct net_alone {
 
 int net_coll_alone(net *n, prog_coll c, const uint32_t *ranks, uint32_t nranks, ss_bytes bytes,
                    net_alone *out, ss_err *err);
+
+/* The links the run's flows can load, and of those the ones the flow
+ * system solves on: one per class of links every flow loads alike (a
+ * folded program's copies, net.c); both 0 before the first collective and
+ * where there are no classes (every link solved). For tests and benches. */
+void net_link_classes(const net *n, uint32_t *loaded, uint32_t *solved);
 
 /* Collectives started and flows re-solved since net_new; for benches. */
 uint64_t net_solves(const net *n);

@@ -66,7 +66,8 @@ int least_new(const spec_scenario *s, const prog *p, least **out, ss_err *err)
     bool cal = s->calibration[0] != 0;
     if (!rc && s->topo.graph && cal) rc = prof_load(s->calibration, &l->pf, err);
     if (!rc && s->topo.graph) {
-        net_opts o = {(algo_kind)s->net_algo, (algo_proto)s->net_proto, cal ? &l->pf : NULL};
+        net_opts o = {.algo = (algo_kind)s->net_algo, .proto = (algo_proto)s->net_proto,
+                      .profile = cal ? &l->pf : NULL};
         rc = net_new(&s->topo, &o, &l->n, err);
     }
     if (rc) {

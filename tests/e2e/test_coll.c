@@ -37,7 +37,7 @@ static coll_table compare_with(const char *topo_file, const char *log, const cha
     char t[1024], l[1024];
     path(t, sizeof t, topo_file);
     path(l, sizeof l, log);
-    net_opts o = {algo, ALGO_P_AUTO, pf};
+    net_opts o = {.algo = algo, .proto = ALGO_P_AUTO, .profile = pf};
     coll_table *tabs = NULL;
     size_t n = 0;
     ss_err err;
@@ -162,7 +162,7 @@ static void test_format(void **state)
     (void)state;
     coll_table t = compare("topologies/h100x8-hgx.json", ONE, TABLE "all_gather_ring.out",
                            ALGO_RING);
-    net_opts o = {ALGO_RING, ALGO_P_AUTO, NULL};
+    net_opts o = {.algo = ALGO_RING, .proto = ALGO_P_AUTO};
     char *s = NULL;
     assert_int_equal(coll_format(&t, "hgx", &o, &s, NULL), SS_OK);
     assert_non_null(strstr(s, "#       size         count      type   redop    root"));

@@ -16,8 +16,12 @@
 #include <cJSON.h>
 #include <cmocka.h>
 
+#include "../../sim/eng/eng.h"
 #include "../../sim/io/scenario.h"
+#include "../../sim/net/net.h"
+#include "../../sim/plan/plan.h"
 #include "../../sim/run/run.h"
+#include "../../sim/sched/sched.h"
 #include "load_run.h"
 
 /* The summary without what depends on how it was simulated. */
@@ -134,6 +138,59 @@ static void test_layout_copies(void **state)
 
 /* Per-rank programs are not folded: ZeroRedundancyOptimizer (each rank
  * steps the parameters it owns) and use_orig_params (each rank's views). */
+/* Link classes (net.h): a folded program's flows load one link of each
+ * class of links every flow loads alike. Against the same program with
+ * every link solved, each op of each rank issues, starts and ends at the
+ * same ns, with the events in the same order; and the classes do leave
+ * links out (the 5T MoE folded over its 16 replicas: one replica's links
+ * of the ones its flows and copies load). */
+static void test_link_classes_change_nothing(void **state)
+{
+    (void)state;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/scenarios/moe-5t/accel-4096-cp16-pp16-ep64.json",
+             SS_SOURCE_DIR);
+    spec_scenario s;
+    plan *pl = NULL;
+    prog *p = NULL;
+    ss_err err;
+    ss_err_clear(&err);
+    if (scn_load(path, NULL, 0, &s, &err) || plan_new(&pl, &s, &err) || sched_build(pl, &p, &err))
+        fail_msg("%s: %s", err.where, err.msg);
+    trc *t[2] = {NULL, NULL};
+    uint32_t loaded[2], solved[2];
+    for (int k = 0; k < 2; k++) {
+        net_opts o = {(algo_kind)s.net_algo, (algo_proto)s.net_proto, NULL, k == 1};
+        net *n = NULL;
+        assert_int_equal(net_new(&s.topo, &o, &n, &err), SS_OK);
+        eng_net e = net_eng(n, p);
+        e.overlap_slowdown = s.topo.device.overlap_slowdown;
+        if (eng_run(p, &e, &t[k], &err)) fail_msg("%s", err.msg);
+        net_link_classes(n, &loaded[k], &solved[k]);
+        net_free(n);
+    }
+    print_message("  5T MoE folded: %u links loaded, %u solved with classes; step %llu ns\n",
+                  loaded[0], solved[0], (unsigned long long)t[0]->step_ns);
+    assert_true(solved[0] > 0 && solved[0] * 4 < loaded[0]);
+    assert_int_equal(loaded[1], 0); /* every link: no classes made */
+    assert_int_equal(t[0]->step_ns, t[1]->step_ns);
+    assert_int_equal(t[0]->nevents, t[1]->nevents);
+    for (uint32_t r = 0; r < t[0]->nranks; r++)
+        for (uint32_t i = 0; i < prog_nops(p, r); i++) {
+            const trc_op *a = &t[0]->ops[r][i], *b = &t[1]->ops[r][i];
+            if (a->issue != b->issue || a->start != b->start || a->end != b->end ||
+                a->seq_end != b->seq_end)
+                fail_msg("rank %u op %u: [%llu, %llu) with classes, [%llu, %llu) without", r, i,
+                         (unsigned long long)a->start, (unsigned long long)a->end,
+                         (unsigned long long)b->start, (unsigned long long)b->end);
+        }
+    trc_free(t[0]);
+    trc_free(t[1]);
+    prog_free(p);
+    plan_free(pl);
+    spec_scenario_fini(&s);
+}
+
 static void test_per_rank_programs_not_folded(void **state)
 {
     (void)state;
@@ -183,6 +240,7 @@ int main(void)
         cmocka_unit_test(test_hybrid_copies),
         cmocka_unit_test(test_layout_copies),
         cmocka_unit_test(test_per_rank_programs_not_folded),
+        cmocka_unit_test(test_link_classes_change_nothing),
         cmocka_unit_test(test_variation_simulates_every_rank),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
