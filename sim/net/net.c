@@ -6,6 +6,7 @@
 
 #include "../core/vec.h"
 #include "../io/profile.h"
+#include "lclass.h"
 
 enum { I_IDLE, I_LATENCY, I_FLOW, I_DONE };
 
@@ -370,66 +371,15 @@ static int start_phase(net *n, uint32_t id, ss_ns now, ss_err *err)
 
 static void stop_flow(net *n, uint32_t id) { flow_remove(n->fs, n->in[id].flow); }
 
-/* ---- link classes ----
- * Two links that every flow the run can start loads alike (the same flow
- * shapes, phases and weights, and the same capacity and kind) carry the
- * same constraint at every instant, so max-min sharing needs only one of
- * them: the other's constraint holds whenever the first's does, and
- * saturates at the same level. A folded program's flows carry their
- * copies' links (prog.h), which the layout's symmetry loads alike: one
- * link per orbit is left, and the flow system solves one copy's worth.
- * Made once, before the first flow, from every shape a collective of the
- * program can load (each (group, collective) with every candidate
- * algorithm); a shape built later would break it, and is an internal
- * error. Programs without group copies keep every link. */
-
-typedef struct sig {
-    uint32_t link, shape, phase;
-    double w;
-} sig;
-
-static int by_sig(const void *pa, const void *pb)
-{
-    const sig *a = pa, *b = pb;
-    if (a->link != b->link) return a->link < b->link ? -1 : 1;
-    if (a->shape != b->shape) return a->shape < b->shape ? -1 : 1;
-    if (a->phase != b->phase) return a->phase < b->phase ? -1 : 1;
-    return a->w < b->w ? -1 : a->w > b->w;
-}
-
-/* A link's run of signatures [a, a + n) and its key. */
-typedef struct lsig {
-    uint32_t link, a, n;
-    uint64_t hash;
-    double cap;
-    int kind;
-} lsig;
-
-static int by_key(const void *pa, const void *pb)
-{
-    const lsig *a = pa, *b = pb;
-    if (a->cap != b->cap) return a->cap < b->cap ? -1 : 1;
-    if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
-    if (a->hash != b->hash) return a->hash < b->hash ? -1 : 1;
-    if (a->n != b->n) return a->n < b->n ? -1 : 1;
-    return a->link < b->link ? -1 : a->link > b->link;
-}
-
-static bool same_run(const sig *v, const lsig *x, const lsig *y)
-{
-    for (uint32_t i = 0; i < x->n; i++) {
-        const sig *a = &v[x->a + i], *b = &v[y->a + i];
-        if (a->shape != b->shape || a->phase != b->phase || a->w != b->w) return false;
-    }
-    return true;
-}
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
+/* ---- link classes (lclass.h) ----
+ * A folded program's flows carry their copies' links (prog.h), which the
+ * layout's symmetry loads alike: one link per class is left, and the flow
+ * system solves one copy's worth. Made once, before the first flow, from
+ * every shape a collective of the program can load (each (group,
+ * collective) with every candidate algorithm); a shape built later would
+ * break it, and is an internal error. Programs without group copies keep
+ * every link (an every-rank run's copies are separate flows, whose links
+ * never match). */
 
 /* The flow shapes the program's collectives can load: marks[s] set. */
 static int mark_shapes(net *n, unsigned char **marks, ss_err *err)
@@ -478,61 +428,14 @@ static int classify(net *n, ss_err *err)
     if (!n->p || n->o.every_link || !has_copies(n->p)) return SS_OK;
     unsigned char *marks = NULL;
     int rc = mark_shapes(n, &marks, err);
-    size_t nsig = 0;
+    const algo_shape **sh = rc ? NULL : malloc((n->nshapes ? n->nshapes : 1) * sizeof *sh);
+    uint32_t k = 0;
+    if (!rc && !sh) rc = nomem(err);
     for (uint32_t s = 0; !rc && s < n->nshapes; s++)
-        for (uint32_t k = 0; marks[s] && k < n->shapes[s].nphase; k++) nsig += n->shapes[s].nuse[k];
-    uint32_t L = topo_nlinks(n->g);
-    sig *v = rc ? NULL : malloc((nsig ? nsig : 1) * sizeof *v);
-    lsig *ls = rc ? NULL : malloc((L ? L : 1) * sizeof *ls);
-    uint32_t *rep = rc ? NULL : malloc((L ? L : 1) * sizeof *rep);
-    if (!rc && (!v || !ls || !rep)) rc = nomem(err);
-    if (!rc) {
-        size_t m = 0;
-        for (uint32_t s = 0; s < n->nshapes; s++)
-            for (uint32_t k = 0; marks[s] && k < n->shapes[s].nphase; k++)
-                for (uint32_t i = 0; i < n->shapes[s].nuse[k]; i++)
-                    v[m++] = (sig){n->shapes[s].use[k][i].link, s, k, n->shapes[s].use[k][i].w};
-        qsort(v, nsig, sizeof *v, by_sig);
-        uint32_t nl = 0;
-        for (size_t a = 0; a < nsig;) {
-            size_t b = a;
-            uint64_t h = 1469598103934665603ull;
-            for (; b < nsig && v[b].link == v[a].link; b++) {
-                h = fnv(h, &v[b].shape, sizeof v[b].shape);
-                h = fnv(h, &v[b].phase, sizeof v[b].phase);
-                h = fnv(h, &v[b].w, sizeof v[b].w);
-            }
-            uint32_t l = v[a].link;
-            ls[nl++] = (lsig){l, (uint32_t)a, (uint32_t)(b - a), h, topo_link_Bps(n->g, l),
-                              (int)topo_link_kind(n->g, l)};
-            a = b;
-        }
-        qsort(ls, nl, sizeof *ls, by_key);
-        n->loaded = nl;
-        for (uint32_t l = 0; l < L; l++) rep[l] = l;
-        /* within a run of equal keys, each link joins the first earlier
-         * head it matches (hash collisions make a run hold several) */
-        for (uint32_t a = 0; a < nl;) {
-            uint32_t b = a + 1;
-            while (b < nl && ls[b].cap == ls[a].cap && ls[b].kind == ls[a].kind &&
-                   ls[b].hash == ls[a].hash && ls[b].n == ls[a].n)
-                b++;
-            for (uint32_t i = a + 1; i < b; i++)
-                for (uint32_t j = a; j < i; j++)
-                    if (rep[ls[j].link] == ls[j].link && same_run(v, &ls[i], &ls[j])) {
-                        rep[ls[i].link] = ls[j].link;
-                        break;
-                    }
-            a = b;
-        }
-        for (uint32_t i = 0; i < nl; i++) n->solved += rep[ls[i].link] == ls[i].link;
-        n->rep = rep;
-        rep = NULL;
-    }
+        if (marks[s]) sh[k++] = &n->shapes[s];
+    if (!rc) rc = lclass_make(n->g, sh, k, &n->rep, &n->loaded, &n->solved, err);
+    free(sh);
     free(marks);
-    free(v);
-    free(ls);
-    free(rep);
     return rc;
 }
 

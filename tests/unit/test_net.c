@@ -18,6 +18,7 @@
 #include "../../sim/net/algo.h"
 #include "../../sim/net/cost.h"
 #include "../../sim/net/flow.h"
+#include "../../sim/net/lclass.h"
 #include "../../sim/net/net.h"
 #include "../../sim/net/topo.h"
 
@@ -673,6 +674,50 @@ static void test_contention(void **state)
     net_free(n);
 }
 
+/* Link classes by hand (lclass.h). On one HGX node, four links of one
+ * capacity and kind (l0..l3) and one of another capacity (x). Shapes:
+ * A puts 1 on l0 and l1; B puts 0.5 on l0, l1 and l2; C puts 2 on l3 and
+ * 1 on x. l0 and l1 are loaded alike by every shape (A 1, B 0.5): one
+ * class, led by the lower link. l2 (B alone) and l3 (C alone) are their
+ * own. x has C's entry but another capacity: its own. 5 links loaded, 4
+ * classes. With B's weight on l1 changed to 0.25, l0 and l1 part. */
+static void test_link_classes(void **state)
+{
+    (void)state;
+    topo *g = graph("h100x8-hgx.json", 1);
+    uint32_t L = topo_nlinks(g), l[4] = {0, 0, 0, 0}, nl = 0, x = UINT32_MAX;
+    for (uint32_t i = 0; i < L && nl < 4; i++)
+        if (!nl || (topo_link_Bps(g, i) == topo_link_Bps(g, l[0]) &&
+                    topo_link_kind(g, i) == topo_link_kind(g, l[0])))
+            l[nl++] = i;
+    for (uint32_t i = 0; i < L && x == UINT32_MAX; i++)
+        if (topo_link_Bps(g, i) != topo_link_Bps(g, l[0])) x = i;
+    assert_int_equal(nl, 4);
+    assert_true(x != UINT32_MAX);
+    flow_use ua[] = {{l[0], 1.0}, {l[1], 1.0}}, ub[] = {{l[0], 0.5}, {l[1], 0.5}, {l[2], 0.5}};
+    flow_use uc[] = {{l[3], 2.0}, {x, 1.0}};
+    algo_shape a = {.nphase = 1, .use = {ua}, .nuse = {2}};
+    algo_shape b = {.nphase = 1, .use = {ub}, .nuse = {3}};
+    algo_shape c = {.nphase = 1, .use = {uc}, .nuse = {2}};
+    const algo_shape *sh[] = {&a, &b, &c};
+    uint32_t *rep = NULL, loaded = 0, classes = 0;
+    assert_int_equal(lclass_make(g, sh, 3, &rep, &loaded, &classes, NULL), SS_OK);
+    assert_int_equal(loaded, 5);
+    assert_int_equal(classes, 4);
+    assert_int_equal(rep[l[0]], l[0]);
+    assert_int_equal(rep[l[1]], l[0]);
+    assert_int_equal(rep[l[2]], l[2]);
+    assert_int_equal(rep[l[3]], l[3]);
+    assert_int_equal(rep[x], x);
+    free(rep);
+    ub[1].w = 0.25;
+    assert_int_equal(lclass_make(g, sh, 3, &rep, &loaded, &classes, NULL), SS_OK);
+    assert_int_equal(classes, 5);
+    assert_int_equal(rep[l[1]], l[1]);
+    free(rep);
+    topo_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -686,6 +731,7 @@ int main(void)
         cmocka_unit_test(test_sub_communicator), cmocka_unit_test(test_pxn_members_only),
         cmocka_unit_test(test_ring_two_nodes),   cmocka_unit_test(test_tree_correction),
         cmocka_unit_test(test_all_to_all_nodes), cmocka_unit_test(test_p2p_channels),
+        cmocka_unit_test(test_link_classes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
