@@ -240,12 +240,14 @@ static int number_insts(bd *b)
         b->it = calloc(ninst ? ninst : 1, sizeof *b->it);
         b->ibytes = malloc((ninst ? ninst : 1) * sizeof *b->ibytes);
         ok = b->ihead && b->iarrived && b->isize && b->it && b->ibytes;
-        for (uint32_t g = 0; ok && g < ng; g++)
+        for (uint32_t g = 0; ok && g < ng; g++) {
+            uint32_t members = ibase[g + 1] > ibase[g] ? evaluated(b, g) : 0;
             for (uint64_t k = ibase[g]; k < ibase[g + 1]; k++) {
                 b->ihead[k] = NONE;
                 b->ibytes[k] = UINT64_MAX;
-                b->isize[k] = evaluated(b, g);
+                b->isize[k] = members;
             }
+        }
     }
     free(calls);
     free(mark);
