@@ -66,11 +66,12 @@ static const char usage[] =
     "  --point      write point N (the CSV's) instead of the best\n"
     "  --prune      before simulating, reject the points whose model states alone\n"
     "               exceed the device, then simulate the rest in order of a lower\n"
-    "               bound on their step (compute, and only the bytes each GPU's links\n"
-    "               must carry) and skip those that cannot matter: best (default)\n"
-    "               keeps the best point exact (front rows a pruned point might beat\n"
-    "               are marked ?),\n"
-    "               front the whole memory/time front, none simulates every point\n"
+    "               bound on their step (compute, and each collective as fast as it\n"
+    "               runs alone on the machine) and skip those that cannot matter:\n"
+    "               best (default) keeps the best point exact (front rows a pruned\n"
+    "               point might beat are marked ?, and the pruned points that might\n"
+    "               add rows are counted), front the whole memory/time front, none\n"
+    "               simulates every point\n"
     "  --no-prune   the same as --prune none\n"
     "  --quiet      no progress on stderr\n";
 

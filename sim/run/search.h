@@ -24,8 +24,8 @@
  * each point is loaded and planned once more to get two closed-form
  * figures: its state bytes on the device (the largest rank's parameters,
  * gradients, master weights and optimizer states, mem/states.h), a lower
- * bound on its peak, and its step with each collective at its least time (run/bound.h, run/least.h), a
- * lower bound on its step. A point whose states alone exceed the device is
+ * bound on its peak, and its step with each collective at its least time
+ * (run/bound.h, run/least.h), a lower bound on its step. A point whose states alone exceed the device is
  * rejected (it cannot fit). The rest are simulated in order of increasing
  * bound; a point is pruned when a point already simulated is sure to come
  * before it: SEARCH_PRUNE_BEST keeps the best point exact (its front
