@@ -28,12 +28,20 @@
  * One rank per program. Ranks that share a program (prog_rank_share: a
  * layout's ranks of one stage) reach every op at the same time when each
  * group an evaluated rank calls holds, for each member outside the
- * evaluated ranks, the rank whose program it shares: the times that copy
- * the sources' satisfy every rule (a member's arrival is its source's, at
- * the same op), and the rules have one solution. So only the ranks that
- * share nobody's program are evaluated, and a collective waits for its
- * evaluated members; where a group breaks that condition every rank is.
- * On the 5T MoE at 4,096 GPUs that is one rank of 256 per stage.
+ * evaluated ranks, the rank whose program it shares, and the renamed
+ * groups' least times equal their sources' (a layout's groups are
+ * translates): the times that copy the sources' satisfy every rule (a
+ * member's arrival is its source's, at the same op), and the rules have
+ * one solution. So only the ranks that share nobody's program are
+ * evaluated, and a collective waits for its evaluated members; where a
+ * group breaks that condition every rank is. Were a renamed group slower,
+ * the result would still be a lower bound: it drops arrivals and costs a
+ * collective at its source group's time, and max-plus times only fall
+ * when constraints are dropped or durations shortened. On the 5T MoE at
+ * 4,096 GPUs that is one rank of 256 per stage. (The engine cannot fold
+ * so: under contention the renamed groups' flows need not finish with the
+ * source's, e.g. the 5T torus's context-parallel copies, 69 us apart over
+ * a 271 s step.)
  *
  * One pass over the evaluated ranks' ops and deps (Kahn's order across
  * ranks): O(ops + deps) time and memory plus one net->coll_ns per
