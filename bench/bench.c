@@ -365,7 +365,7 @@ static void steps(const char *dir, bool quick)
     step_row("step", "Llama-3 70B FSDP, 64 H100, every rank", &a);
     static const char *nodes[] = {"topology.nodes=1024", "topology.nodes=4096", "topology.nodes=16384"};
     static const char *dps[] = {"parallel.dp=4", "parallel.dp=16", "parallel.dp=64"};
-    double x[3], y[3];
+    double x[3], y[3], folded[3] = {0, 0, 0};
     int n = quick ? 2 : 3;
     for (int fold = 1; fold >= 0; fold--)
         for (int i = 0; i < n; i++) {
@@ -375,8 +375,17 @@ static void steps(const char *dir, bool quick)
             a = (step_arg){dir, t5, {nodes[i], dps[i], fold ? "parallel.fold=true" : "parallel.fold=false"}, 3};
             fig f = step_row("step", size, &a);
             y[i] = f.ok ? f.wall : 0;
+            if (fold) folded[i] = y[i];
         }
     growth("5T MoE every rank, 1k..16k ranks", x, y, n);
+    for (int i = 0; i < n; i++) { /* the reference in the same run: every rank */
+        if (folded[i] <= 0 || y[i] <= 0) continue;
+        char size[64];
+        fig r = {.ok = true, .wall = folded[i], .value = folded[i] / y[i]};
+        snprintf(size, sizeof size, "5T MoE, %5.0f ranks, folded / every rank", x[i]);
+        snprintf(r.note, sizeof r.note, "wall time ratio, same run");
+        row("step", size, &r, 0, "");
+    }
     char m[512];
     double lx[4], ly[4];
     for (int i = 0; i < 4; i++) {
