@@ -131,6 +131,22 @@ check "--prune front: the exhaustive run's front" '[ "$(front_of "$d/f.txt")" = 
 check "--prune best: a front of simulated points only, said so" \
     'grep -q "pruning keeps the best exact" "$d/p1.txt" && ! grep -q "pruning keeps" "$d/j1.txt"'
 
+# On the 5T MoE's torus, where the bound costs each collective at its time
+# alone (run/least.h) and so prunes by time: the exhaustive run's best point,
+# every simulated row's bound under its step, some points pruned.
+m=scenarios/moe-5t/accel-4096-cp16-pp16-ep64.json
+margs=(--cp 8,16,32 --pp 8,16 --ep 32,64 -j 2)
+"$bin" search "$m" "${margs[@]}" --no-prune --csv "$d/m_all.csv" >"$d/m_all.txt" 2>/dev/null
+"$bin" search "$m" "${margs[@]}" --csv "$d/m_p.csv" >"$d/m_p.txt" 2>/dev/null
+mbest=$(sed -n "s/^best by step time: point \([0-9]*\)$/\1/p" "$d/m_all.txt")
+check "5T: the exhaustive run has a best point" '[ -n "$mbest" ]'
+check "5T pruned: the exhaustive run's best point" \
+    '[ "$(sed -n "s/^best by step time: point \([0-9]*\)$/\1/p" "$d/m_p.txt")" = "$mbest" ]'
+check "5T pruned: some points pruned by their bound" \
+    'grep -Eq "^  pruning      best: [0-9]+ rejected .*, [1-9][0-9]* pruned .*" "$d/m_p.txt"'
+check "5T pruned: every simulated row's bound <= its step" \
+    '[ -z "$(awk -F, "NR > 2 && \$11 == \"ok\" && (\$25 == \"\" || \$25 + 0 > \$12 + 0)" "$d/m_p.csv")" ]'
+
 # Usage errors: exit 2, no CSV.
 for bad in "--tp 0" "--tp 2,2" "--strategy zero9" "--frobnicate 1" "--world 16" "-j 0" "--max-points 10"; do
     # shellcheck disable=SC2086
