@@ -347,14 +347,10 @@ static int start_phase(net *n, uint32_t id, ss_ns now, ss_err *err)
     uint32_t nu = s->nuse[x->phase];
     if (!ss_grow((void **)&n->scratch, &n->cap_scratch, nu ? nu : 1, sizeof *n->scratch))
         return nomem(err);
-    uint32_t m = 0;
-    for (uint32_t i = 0; i < nu; i++) {
-        uint32_t l = s->use[x->phase][i].link;
-        if (!n->rep || n->rep[l] == l) /* one link of each class (see classify) */
-            n->scratch[m++] = (flow_use){l, s->use[x->phase][i].w * x->cost.wscale};
-    }
+    for (uint32_t i = 0; i < nu; i++) /* one link per class already (keep_reps) */
+        n->scratch[i] = (flow_use){s->use[x->phase][i].link, s->use[x->phase][i].w * x->cost.wscale};
     double cap = s->peer_cap > 0 ? s->peer_cap / x->cost.wscale : 0.0;
-    int rc = flow_add(n->fs, n->scratch, m, cap, &x->flow, err);
+    int rc = flow_add(n->fs, n->scratch, nu, cap, &x->flow, err);
     if (rc) return rc;
     if (!ss_grow((void **)&n->owner, &n->cap_owner, x->flow + 1, sizeof *n->owner)) {
         flow_remove(n->fs, x->flow);
@@ -422,6 +418,20 @@ static bool has_copies(const prog *p)
     return false;
 }
 
+/* A flow shape keeps one entry per class, once, so that each flow of it
+ * loads that much (start_phase copies no others). What the tuner reads of
+ * a shape stays: its least cap / w (a class's links have one capacity, and
+ * the shape one weight on them all) and its link kinds (a class has one). */
+static void keep_reps(net *n, algo_shape *x)
+{
+    for (uint32_t k = 0; k < x->nphase; k++) {
+        uint32_t m = 0;
+        for (uint32_t i = 0; i < x->nuse[k]; i++)
+            if (n->rep[x->use[k][i].link] == x->use[k][i].link) x->use[k][m++] = x->use[k][i];
+        x->nuse[k] = m;
+    }
+}
+
 static int classify(net *n, ss_err *err)
 {
     n->classed = true;
@@ -434,6 +444,8 @@ static int classify(net *n, ss_err *err)
     for (uint32_t s = 0; !rc && s < n->nshapes; s++)
         if (marks[s]) sh[k++] = &n->shapes[s];
     if (!rc) rc = lclass_make(n->g, sh, k, &n->rep, &n->loaded, &n->solved, err);
+    for (uint32_t s = 0; !rc && s < n->nshapes; s++)
+        if (marks[s]) keep_reps(n, &n->shapes[s]);
     free(sh);
     free(marks);
     return rc;
