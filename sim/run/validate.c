@@ -303,22 +303,35 @@ static void stat_str(const char *kind, const val_stat *s, char *buf, size_t len)
         snprintf(buf, len, "%s n=0", kind);
 }
 
-static void text_stat(const char *label, const val_group *g, FILE *f)
+static void text_stat(const char *label, int wl, const val_group *g, FILE *f)
 {
     char st[128], mem[128];
     stat_str("step", &g->step, st, sizeof st);
     stat_str("memory", &g->mem, mem, sizeof mem);
-    fprintf(f, "  %-28s %-54s %s\n", label, st, mem);
+    fprintf(f, "  %-*s %-54s %s\n", wl, label, st, mem);
+}
+
+/* The widest of `head` and the rows' names (sources): columns are never
+ * cut, so two sources that share a prefix stay apart. */
+static int width(const val_report *r, const char *head, bool source)
+{
+    size_t w = strlen(head);
+    for (size_t i = 0; i < r->nrows; i++) {
+        size_t n = strlen(source ? r->rows[i].source : r->rows[i].name);
+        if (n > w) w = n;
+    }
+    return (int)w;
 }
 
 void val_text(const val_report *r, FILE *f)
 {
-    fprintf(f, "%-52s %-28s %9s %9s %8s %9s %8s %9s %7s %9s %9s %8s %9s %9s %8s\n", "scenario",
-            "source", "meas s", "pred s", "err", "compute s", "interf.", "exp.comm", "bubble",
+    int wn = width(r, "scenario", false), ws = width(r, "source", true);
+    fprintf(f, "%-*s %-*s %9s %9s %8s %9s %8s %9s %7s %9s %9s %8s %9s %9s %8s\n", wn, "scenario",
+            ws, "source", "meas s", "pred s", "err", "compute s", "interf.", "exp.comm", "bubble",
             "alloc m", "alloc p", "err", "resv m", "resv p", "err");
     for (size_t i = 0; i < r->nrows; i++) {
         const val_row *w = &r->rows[i];
-        fprintf(f, "%-52.52s %-28.28s", w->name, w->source);
+        fprintf(f, "%-*s %-*s", wn, w->name, ws, w->source);
         text_fig(&w->step, "%9.3f", f);
         fprintf(f, " %9.3f %8.3f %9.3f", w->compute_s, w->interference_s, w->exposed_comm_s);
         if (w->pipelined) fprintf(f, " %6.1f%%", 100.0 * w->bubble_fraction);
@@ -328,8 +341,11 @@ void val_text(const val_report *r, FILE *f)
         fprintf(f, "\n");
     }
     fprintf(f, "\nerror = (predicted - measured) / measured; memory in GiB, the largest over ranks\n");
-    for (size_t k = 0; k < r->ngroups; k++) text_stat(r->groups[k].source, &r->groups[k], f);
-    text_stat("overall", &r->all, f);
+    int wl = 28; /* the groups' labels, at least the width it always had */
+    for (size_t k = 0; k < r->ngroups; k++)
+        if ((int)strlen(r->groups[k].source) > wl) wl = (int)strlen(r->groups[k].source);
+    for (size_t k = 0; k < r->ngroups; k++) text_stat(r->groups[k].source, wl, &r->groups[k], f);
+    text_stat("overall", wl, &r->all, f);
     fprintf(f, "\n");
     check_kind(r, false, f);
     check_kind(r, true, f);
