@@ -469,7 +469,6 @@ static int on_start(void *ctx, uint32_t id, prog_coll c, prog_group pg, uint32_t
     *x = (inst){.state = I_DONE, .bytes = (double)bytes};
     if (pg.size <= 1) return eng_wake_at(w, id, now, err);
     int rc = n->classed ? SS_OK : classify(n, err);
-    x = &n->in[id];
     if (!rc) rc = choose(n, gid, c, pg, bytes, x, err);
     if (rc) return rc;
     x->state = bytes ? I_LATENCY : I_DONE;

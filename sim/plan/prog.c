@@ -272,7 +272,7 @@ int prog_op_add(prog *p, uint32_t rank, const prog_op_spec *s, uint32_t *opid,
     return SS_OK;
 }
 
-static bool group_has_sorted(const prog *p, uint32_t gid, uint32_t rank)
+bool prog_group_has(const prog *p, uint32_t gid, uint32_t rank)
 {
     prog_group g = prog_group_get(p, gid);
     uint32_t lo = 0, hi = g.size;
@@ -302,7 +302,7 @@ int prog_rank_share(prog *p, uint32_t rank, uint32_t src, const uint32_t *from, 
     rp->src = src;
     const prog_op *ops = p->ranks[src].ops.data;
     for (uint32_t i = 0; i < p->ranks[src].ops.len; i++) /* what prog_op_add checks */
-        if (ops[i].kind == PROG_OP_COLL && !group_has_sorted(p, prog_op_group(p, rank, i), rank)) {
+        if (ops[i].kind == PROG_OP_COLL && !prog_group_has(p, prog_op_group(p, rank, i), rank)) {
             free(rp->gmap);
             rp->gmap = NULL, rp->ngmap = 0, rp->src = rank;
             return ss_fail(err, SS_E_INTERNAL, NULL, "op %s: rank %u is not in group %u",

@@ -224,6 +224,7 @@ const prog_tensor *prog_tensors(const prog *p, uint32_t rank);
 uint32_t prog_ngroups(const prog *p);
 prog_group prog_group_get(const prog *p, uint32_t gid);
 prog_group prog_group_net(const prog *p, uint32_t gid);
+bool prog_group_has(const prog *p, uint32_t gid, uint32_t rank); /* a member (binary search) */
 uint32_t prog_group_ncopies(const prog *p, uint32_t gid);
 prog_group prog_group_copy(const prog *p, uint32_t gid, uint32_t i); /* i < ncopies */
 const char *prog_str_get(const prog *p, uint32_t id);

@@ -178,10 +178,8 @@ static bool symmetric(const bd *b)
             seen[g] = 1;
             prog_group pg = prog_group_get(b->p, g);
             for (uint32_t k = 0; ok && k < pg.size; k++) {
-                uint32_t m = pg.ranks[k], src = prog_rank_source(b->p, m);
-                bool in = false;
-                for (uint32_t j = 0; !in && j < pg.size; j++) in = pg.ranks[j] == src;
-                ok = b->ri[m] != NONE || (b->ri[src] != NONE && in);
+                uint32_t m = pg.ranks[k]; /* a source is always evaluated */
+                ok = b->ri[m] != NONE || prog_group_has(b->p, g, prog_rank_source(b->p, m));
             }
         }
     }

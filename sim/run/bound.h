@@ -45,8 +45,8 @@
  *
  * One pass over the evaluated ranks' ops and deps (Kahn's order across
  * ranks): O(ops + deps) time and memory plus one net->coll_ns per
- * collective instance, no events. A program in which some op could never run is SS_E_DEADLOCK, as
- * the engine would report it.
+ * collective instance, no events. A program in which some op could never
+ * run is SS_E_DEADLOCK, as the engine would report it.
  *
  * Knows nothing of the scenario, memory or search policy.
  */

@@ -5,7 +5,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "../core/vec.h"
 #include "../io/profile.h"
 #include "../net/cost.h"
 #include "../net/net.h"
@@ -32,7 +31,7 @@ struct least {
  * them). Every byte a rank sends or receives crosses these links (the
  * fabric joins NICs, not GPUs). A calibration profile's curves may beat
  * the modelled links, and a flat topology has none: 0 there. */
-double least_gpu_link_Bps(const spec_scenario *s)
+static double gpu_link_Bps(const spec_scenario *s)
 {
     const spec_topology *t = &s->topo;
     if (!t->graph || s->calibration[0]) return 0;
@@ -59,7 +58,7 @@ int least_new(const spec_scenario *s, const prog *p, least **out, ss_err *err)
     if (!l) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     prof_init(&l->pf);
     l->s = s;
-    l->link_Bps = least_gpu_link_Bps(s);
+    l->link_Bps = gpu_link_Bps(s);
     l->nm = prog_ngroups(p) * PROG_NCOLLS;
     int rc = (l->m = calloc(l->nm ? l->nm : 1, sizeof *l->m)) ? SS_OK
              : ss_fail(err, SS_E_NOMEM, NULL, "out of memory");

@@ -33,9 +33,4 @@ void least_free(least *l);
 /* The bound_net over l (valid while l lives). */
 bound_net least_net(least *l);
 
-/* The most bytes per second one GPU's links carry in one direction (see
- * least.c); 0 where that does not bound the engine (a flat topology, a
- * calibration profile). */
-double least_gpu_link_Bps(const spec_scenario *s);
-
 #endif
