@@ -442,6 +442,18 @@ static bool can_fold(const spec_scenario *s)
     return s->par.fold && uniform(s) && s->par.order == SPEC_ORDER_TP_CP_PP_DP;
 }
 
+/* FSDP2's rank r of a shard group holds rows [r ceil(R / N), ...) of each
+ * parameter's R real rows: where N divides every R, every rank holds
+ * R / N real rows of each, and the ranks' programs are the same. */
+static bool fsdp2_even(const plan *p)
+{
+    for (uint32_t i = 0; i < p->nparams; i++) {
+        uint64_t rows = p->params[i].rows ? p->params[i].rows : 1;
+        if (rows % p->shard_n) return false;
+    }
+    return true;
+}
+
 /* Without a layout, DDP and FSDP ranks are identical by construction, but
  * for ZeroRedundancyOptimizer's per-rank parameter owners and FSDP's
  * use_orig_params, whose optimizer steps each rank's own parameter views.
@@ -450,9 +462,9 @@ static uint32_t sim_ranks(const plan *p)
 {
     const spec_scenario *s = p->s;
     bool views = s->shard.use_orig_params && s->shard.strategy != SPEC_NO_SHARD && p->shard_n > 1;
-    /* FSDP2's ranks hold different real rows of each parameter (the last
-     * ones fewer, or none): their optimizers differ, so every rank runs. */
-    bool fsdp2 = s->shard.strategy == SPEC_FSDP2;
+    /* Uneven FSDP2 ranks hold different real rows of some parameter (the
+     * last ones fewer, or none): their optimizers differ, so every rank runs. */
+    bool fsdp2 = s->shard.strategy == SPEC_FSDP2 && !fsdp2_even(p);
     if (!can_fold(s) || s->shard.strategy == SPEC_ZERO1 || views || fsdp2 ||
         s->shard.strategy == SPEC_DEEPSPEED)
         return p->n;

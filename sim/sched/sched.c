@@ -134,21 +134,35 @@ static int add_hybrid_groups(const plan *pl, prog *p, uint32_t *ranks, ss_err *e
     return rc;
 }
 
-/* Folded (one rank simulated): the world group, and under HSDP rank 0's
- * shard group (id 1) and replicate group (id 2), each with the other
+static bool has_post_forward_groups(const plan *pl);
+
+/* Rank 0's group of the first k ranks, the other groups of k consecutive
+ * ranks its copies. */
+static int add_folded_block(prog *p, uint32_t *ranks, uint32_t n, uint32_t k, ss_err *err)
+{
+    uint32_t zero = 0, gid;
+    for (uint32_t r = 0; r < n; r++) ranks[r] = r;
+    int rc = prog_group_add_net(p, &zero, 1, ranks, k, &gid, err);
+    return rc || k == n ? rc : prog_group_set_copies(p, gid, ranks + k, n / k - 1, err);
+}
+
+/* Folded (one rank simulated): the world group; under HSDP rank 0's
+ * shard group (id 1) and replicate group (id 2); then FSDP2's
+ * post-forward group (sched_gid_post_forward): each with the other
  * groups of its kind as copies. ranks has room for n. */
 static int add_folded_groups(const plan *pl, prog *p, uint32_t *ranks, ss_err *err)
 {
     uint32_t S = pl->shard_n, R = pl->n / S, zero = 0, gid;
-    for (uint32_t r = 0; r < pl->n; r++) ranks[r] = r;
-    int rc = prog_group_add_net(p, &zero, 1, ranks, pl->n, &gid, err);
-    if (rc || S == pl->n) return rc;
-    if (!(rc = prog_group_add_net(p, &zero, 1, ranks, S, &gid, err)))
-        rc = prog_group_set_copies(p, gid, ranks + S, R - 1, err); /* groups 1 .. R-1 */
-    for (uint32_t j = 0, k = 0; j < S; j++) /* replicate groups, group 0 first */
-        for (uint32_t g = 0; g < R; g++) ranks[k++] = g * S + j;
-    if (!rc) rc = prog_group_add_net(p, &zero, 1, ranks, R, &gid, err);
-    if (!rc) rc = prog_group_set_copies(p, gid, ranks + R, S - 1, err);
+    int rc = add_folded_block(p, ranks, pl->n, pl->n, err);
+    if (!rc && S < pl->n) {
+        rc = add_folded_block(p, ranks, pl->n, S, err); /* groups 1 .. R-1 its copies */
+        for (uint32_t j = 0, k = 0; j < S; j++) /* replicate groups, group 0 first */
+            for (uint32_t g = 0; g < R; g++) ranks[k++] = g * S + j;
+        if (!rc) rc = prog_group_add_net(p, &zero, 1, ranks, R, &gid, err);
+        if (!rc) rc = prog_group_set_copies(p, gid, ranks + R, S - 1, err);
+    }
+    if (!rc && has_post_forward_groups(pl))
+        rc = add_folded_block(p, ranks, pl->n, pl->s->shard.reshard_after_forward, err);
     return rc;
 }
 
@@ -188,13 +202,13 @@ static bool has_post_forward_groups(const plan *pl)
 uint32_t sched_gid_post_forward(const plan *pl, uint32_t rank)
 {
     if (!has_post_forward_groups(pl)) return sched_gid_shard(pl, rank);
+    if (pl->nsim < pl->n) return pl->shard_n == pl->n ? 1 : 3;
     uint32_t hybrid = pl->shard_n == pl->n ? 0 : pl->n / pl->shard_n + pl->shard_n;
     return 1 + hybrid + rank / pl->s->shard.reshard_after_forward;
 }
 
 /* After the HSDP groups: n / k groups of k consecutive ranks, ids as
- * sched_gid_post_forward names them (every rank is simulated: FSDP2
- * does not fold). */
+ * sched_gid_post_forward names them (every rank simulated). */
 static int add_post_forward_groups(const plan *pl, prog *p, uint32_t *ranks, ss_err *err)
 {
     if (!has_post_forward_groups(pl)) return SS_OK;

@@ -198,6 +198,19 @@ static void test_per_rank_programs_not_folded(void **state)
     assert_int_equal(compare("seed002/zero3_full_shard_pre.json", "sharding.use_orig_params=true"), 4);
 }
 
+/* FSDP2 folds where every parameter's dim 0 divides by the shard group
+ * (each rank then holds the same real rows), HSDP and the
+ * reshard_after_forward = 8 groups carrying their copies; mlp7 on 4 ranks
+ * (layers.6: 10 rows, rank 3 holds 1 real row) stays every rank. */
+static void test_fsdp2_even_folds(void **state)
+{
+    (void)state;
+    assert_int_equal(compare("fsdp2/llama3-8b-fsdp2-sac-8xh100.json", NULL), 1);
+    assert_int_equal(compare("fsdp2/llama3-8b-hsdp-2x16-raf8-4x8xh100.json", NULL), 1);
+    assert_int_equal(compare("examples/mlp7-full-shard-per-block.json", "sharding.strategy=fsdp2"),
+                     4);
+}
+
 /* A straggler or jitter makes ranks differ: every rank is simulated, and
  * the straggler does slow the step (rank 3 at 1.5x: FULL_SHARD waits for
  * it at every collective). A layout falls back to every rank the same way. */
@@ -240,6 +253,7 @@ int main(void)
         cmocka_unit_test(test_hybrid_copies),
         cmocka_unit_test(test_layout_copies),
         cmocka_unit_test(test_per_rank_programs_not_folded),
+        cmocka_unit_test(test_fsdp2_even_folds),
         cmocka_unit_test(test_link_classes_change_nothing),
         cmocka_unit_test(test_variation_simulates_every_rank),
     };
