@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 void em_nomem(em *e)
 {
@@ -33,11 +34,13 @@ int em_init(em *e, const plan *pl, prog *p, uint32_t rank, ss_err *err)
 void em_fini(em *e)
 {
     free(e->deps);
+    free(e->dmark);
     free(e->mem);
     free(e->t_act);
     free(e->t_dact);
     free(e->t_saved);
-    e->deps = NULL;
+    e->deps = e->dmark = NULL;
+    e->capdmark = 0;
     e->mem = NULL;
     e->t_act = e->t_dact = e->t_saved = NULL;
 }
@@ -76,18 +79,25 @@ void em_begin(em *e, prog_opkind kind, prog_stream st, prog_phase ph,
     ss_utf8_trim(e->name);
     e->s = (prog_op_spec){.kind = kind, .stream = st, .phase = ph, .name = e->name};
     e->ndeps = e->nmem = 0;
+    if (++e->dstamp == 0) { /* wrapped: no mark may match a stale stamp */
+        if (e->dmark) memset(e->dmark, 0, (size_t)e->capdmark * sizeof *e->dmark);
+        e->dstamp = 1;
+    }
     if (kind != PROG_OP_HOST) e->s.host_ns = em_launch_ns(e);
 }
 
 void em_dep(em *e, uint32_t op)
 {
     if (e->rc || op == EM_NONE) return;
-    for (uint32_t i = 0; i < e->ndeps; i++)
-        if (e->deps[i] == op) return;
-    if (!ss_grow((void **)&e->deps, &e->capdeps, e->ndeps + 1, sizeof *e->deps)) {
+    if (op < e->capdmark && e->dmark[op] == e->dstamp) return;
+    uint32_t cap = e->capdmark;
+    if (!ss_grow((void **)&e->dmark, &e->capdmark, op + 1, sizeof *e->dmark) ||
+        !ss_grow((void **)&e->deps, &e->capdeps, e->ndeps + 1, sizeof *e->deps)) {
         em_nomem(e);
         return;
     }
+    if (e->capdmark > cap) memset(e->dmark + cap, 0, (size_t)(e->capdmark - cap) * sizeof *e->dmark);
+    e->dmark[op] = e->dstamp;
     e->deps[e->ndeps++] = op;
 }
 

@@ -30,6 +30,10 @@ typedef struct em {
     char name[160];
     uint32_t *deps;
     uint32_t ndeps, capdeps;
+    /* dmark[op] == dstamp: op is already a dep of the op being built (an
+     * optimizer step waits on one reduction per unit: a linear check
+     * would be quadratic in layers) */
+    uint32_t *dmark, capdmark, dstamp;
     prog_mem *mem;
     uint32_t nmem, capmem;
     uint32_t last; /* id of the last op emitted */
