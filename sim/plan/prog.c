@@ -40,6 +40,7 @@ struct prog {
     rank_prog *ranks;
     vec groups, group_ranks; /* group_rec, uint32_t */
     vec strs;                /* char *, interned, owned */
+    vec str_hash;            /* uint32_t per id in strs: its str_hash */
     ss_idtab names;          /* string -> its id in strs */
 };
 
@@ -93,6 +94,7 @@ void prog_free(prog *p)
     char **s = p->strs.data;
     for (uint32_t i = 0; i < p->strs.len; i++) free(s[i]);
     free(p->strs.data);
+    free(p->str_hash.data);
     ss_idtab_fini(&p->names);
     free(p);
 }
@@ -106,30 +108,51 @@ static uint32_t str_hash(const char *s)
     return h;
 }
 
+/* Each id's hash is kept beside its string: growing the table re-places
+ * ids without reading strings, and a probe compares strings only where
+ * the hashes agree (a program interns a new name per tensor, and most
+ * probes pass other names' slots). */
 static uint32_t name_hash(const void *ctx, uint32_t id)
 {
-    return str_hash(((char *const *)((const prog *)ctx)->strs.data)[id]);
+    return ((const uint32_t *)((const prog *)ctx)->str_hash.data)[id];
 }
+
+typedef struct name_key {
+    const char *s;
+    uint32_t h;
+} name_key;
 
 static bool name_eq(const void *ctx, uint32_t id, const void *key)
 {
-    return strcmp(((char *const *)((const prog *)ctx)->strs.data)[id], key) == 0;
+    const prog *p = ctx;
+    const name_key *k = key;
+    return ((const uint32_t *)p->str_hash.data)[id] == k->h &&
+           strcmp(((char *const *)p->strs.data)[id], k->s) == 0;
 }
 
 /* Ids are given in first-seen order, so they do not depend on the hash. */
 static int str_intern(prog *p, const char *s, uint32_t *id)
 {
     if (!ss_idtab_reserve(&p->names, p->strs.len, 256, name_hash, p)) return SS_E_NOMEM;
-    uint32_t k = ss_idtab_find(&p->names, str_hash(s), name_eq, p, s);
+    name_key key = {s, str_hash(s)};
+    uint32_t k = ss_idtab_find(&p->names, key.h, name_eq, p, &key);
     if (p->names.slot[k]) {
         *id = p->names.slot[k] - 1;
         return SS_OK;
     }
     char *copy = strdup(s);
     if (!copy) return SS_E_NOMEM;
+    if (vec_push(&p->str_hash, &key.h, sizeof key.h, NULL)) {
+        free(copy);
+        return SS_E_NOMEM;
+    }
     int rc = vec_push(&p->strs, &copy, sizeof copy, id);
-    if (rc) free(copy);
-    else p->names.slot[k] = *id + 1;
+    if (rc) {
+        free(copy);
+        p->str_hash.len--;
+    } else {
+        p->names.slot[k] = *id + 1;
+    }
     return rc;
 }
 
