@@ -14,9 +14,10 @@
 
 static const char usage[] =
     "usage: shardsim coll --topology FILE --op OP [--ranks N] [--nodes N]\n"
-    "                     [-b SIZE] [-e SIZE] [-f FACTOR] [--algo A] [--proto P] [-o FILE]\n"
+    "                     [-b SIZE] [-e SIZE] [-f FACTOR] [--algo A] [--proto P]\n"
+    "                     [--nccl-version V] [-o FILE]\n"
     "       shardsim coll --topology FILE --compare LOG [--op OP] [--table LABEL]\n"
-    "                     [--algo A] [--proto P] [-o FILE]\n"
+    "                     [--algo A] [--proto P] [--nccl-version V] [-o FILE]\n"
     "\n"
     "  --op       all_reduce, all_gather, reduce_scatter, broadcast, all_to_all,\n"
     "             send_recv\n"
@@ -24,8 +25,10 @@ static const char usage[] =
     "  --nodes    node count of the topology (default: the file's)\n"
     "  -b -e -f   smallest and largest size and the step factor, as nccl-tests\n"
     "             (sizes take K, M, G suffixes; default -b 8 -e 8G -f 2)\n"
-    "  --algo     auto, ring, tree, nvls, nvls_tree, hierarchical, direct\n"
+    "  --algo     auto, ring, tree, nvls, nvls_tree, hierarchical, direct, pat\n"
     "             (NCCL_ALGO)\n"
+    "  --nccl-version  the NCCL whose algorithms run, like 2.27.3 (default: the\n"
+    "             log's with --compare, else the topology's, else 2.29.7)\n"
     "  --proto    auto, ll, ll128, simple (NCCL_PROTO)\n"
     "  --compare  a real nccl-tests output; predicts every row of every table\n"
     "             with the table's ranks and nodes, prints the error per row\n"
@@ -56,7 +59,7 @@ static int unknown(const char *k)
 {
     static const char *const known[] = {"--topology", "--compare", "--table", "-o",    "--op",
                                        "--calibration", "--ranks", "--nodes", "-f", "-b",
-                                       "-e", "--algo", "--proto"};
+                                       "-e", "--algo", "--proto", "--nccl-version"};
     const char *hit = cli_nearest(k, known, sizeof known / sizeof *known);
     char m[256];
     snprintf(m, sizeof m, "unknown option %.100s%s%s%s", k, hit ? " (did you mean " : "", hit ? hit : "",
@@ -98,9 +101,13 @@ static int parse_one(opts *o, const char *k, const char *v)
     else if (!strcmp(k, "-e")) return cli_parse_size(v, &o->e) ? 0 : bad("-e: expected a size like 8G, not %s", v);
     else if (!strcmp(k, "--algo")) {
         if (!pick_name(v, algo_kind_names, ALGO_NKINDS, &x))
-            return bad("--algo: expected auto, ring, tree, nvls, nvls_tree, hierarchical or "
-                       "direct, not %s", v);
+            return bad("--algo: expected auto, ring, tree, nvls, nvls_tree, hierarchical, "
+                       "direct or pat, not %s", v);
         o->net.algo = (algo_kind)x;
+    } else if (!strcmp(k, "--nccl-version")) {
+        if (!spec_nccl_parse(v, &o->net.nccl))
+            return bad("--nccl-version: expected a version like 2.27.3 or 2.27 (2.0 or later), "
+                       "not %s", v);
     } else if (!strcmp(k, "--proto")) {
         if (!pick_name(v, algo_proto_names, ALGO_NPROTOS, &x))
             return bad("--proto: expected auto, ll, ll128 or simple, not %s", v);

@@ -406,6 +406,24 @@ static int load_graph(js_node n, spec_topology *t, ss_err *err)
 
 /* ---- topology ---- */
 
+int mach_nccl_version(js_node n, uint32_t *code, ss_err *err)
+{
+    js_node v;
+    const char *str = NULL;
+    *code = 0;
+    if (js_get(n, "nccl_version", &v) && js_is_num(v)) /* 2.3 and 2.30 are one number */
+        return js_failf(v, err, "expected the NCCL version as a string like \"2.27.3\" or "
+                                "\"2.27\", found a number (on the command line: --set "
+                                "'...nccl_version=\"2.27\"')");
+    int rc = js_str(n, "nccl_version", false, NULL, &str, err);
+    if (rc || !str) return rc;
+    js_get(n, "nccl_version", &v);
+    if (!spec_nccl_parse(str, code))
+        return js_failf(v, err, "expected an NCCL version like \"2.27.3\" or \"2.27\" "
+                                "(2.0 or later), not \"%s\"", str);
+    return SS_OK;
+}
+
 static int load_counts(js_node n, uint32_t nodes_override, spec_topology *t, ss_err *err)
 {
     uint64_t nodes, gpn;
@@ -424,9 +442,10 @@ int mach_from_node(js_node n, uint32_t nodes_override, spec_topology *t, ss_err 
     int rc = js_want_obj(n, err);
     if (rc || (rc = js_keys_check(n, JS_KEYS("name", "source", "nodes", "gpus_per_node",
                                              "intra_node", "inter_node", "node", "fabric",
-                                             "device"), err)) ||
+                                             "device", "nccl_version"), err)) ||
         (rc = js_copy_name(n, "name", true, t->name, err)) ||
-        (rc = load_counts(n, nodes_override, t, err)))
+        (rc = load_counts(n, nodes_override, t, err)) ||
+        (rc = mach_nccl_version(n, &t->nccl, err)))
         return rc;
     if (graph) {
         js_node flat;

@@ -25,6 +25,11 @@ int mach_from_node(js_node n, uint32_t nodes_override, spec_topology *t, ss_err 
  * against n's file, or an inline device object). On error t is untouched. */
 int mach_set_device(js_node n, spec_topology *t, ss_err *err);
 
+/* n["nccl_version"] ("2.27.3", "2.27" or a code) as a version code (spec.h,
+ * SPEC_NCCL_*), 0 when n has no such key; the topology file's key and the
+ * scenario's network.nccl_version read alike. */
+int mach_nccl_version(js_node n, uint32_t *code, ss_err *err);
+
 /* Load a topology file. */
 int mach_load(const char *file, uint32_t nodes_override, spec_topology *t, ss_err *err);
 

@@ -855,25 +855,30 @@ static int load_runtime(js_node root, spec_scenario *s, ss_err *err)
     return SS_OK;
 }
 
-/* "network": {"algo", "proto"}: NCCL_ALGO / NCCL_PROTO for every
- * collective of the step (where the algorithm applies; see net/algo.h). */
+/* "network": {"algo", "proto", "nccl_version"}: NCCL_ALGO / NCCL_PROTO for
+ * every collective of the step (where the algorithm applies; see
+ * net/algo.h), and the NCCL whose algorithms the tuner has (over the
+ * topology's). */
 static int load_network(js_node root, spec_scenario *s, ss_err *err)
 {
     js_node n;
     s->net_algo = SPEC_NALGO_AUTO;
     s->net_proto = SPEC_NPROTO_AUTO;
+    s->net_nccl = 0;
     if (!js_get(root, "network", &n)) return SS_OK;
     int rc = js_want_obj(n, err);
-    if (rc || (rc = js_keys_check(n, KEYS("algo", "proto"), err)) ||
+    if (rc || (rc = js_keys_check(n, KEYS("algo", "proto", "nccl_version"), err)) ||
         (rc = js_enum(n, "algo", false, SPEC_NALGO_AUTO, spec_net_algo_names, SPEC_NNET_ALGOS,
                       &s->net_algo, err)) ||
         (rc = js_enum(n, "proto", false, SPEC_NPROTO_AUTO, spec_net_proto_names,
-                      SPEC_NNET_PROTOS, &s->net_proto, err)))
+                      SPEC_NNET_PROTOS, &s->net_proto, err)) ||
+        (rc = mach_nccl_version(n, &s->net_nccl, err)))
         return rc;
-    if (s->net_algo != SPEC_NALGO_AUTO || s->net_proto != SPEC_NPROTO_AUTO) {
+    if (s->net_algo != SPEC_NALGO_AUTO || s->net_proto != SPEC_NPROTO_AUTO || s->net_nccl) {
         if (!s->topo.graph)
-            return js_failf(n, err, "network.algo and network.proto need a topology graph "
-                                    "(a topology file with \"node\"); %s has the flat form",
+            return js_failf(n, err, "network.algo, network.proto and network.nccl_version need "
+                                    "a topology graph (a topology file with \"node\"); %s has "
+                                    "the flat form",
                             s->topo.name);
     }
     return SS_OK;

@@ -29,6 +29,19 @@ static const double hw_lat_ring[3][3] = {
 static const double hw_lat_tree[3][3] = {
     [HW_NVLINK] = {0.6, 1.25, 28.0}, [HW_PCI] = {1.0, 1.9, 28.0}, [HW_NET] = {5.0, 8.5, 50.0}};
 static const double nvls_lat = 23.0;
+/* PAT (all_gather and reduce_scatter at one GPU per node, NCCL 2.23+):
+ * 8 us, plus log2(nodes) network steps at 1/3.5 of the tree's Simple
+ * network step (14 us; PAT runs at one GPU per node, where NCCL charges
+ * every algorithm the tree's network latency), plus 2.8 us per rank ("still
+ * a linear part"); bus bandwidth x 0.85 in 2.23, x 0.75 from 2.24
+ * (ncclTopoTuneModel, src/graph/tuning.cc, v2.23.4 to v2.30). */
+#define PAT_BASE_US 8.0
+#define PAT_LOG_STEP_US (14.0 / 3.5)
+#define PAT_RANK_US 2.8
+#define NCCL_PAT 22300       /* PAT first ships */
+#define NCCL_PAT_075 22400   /* PAT's bandwidth factor 0.75 (0.85 before) */
+#define NCCL_NVLS 21700      /* NVLS (NVLink SHARP) first ships */
+#define NCCL_NVLS_TREE 21800 /* NVLS_TREE first ships */
 #define TREE_BW_FACTOR 0.9 /* NCCL: tree busBw * .9 */
 /* NCCL's tree correction: trees reach only this fraction of their modelled
  * bandwidth at medium sizes; index log2(bytes / 64), 64 B .. 512 MiB, per
@@ -604,21 +617,27 @@ bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
     switch (algo) {
     case ALGO_RING: return c != PROG_COLL_ALL_TO_ALL && !algo_is_p2p(c);
     case ALGO_TREE: return c == PROG_COLL_ALL_REDUCE && m > 1 && regular(g, ranks, n, m);
-    case ALGO_NVLS: return c == PROG_COLL_ALL_REDUCE && m == 1 && topo_has_nvls(g);
+    case ALGO_NVLS:
+        return c == PROG_COLL_ALL_REDUCE && m == 1 && topo_has_nvls(g) &&
+               topo_nccl(g) >= NCCL_NVLS;
     case ALGO_NVLS_TREE:
         return c == PROG_COLL_ALL_REDUCE && m > 1 && n / m > 1 && topo_has_nvls(g) &&
-               regular(g, ranks, n, m);
+               regular(g, ranks, n, m) && topo_nccl(g) >= NCCL_NVLS_TREE;
     case ALGO_HIER:
         return (c == PROG_COLL_ALL_REDUCE || c == PROG_COLL_ALL_GATHER ||
                 c == PROG_COLL_REDUCE_SCATTER) && m > 1 && regular(g, ranks, n, m);
     case ALGO_DIRECT: return c == PROG_COLL_ALL_TO_ALL || algo_is_p2p(c);
+    case ALGO_PAT:
+        return (c == PROG_COLL_ALL_GATHER || c == PROG_COLL_REDUCE_SCATTER) && m > 1 && m == n &&
+               topo_nccl(g) >= NCCL_PAT;
     default: return false;
     }
 }
 
 bool algo_proto_tunable(algo_kind algo, algo_proto p)
 {
-    return (algo != ALGO_NVLS && algo != ALGO_NVLS_TREE) || p == ALGO_P_SIMPLE;
+    return (algo != ALGO_NVLS && algo != ALGO_NVLS_TREE && algo != ALGO_PAT) ||
+           p == ALGO_P_SIMPLE;
 }
 
 static const char *why_not(algo_kind algo)
@@ -628,13 +647,15 @@ static const char *why_not(algo_kind algo)
     case ALGO_TREE: return "tree runs all_reduce over a group spanning nodes with the same ranks "
                            "on each node";
     case ALGO_NVLS: return "nvls runs all_reduce inside one node whose GPUs share an NVLS-capable "
-                           "nvswitch";
+                           "nvswitch, with NCCL 2.17 or later";
     case ALGO_NVLS_TREE: return "nvls_tree runs all_reduce over a group spanning nodes, several "
                                 "ranks on each (the same count), whose GPUs share an NVLS "
-                                "nvswitch";
+                                "nvswitch, with NCCL 2.18 or later";
     case ALGO_HIER: return "hierarchical runs all_reduce, all_gather and reduce_scatter over a "
                            "group spanning nodes with the same ranks on each node";
     case ALGO_DIRECT: return "direct runs all_to_all, send_recv and sends only";
+    case ALGO_PAT: return "pat runs all_gather and reduce_scatter over one GPU on each of two or "
+                          "more nodes, with NCCL 2.23 or later";
     default: return "auto is not an algorithm";
     }
 }
@@ -685,6 +706,10 @@ static void set_steps(const topo *g, prog_coll c, const uint32_t *r, uint32_t n,
     } else if (s->algo == ALGO_NVLS || s->algo == ALGO_DIRECT) { /* one step, peers at once */
         steps = 1;
         inter = m > 1;
+    } else if (s->algo == ALGO_PAT) { /* log2(nodes) network steps, a linear part per rank */
+        inter = 0;
+        for (uint32_t k = m; k > 1; k >>= 1) inter++;
+        steps = inter + n;
     }
     s->steps_inter = inter;
     s->steps_intra = steps > inter ? steps - inter : 0;
@@ -707,7 +732,8 @@ int algo_shape_build(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t
     for (uint32_t k = 0; k < ALGO_MAX_PHASES; k++) ph[k].nm = &nm;
     uint32_t nph = 1;
     switch (algo) {
-    case ALGO_RING: ring(g, c, ranks, n, m == 1, &ph[0]); break;
+    case ALGO_RING: /* fall through: PAT moves the ring's bytes through each NIC */
+    case ALGO_PAT: ring(g, c, ranks, n, m == 1, &ph[0]); break;
     case ALGO_TREE: tree(g, ranks, n, m, &ph[0]); break;
     case ALGO_NVLS: nvls(g, ranks, n, &ph[0]); break;
     case ALGO_NVLS_TREE: nvls_tree(g, ranks, n, m, &ph[0]); break;
@@ -726,6 +752,7 @@ int algo_shape_build(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t
         return rc;
     }
     set_steps(g, c, ranks, n, m, &s);
+    s.nccl = topo_nccl(g);
     if (algo == ALGO_DIRECT) s.peer_cap = peer_cap(g, c, ranks, n, m);
     *out = s;
     return SS_OK;
@@ -754,6 +781,8 @@ static double latency_us(const topo *g, const algo_shape *s, algo_proto p)
     int pi = p - ALGO_P_LL;
     double lat = base_lat[s->algo][pi];
     if (s->algo == ALGO_NVLS) return lat + nvls_lat;
+    if (s->algo == ALGO_PAT)
+        return PAT_BASE_US + s->steps_inter * PAT_LOG_STEP_US + s->steps_intra * PAT_RANK_US;
     if (s->algo == ALGO_NVLS_TREE) return lat + nvls_lat + s->steps_inter * hw_lat_tree[HW_NET][pi];
     const double (*hw)[3] = s->algo == ALGO_TREE ? hw_lat_tree : hw_lat_ring;
     double intra = hw[hw_intra(g, s)][pi], inter = hw[HW_NET][pi];
@@ -768,6 +797,7 @@ static double proto_scale(const algo_shape *s, prog_coll c, algo_proto p)
     if (p == ALGO_P_LL) k = (s->inter || c == PROG_COLL_ALL_REDUCE) ? 4.0 : 3.0;
     else if (p == ALGO_P_LL128) k = 1.0 / 0.92;
     if (s->algo == ALGO_TREE || s->algo == ALGO_NVLS_TREE) k /= TREE_BW_FACTOR;
+    if (s->algo == ALGO_PAT) k /= s->nccl >= NCCL_PAT_075 ? 0.75 : 0.85;
     return k;
 }
 

@@ -33,6 +33,11 @@
  *         all-gather for all-reduce).
  *   direct all-to-all: every pair, 1/n of the payload each way; send_recv:
  *         each member to the next, the whole payload.
+ *   pat   all-gather / reduce-scatter over one GPU per node (NCCL 2.23+'s
+ *         Parallel Aggregated Trees): log2(nodes) exchanges at doubling
+ *         distances, each rank's NIC moving the ring's (n-1)/n, so the
+ *         ring's usage; NCCL's latency (8 us + log2(nodes) x 4 us + 2.8 us
+ *         per rank) and bandwidth factor (0.85 in 2.23, 0.75 after).
  *
  * NIC locality. Each member uses its local NICs (topo_local_nics: the
  * fewest links away without passing another GPU), shared with the other
@@ -66,6 +71,11 @@
  * 8 bytes of flags per 8 of data and runs on few threads (NCCL: 1/4 of the
  * bandwidth for all-reduce or across nodes, 1/3 otherwise), LL128 loses
  * 8 of every 128 bytes (0.92), Simple none.
+ *
+ * NCCL versions. The topology's version (topo_nccl: the topology file's
+ * nccl_version, a scenario's network.nccl_version or coll's --nccl-version
+ * over it) decides which algorithms exist: nvls from 2.17, nvls_tree from
+ * 2.18, pat from 2.23 (NCCL_PAT_ENABLE's default: one GPU per node only).
  *
  * algo_choose is the tuner: among the algorithm and protocol pairs that
  * apply (or the forced ones; hier only when forced, as NCCL has no such
@@ -108,6 +118,7 @@ typedef struct algo_shape {
     double peer_cap;   /* direct across nodes: the most payload bytes/s the
                           per-peer network channels carry (see "Point-to-point
                           channels" above); 0: no cap */
+    uint32_t nccl;     /* the topology's NCCL version (topo_nccl) */
 } algo_shape;
 
 /* One collective's costed choice. */

@@ -58,7 +58,9 @@ int net_new(const spec_topology *t, const net_opts *o, net **out, ss_err *err)
     net *n = calloc(1, sizeof *n);
     if (!n) return nomem(err);
     n->o = *o;
-    int rc = topo_new(t, &n->g, err);
+    spec_topology tv = *t; /* the version the options name, over the file's */
+    if (o->nccl) tv.nccl = o->nccl;
+    int rc = topo_new(&tv, &n->g, err);
     double *cap = NULL;
     if (!rc) {
         uint32_t L = topo_nlinks(n->g);

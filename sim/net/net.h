@@ -45,6 +45,7 @@ typedef struct net_opts {
     algo_proto proto; /* ALGO_P_AUTO: the tuner's choice */
     const struct prof *profile; /* NULL: model defaults; must outlive the net */
     bool every_link;  /* solve on every link, without link classes (tests) */
+    uint32_t nccl;    /* NCCL version (spec.h); 0: the topology's */
 } net_opts;
 
 typedef struct net net;

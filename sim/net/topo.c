@@ -25,6 +25,7 @@ struct topo {
     uint16_t nic_v[SPEC_TOPO_VMAX];
     uint32_t *local;    /* [gpn]: bit i set when NIC i is local to the GPU */
     bool nvls;
+    uint32_t nccl; /* NCCL version code (spec.h) */
     spec_fabric fab;
     uint32_t fbase, nfl; /* fabric links [fbase, fbase + nfl) */
     uint32_t lbase, pods, leaves;
@@ -281,6 +282,7 @@ int topo_new(const spec_topology *t, topo **out, ss_err *err)
     g->nodes = t->nodes;
     g->gpn = t->gpus_per_node;
     g->fab = t->fabric;
+    g->nccl = t->nccl ? t->nccl : SPEC_NCCL_DEFAULT;
     int rc = build_template(g, t, err);
     if (!rc) rc = build_routes(g, t->name, err);
     if (!rc && (uint64_t)g->nodes * g->ntl > UINT32_MAX / 2)
@@ -313,6 +315,7 @@ uint32_t topo_nics_per_node(const topo *g) { return g->nnic; }
 uint32_t topo_nlinks(const topo *g) { return g->fbase + g->nfl; }
 uint32_t topo_node_of(const topo *g, uint32_t gpu) { return gpu / g->gpn; }
 bool topo_has_nvls(const topo *g) { return g->nvls; }
+uint32_t topo_nccl(const topo *g) { return g->nccl; }
 
 uint32_t topo_nic_of(const topo *g, uint32_t local)
 {

@@ -59,6 +59,9 @@ const char *topo_link_name(const topo *g, uint32_t l, char *buf, size_t n);
 /* True when every GPU of a node has a link to one NVLS-capable NVSwitch
  * group (NVLink SHARP reductions are possible inside a node). */
 bool topo_has_nvls(const topo *g);
+/* The NCCL version the collectives run (spec.h's code; the default when
+ * the topology and the options name none). */
+uint32_t topo_nccl(const topo *g);
 
 /* The NIC local GPU `local` uses by default: the one of the same index
  * block (GPU i of G with N NICs: NIC i * N / G). */

@@ -1,5 +1,6 @@
 #include "spec.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,4 +82,33 @@ spec_quantity spec_quantity_of(const char *key)
     if (ends_with(key, "_bytes")) return SPEC_Q_BYTES;
     if (ends_with(key, "_s")) return SPEC_Q_SECONDS;
     return SPEC_Q_NUMBER;
+}
+
+bool spec_nccl_parse(const char *s, uint32_t *code)
+{
+    unsigned long v[3] = {0, 0, 0};
+    int n = 0;
+    const char *p = s;
+    while (n < 3) {
+        if (*p < '0' || *p > '9') return false;
+        char *end;
+        v[n++] = strtoul(p, &end, 10);
+        p = end;
+        if (*p != '.') break;
+        p++;
+    }
+    if (*p) return false;
+    if (n == 1) { /* a code: 22703 */
+        if (v[0] < 20000 || v[0] > 99999) return false;
+        *code = (uint32_t)v[0];
+        return true;
+    }
+    if (v[0] < 2 || v[0] > 9 || v[1] > 99 || v[2] > 99) return false;
+    *code = (uint32_t)(v[0] * 10000 + v[1] * 100 + v[2]);
+    return true;
+}
+
+void spec_nccl_format(uint32_t code, char *out, size_t len)
+{
+    snprintf(out, len, "%u.%u.%u", code / 10000, code / 100 % 100, code % 100);
 }

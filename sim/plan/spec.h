@@ -305,7 +305,20 @@ typedef struct spec_topology {
     spec_lgroup lg[SPEC_TOPO_LGROUPS];
     spec_fabric fabric;
     spec_device device;
+    uint32_t nccl; /* NCCL version (SPEC_NCCL_*); 0: SPEC_NCCL_DEFAULT */
 } spec_topology;
+
+/* NCCL versions as NCCL_VERSION_CODE has them: major * 10000 + minor * 100
+ * + patch (2.29.7 is 22907). The version decides which algorithms the
+ * tuner has (net/algo.h, "NCCL versions"). The default is the NCCL that
+ * PyTorch 2.12's CUDA 13 wheels bring (nvidia-nccl-cu13 2.29.7, as
+ * NVIDIA/TensorRT-LLM#17160 records). */
+#define SPEC_NCCL_DEFAULT 22907
+/* "2.27", "2.27.3" or a code ("22703") into a version code; false for
+ * anything else (versions before 2.0 included). */
+bool spec_nccl_parse(const char *s, uint32_t *code);
+/* "2.27.3" into out (at least 16 bytes). */
+void spec_nccl_format(uint32_t code, char *out, size_t len);
 
 /* Collective algorithm and protocol a scenario may force (network.algo,
  * network.proto); net/algo.h builds its enums from these lists. */
@@ -316,7 +329,8 @@ typedef struct spec_topology {
     X(NVLS, "nvls")                                                            \
     X(NVLS_TREE, "nvls_tree")                                                  \
     X(HIER, "hierarchical")                                                    \
-    X(DIRECT, "direct")
+    X(DIRECT, "direct")                                                        \
+    X(PAT, "pat")
 #define SPEC_NET_PROTOS(X)                                                     \
     X(AUTO, "auto")                                                            \
     X(LL, "ll")                                                                \
@@ -575,6 +589,7 @@ typedef struct spec_scenario {
     spec_measured measured;
     ss_ns hook_ns;           /* host time of one runtime hook (FSDP/DDP) */
     int net_algo, net_proto; /* SPEC_NALGO_*, SPEC_NPROTO_* */
+    uint32_t net_nccl;       /* network.nccl_version; 0: the topology's */
     char calibration[1024];  /* profile file (resolved), or "" */
     /* Variation (runtime.stragglers, runtime.jitter): compute time of rank
      * straggler[i].rank scaled by .factor; jitter scales every compute op by

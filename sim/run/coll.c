@@ -92,6 +92,8 @@ int coll_sweep(const char *topo_file, const net_opts *o, prog_coll c, uint32_t r
     coll_table tab = {.op = c, .nranks = ranks, .nodes = nodes, .median_abs_err = NAN};
     int rc = open_net(topo_file, nodes, o, &t, &nt, err);
     if (!rc) rc = place(&t, ranks, nodes ? nodes : t.nodes, &g, err);
+    if (!rc) tab.nccl = topo_nccl(net_topo(nt));
+    tab.nccl_from = o->nccl ? COLL_NCCL_OPTION : t.nccl ? COLL_NCCL_TOPOLOGY : COLL_NCCL_DEFAULT;
     tab.nodes = t.nodes;
     snprintf(tab.label, sizeof tab.label, "%s", prog_coll_name(c));
     for (uint64_t s = b; !rc && s <= e; s = s > UINT64_MAX / f ? UINT64_MAX : s * f) {
@@ -169,9 +171,14 @@ static int compare_table(const char *topo_file, const net_opts *o, const char *l
     spec_topology t;
     net *nt = NULL;
     uint32_t *g = NULL;
+    net_opts ov = *o; /* the NCCL the log ran, unless the options name one */
+    if (!ov.nccl && in->nccl_version) ov.nccl = in->nccl_version;
     int rc = to_coll(log_file, in, &tab->op, err);
-    if (!rc) rc = open_net(topo_file, tab->nodes, o, &t, &nt, err);
+    if (!rc) rc = open_net(topo_file, tab->nodes, &ov, &t, &nt, err);
     if (!rc) rc = place(&t, tab->nranks, tab->nodes, &g, err);
+    if (!rc) tab->nccl = topo_nccl(net_topo(nt));
+    tab->nccl_from = o->nccl ? COLL_NCCL_OPTION : ov.nccl ? COLL_NCCL_LOG
+                     : t.nccl ? COLL_NCCL_TOPOLOGY : COLL_NCCL_DEFAULT;
     if (!rc && !(tab->rows = calloc(in->nrows ? in->nrows : 1, sizeof *tab->rows)))
         rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     for (uint32_t j = 0; !rc && j < in->nrows; j++) {
@@ -280,10 +287,15 @@ static void put_row(buf *b, const coll_table *t, const coll_row *r)
 int coll_format(const coll_table *t, const char *topo_name, const net_opts *o, char **text,
                 ss_err *err)
 {
+    static const char *const from[] = {"the default", "the topology's", "the log's",
+                                       "--nccl-version"};
     buf b = {0};
-    put(&b, "# shardsim coll: %s (%s), %u ranks on %u node(s) of %s; algo %s, proto %s\n",
+    char ver[24];
+    spec_nccl_format(t->nccl, ver, sizeof ver);
+    put(&b, "# shardsim coll: %s (%s), %u ranks on %u node(s) of %s; algo %s, proto %s, NCCL %s "
+            "(%s)\n",
         prog_coll_name(t->op), t->label, t->nranks, t->nodes, topo_name,
-        algo_kind_names[o->algo], algo_proto_names[o->proto]);
+        algo_kind_names[o->algo], algo_proto_names[o->proto], ver, from[t->nccl_from]);
     put(&b, "# predicted, one collective alone on the machine (columns as nccl-tests' "
             "out-of-place group)\n#\n");
     /* nccl-tests' own header text for the shared columns */

@@ -6,9 +6,10 @@
  * time, busbw = algbw x the nccl-tests bus factor, and the algorithm and
  * protocol the tuner chose. A comparison reads a log with io/ncclt.h and
  * predicts every row of every table (the table's collective, rank and node
- * count; ranks spread evenly over the nodes, local GPUs from 0) against its
- * out-of-place time; the figure of merit is the median |relative error| over
- * sizes >= 1 MiB.
+ * count, and the NCCL version its header names, "nccl-library=22902",
+ * unless the options name one; ranks spread evenly over the nodes, local
+ * GPUs from 0) against its out-of-place time; the figure of merit is the
+ * median |relative error| over sizes >= 1 MiB.
  *
  * Ranks of node k are GPUs k * gpus_per_node + (0 .. ranks/nodes - 1); the
  * topology file is loaded with the table's node count (topologies are
@@ -32,10 +33,16 @@ typedef struct coll_row {
     double rel_err;     /* (predicted - measured) / measured */
 } coll_row;
 
+/* Where a table's NCCL version came from (coll_format says). */
+typedef enum { COLL_NCCL_DEFAULT, COLL_NCCL_TOPOLOGY, COLL_NCCL_LOG, COLL_NCCL_OPTION } coll_nccl_from;
+
 typedef struct coll_table {
     char label[128];
     prog_coll op;
     uint32_t nranks, nodes;
+    uint32_t nccl;            /* the NCCL version predicted (spec.h's code) */
+    coll_nccl_from nccl_from; /* the option, the log ("nccl-library="), the
+                                 topology file, or the default */
     coll_row *rows;
     uint32_t nrows;
     bool measured;

@@ -160,7 +160,8 @@ static void test_link_classes_change_nothing(void **state)
     trc *t[2] = {NULL, NULL};
     uint32_t loaded[2], solved[2];
     for (int k = 0; k < 2; k++) {
-        net_opts o = {(algo_kind)s.net_algo, (algo_proto)s.net_proto, NULL, k == 1};
+        net_opts o = {.algo = (algo_kind)s.net_algo, .proto = (algo_proto)s.net_proto,
+                      .every_link = k == 1};
         net *n = NULL;
         assert_int_equal(net_new(&s.topo, &o, &n, &err), SS_OK);
         eng_net e = net_eng(n, p);

@@ -473,6 +473,105 @@ static void test_tree_correction(void **state)
     topo_free(g);
 }
 
+/* A topology graph with NCCL version v (spec.h's code). */
+static topo *graph_nccl(const char *name, uint32_t nodes, uint32_t v)
+{
+    spec_topology t;
+    load(name, nodes, &t);
+    t.nccl = v;
+    topo *g = NULL;
+    ss_err err;
+    ss_err_clear(&err);
+    if (topo_new(&t, &g, &err)) fail_msg("%s: %s", name, err.msg);
+    return g;
+}
+
+/* PAT (NCCL 2.23+, src/graph/tuning.cc): all_gather and reduce_scatter at
+ * one GPU per node only, Simple only; latency 8 us + log2(nodes) x 14 / 3.5
+ * us + 2.8 us per rank: 10 nodes, 8 + 3 x 4 + 28 = 48 us (plus the
+ * longest path's wire latency, as every algorithm); the ring's bytes per
+ * NIC at bandwidth x 0.75 (0.85 in 2.23). The tuner takes it at 64 nodes
+ * for 1 MiB (PAT 8 + 24 + 179.2 = 211 us of latency against the ring's
+ * 63 network steps) and not with NCCL 2.22, which has no PAT. NVLS needs
+ * 2.17, NVLS_TREE 2.18. */
+static void test_pat(void **state)
+{
+    (void)state;
+    topo *g = graph_nccl("h100-ib-fattree.json", 64, 22903);
+    uint32_t r[64], two[20];
+    for (uint32_t i = 0; i < 64; i++) r[i] = i * 8;
+    for (uint32_t i = 0; i < 20; i++) two[i] = (i / 2) * 8 + i % 2;
+    assert_true(algo_applies(g, PROG_COLL_ALL_GATHER, r, 10, ALGO_PAT));
+    assert_true(algo_applies(g, PROG_COLL_REDUCE_SCATTER, r, 10, ALGO_PAT));
+    assert_false(algo_applies(g, PROG_COLL_ALL_REDUCE, r, 10, ALGO_PAT));
+    assert_false(algo_applies(g, PROG_COLL_ALL_GATHER, two, 20, ALGO_PAT));
+    assert_false(algo_applies(g, PROG_COLL_ALL_GATHER, r, 1, ALGO_PAT));
+    assert_false(algo_proto_tunable(ALGO_PAT, ALGO_P_LL128));
+    algo_shape pat = shape(g, PROG_COLL_ALL_GATHER, r, 10, ALGO_PAT);
+    algo_shape ring = shape(g, PROG_COLL_ALL_GATHER, r, 10, ALGO_RING);
+    const ss_bytes gib = 1ull << 30;
+    algo_cost kp = algo_cost_of(g, &pat, PROG_COLL_ALL_GATHER, 10, ALGO_P_SIMPLE, gib);
+    algo_cost kr = algo_cost_of(g, &ring, PROG_COLL_ALL_GATHER, 10, ALGO_P_SIMPLE, gib);
+    assert_true(REL((double)kp.latency_ns, 48e3 + (double)pat.wire_ns) < 1e-9);
+    assert_true(REL(kp.iso_rate[0], 0.75 * kr.iso_rate[0]) < 1e-12);
+    algo_shape_fini(&pat);
+    algo_shape_fini(&ring);
+    topo_free(g);
+
+    g = graph_nccl("h100-ib-fattree.json", 10, 22304); /* 2.23: x 0.85 */
+    pat = shape(g, PROG_COLL_ALL_GATHER, r, 10, ALGO_PAT);
+    ring = shape(g, PROG_COLL_ALL_GATHER, r, 10, ALGO_RING);
+    kp = algo_cost_of(g, &pat, PROG_COLL_ALL_GATHER, 10, ALGO_P_SIMPLE, gib);
+    kr = algo_cost_of(g, &ring, PROG_COLL_ALL_GATHER, 10, ALGO_P_SIMPLE, gib);
+    assert_true(REL(kp.iso_rate[0], 0.85 * kr.iso_rate[0]) < 1e-12);
+    algo_shape_fini(&pat);
+    algo_shape_fini(&ring);
+    topo_free(g);
+
+    spec_topology t;
+    load("h100-ib-fattree.json", 64, &t);
+    for (int k = 0; k < 2; k++) {
+        net *nt = NULL;
+        net_opts o = {.algo = ALGO_AUTO, .proto = ALGO_P_AUTO, .nccl = k ? 22203 : 22903};
+        assert_int_equal(net_new(&t, &o, &nt, NULL), SS_OK);
+        net_alone a;
+        assert_int_equal(net_coll_alone(nt, PROG_COLL_ALL_GATHER, r, 64, 1u << 20, &a, NULL), SS_OK);
+        assert_int_equal(a.algo, k ? ALGO_RING : ALGO_PAT);
+        net_free(nt);
+    }
+
+    g = graph_nccl("h100x8-hgx.json", 1, 21605); /* 2.16: no NVLS */
+    uint32_t eight[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    assert_false(algo_applies(g, PROG_COLL_ALL_REDUCE, eight, 8, ALGO_NVLS));
+    topo_free(g);
+    g = graph_nccl("h100x8-hgx.json", 1, 21701);
+    assert_true(algo_applies(g, PROG_COLL_ALL_REDUCE, eight, 8, ALGO_NVLS));
+    topo_free(g);
+    g = graph_nccl("h100-ib-fattree.json", 2, 21701); /* 2.17: NVLS, no NVLS_TREE */
+    uint32_t sixteen[16];
+    for (uint32_t i = 0; i < 16; i++) sixteen[i] = i;
+    assert_false(algo_applies(g, PROG_COLL_ALL_REDUCE, sixteen, 16, ALGO_NVLS_TREE));
+    topo_free(g);
+    g = graph_nccl("h100-ib-fattree.json", 2, 21803);
+    assert_true(algo_applies(g, PROG_COLL_ALL_REDUCE, sixteen, 16, ALGO_NVLS_TREE));
+    topo_free(g);
+}
+
+/* NCCL versions as written in files and on the command line. */
+static void test_nccl_versions(void **state)
+{
+    (void)state;
+    uint32_t v = 0;
+    assert_true(spec_nccl_parse("2.27.3", &v) && v == 22703);
+    assert_true(spec_nccl_parse("2.27", &v) && v == 22700);
+    assert_true(spec_nccl_parse("22902", &v) && v == 22902);
+    const char *bad[] = {"", "2", "2.", "2.x", "1.9", "2.27.3.1", "2.270", "v2.27", "2.27 "};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) assert_false(spec_nccl_parse(bad[i], &v));
+    char out[16];
+    spec_nccl_format(22902, out, sizeof out);
+    assert_string_equal(out, "2.29.2");
+}
+
 /* All-to-all across nodes as per-peer flows on each GPU's own NIC (PXN to
  * the receiver's rail): of a GPU's payload, the share for the other node's
  * ranks, 8 of 16 on 2 nodes and 24 of 32 on 4, leaves through its one NIC
@@ -732,6 +831,7 @@ int main(void)
         cmocka_unit_test(test_ring_two_nodes),   cmocka_unit_test(test_tree_correction),
         cmocka_unit_test(test_all_to_all_nodes), cmocka_unit_test(test_p2p_channels),
         cmocka_unit_test(test_link_classes),
+        cmocka_unit_test(test_pat),              cmocka_unit_test(test_nccl_versions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
