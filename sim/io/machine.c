@@ -133,13 +133,31 @@ static int load_usable(js_node n, spec_device *d, ss_err *err)
     return SS_OK;
 }
 
+/* "compute_capability": "9.0" (NVIDIA's table, developer.nvidia.com/cuda-gpus):
+ * which row of NCCL's per-architecture tuner constants the GPU takes. */
+static int load_cc(js_node n, spec_device *d, ss_err *err)
+{
+    const char *s = NULL;
+    int rc = js_str(n, "compute_capability", false, NULL, &s, err);
+    if (rc || !s) return rc;
+    unsigned major, minor;
+    char tail;
+    if (sscanf(s, "%u.%u%c", &major, &minor, &tail) != 2 || major < 1 || major > 20 || minor > 9) {
+        js_node v;
+        js_get(n, "compute_capability", &v);
+        return js_failf(v, err, "expected a compute capability like \"9.0\", not \"%s\"", s);
+    }
+    d->cc = major * 10 + minor;
+    return SS_OK;
+}
+
 static int load_device(js_node n, spec_device *d, ss_err *err)
 {
     int rc = js_keys_check(n, JS_KEYS("name", "source", "hbm_bytes", "hbm_bw_GBps",
                                    "peak_tflops", "gemm_efficiency", "gemm_half_dim",
                                    "mem_efficiency", "launch_us", "kernel_min_us",
                                    "attention", "overlap", "cuda_total_bytes", "cuda_total_source",
-                                   "process_reserve_bytes"), err);
+                                   "process_reserve_bytes", "compute_capability"), err);
     double bw, launch, kmin;
     if (rc || (rc = js_copy_name(n, "name", true, d->name, err)) ||
         (rc = js_u64(n, "hbm_bytes", true, 0, 1, UINT64_MAX, &d->hbm_bytes, err)) ||
@@ -151,7 +169,7 @@ static int load_device(js_node n, spec_device *d, ss_err *err)
         (rc = js_num(n, "launch_us", true, 0, 0.0, 1e6, &launch, err)) ||
         (rc = js_num(n, "kernel_min_us", false, 0, 0.0, 1e6, &kmin, err)) ||
         (rc = load_attention(n, d, err)) || (rc = load_overlap(n, d, err)) ||
-        (rc = load_usable(n, d, err)))
+        (rc = load_usable(n, d, err)) || (rc = load_cc(n, d, err)))
         return rc;
     d->hbm_bw_Bps = bw * 1e9;
     d->launch_ns = ss_ns_from_s(launch * 1e-6);

@@ -58,6 +58,17 @@ static const double tree_corr[3][TREE_CORR_N] = {
     {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9,
      .9, .9}};
 
+/* NCCL's per-channel bus bandwidth caps, GB/s, [arch][nodes: 1, 2, more]
+ * (src/graph/tuning.cc, perChMaxRingLL128Bws, perChMaxTreeLL128Bws,
+ * perChMaxTreeBws; the same from 2.19 to 2.30, Blackwell from 2.24); arch
+ * Volta, Ampere, Hopper, Blackwell. See algo.h, "Channel caps". */
+static const double ch_ring_ll128[4][3] = {
+    {20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {40.0, 40.0, 40.0}};
+static const double ch_tree_ll128[4][3] = {
+    {20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
+static const double ch_tree[4][3] = {
+    {26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};
+
 /* The NVSwitch's reduce and multicast rate as a fraction of the GPU's
  * NVLink rate: NCCL's nvlsEfficiency for Hopper (src/graph/tuning.cc,
  * NCCL 2.19-2.26: {Volta 0, Ampere 0, Hopper 0.85, Blackwell 0.74}). Every
@@ -222,6 +233,16 @@ static void side_add(side *s, const nicmap *m, uint32_t i)
             s->nic[s->n] = m->nic[i][c];
             s->owner[s->n++] = m->r[i];
         }
+}
+
+/* The NICs the members on the first member's node use: that node's
+ * channels across nodes. */
+static uint32_t node_nics(const nicmap *m)
+{
+    side sd = {0};
+    uint32_t node = topo_node_of(m->g, m->r[0]);
+    for (uint32_t i = 0; i < m->n && topo_node_of(m->g, m->r[i]) == node; i++) side_add(&sd, m, i);
+    return sd.n;
 }
 
 /* Member x alone (a point-to-point peer) or every member of its node (a
@@ -740,8 +761,9 @@ int algo_shape_build(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t
     case ALGO_HIER: hier_phases(g, c, ranks, n, m, ph, &nph); break;
     default: direct_all(g, c, ranks, n, &ph[0]); break;
     }
+    uint32_t nch = m > 1 ? node_nics(&nm) : 0;
     nicmap_fini(&nm);
-    algo_shape s = {.algo = algo, .nphase = nph};
+    algo_shape s = {.algo = algo, .nphase = nph, .channels = nch, .nodes = m};
     for (uint32_t k = 0; k < nph; k++) {
         if (ph[k].wire > s.wire_ns) s.wire_ns = ph[k].wire;
         if (!rc) rc = acc_finish(&ph[k], &s.use[k], &s.nuse[k], err);
@@ -819,19 +841,45 @@ static double tree_correction(const algo_shape *s, prog_coll c, algo_proto p, ss
     return lg < TREE_CORR_N ? tree_corr[p - ALGO_P_LL][lg] : 1.0;
 }
 
+/* The channel caps' algbw ceiling (algo.h, "Channel caps"), bytes/s of
+ * payload; 0: none. */
+static double channel_cap(const topo *g, const algo_shape *s, prog_coll c, uint32_t n,
+                          algo_proto p)
+{
+    uint32_t cc = topo_cc(g);
+    if (!s->inter || !s->channels || cc < 70 || n < 2) return 0.0;
+    int arch = cc >= 100 ? 3 : cc >= 90 ? 2 : cc >= 80 ? 1 : 0;
+    int ni = s->nodes <= 2 ? (int)s->nodes - 1 : 2;
+    double per = 0.0, ratio = 0.0;
+    if (s->algo == ALGO_RING && p == ALGO_P_LL128) {
+        per = ch_ring_ll128[arch][ni];
+        ratio = c == PROG_COLL_ALL_REDUCE ? n / (2.0 * (n - 1)) : n / (double)(n - 1);
+    } else if (s->algo == ALGO_TREE && c == PROG_COLL_ALL_REDUCE) {
+        per = ch_tree[arch][ni];
+        if (p == ALGO_P_LL128 && ch_tree_ll128[arch][ni] < per) per = ch_tree_ll128[arch][ni];
+        ratio = 0.5;
+    }
+    return per * 1e9 * s->channels * ratio;
+}
+
 algo_cost algo_cost_of(const topo *g, const algo_shape *s, prog_coll c, uint32_t n,
                        algo_proto p, ss_bytes bytes)
 {
-    (void)n;
     algo_cost k = {.algo = s->algo, .proto = p};
     double lat = latency_us(g, s, p) * 1e-6 + (double)s->wire_ns * 1e-9;
     k.latency_ns = ss_ns_from_s(lat);
     k.wscale = proto_scale(s, c, p) / tree_correction(s, c, p, bytes);
     k.iso_s = lat;
+    k.wire_cap = s->peer_cap;
+    /* a hard ceiling of the channels' CTAs, not corrected at medium sizes
+     * like the links' rate (NCCL's tuner corrects both; the corpus's one
+     * forced-tree log reaches the cap uncorrected: DECISIONS.md 95) */
+    double ch = channel_cap(g, s, c, n, p) * k.wscale;
+    if (ch > 0 && (k.wire_cap == 0 || ch < k.wire_cap)) k.wire_cap = ch;
     for (uint32_t i = 0; i < s->nphase; i++) {
         k.iso_rate[i] = iso_rate(g, s->use[i], s->nuse[i], k.wscale);
-        if (s->peer_cap > 0 && s->peer_cap / k.wscale < k.iso_rate[i])
-            k.iso_rate[i] = s->peer_cap / k.wscale;
+        if (k.wire_cap > 0 && k.wire_cap / k.wscale < k.iso_rate[i])
+            k.iso_rate[i] = k.wire_cap / k.wscale;
         if (isfinite(k.iso_rate[i])) k.iso_s += (double)bytes / k.iso_rate[i];
     }
     return k;

@@ -64,6 +64,21 @@
  * eight get 1. The cap on the edge's rate rides on the whole collective
  * (peer_cap, a flow rate cap); it binds only when below the NICs' rate.
  *
+ * Channel caps (ring and tree across nodes). A channel is one CTA moving
+ * one slice of the collective; NCCL's tuner caps what a channel carries by
+ * protocol and architecture (src/graph/tuning.cc, 2.19 to 2.30, bus
+ * bandwidth per channel, indexed 1 node / 2 nodes / more): ring LL128
+ * Ampere 20, Hopper 36.7, Blackwell 40 GB/s; tree LL128 Ampere 20, Hopper
+ * 36.7 / 36.7 / 29.0, Blackwell 55.6 / 31.67 / 20; tree all-reduce, every
+ * protocol, Ampere 24 / 23.6 / 17.8, Hopper 38.7 / 41.4 / 36, Blackwell
+ * 70 / 42.8 / 24 (Volta as Ampere's LL128, tree 26.5 / 18.5 / 10). Across
+ * nodes a channel leaves through one NIC, so a node's members' NICs count
+ * the channels (NCCL's search channels, one per NIC); the cap, in bus
+ * bandwidth, becomes the collective's algbw ceiling (ring: x n / (2(n-1))
+ * for all-reduce, x n / (n-1) for all-gather and reduce-scatter; tree: x
+ * 1/2, as NCCL converts). Simple rings have no cap; a device file without
+ * compute_capability gets none.
+ *
  * Latency follows NCCL's tuning model (src/graph/tuning.cc): a base per
  * algorithm and protocol plus a per-step cost by hardware (NVLink, PCIe,
  * network), with NCCL's step counts, plus the wire latency of the longest
@@ -119,6 +134,9 @@ typedef struct algo_shape {
                           per-peer network channels carry (see "Point-to-point
                           channels" above); 0: no cap */
     uint32_t nccl;     /* the topology's NCCL version (topo_nccl) */
+    uint32_t channels; /* across nodes: the NICs one node's members use, a
+                          ring or tree channel each (see "Channel caps") */
+    uint32_t nodes;    /* nodes the group spans */
 } algo_shape;
 
 /* One collective's costed choice. */
@@ -129,6 +147,9 @@ typedef struct algo_cost {
     double wscale;          /* wire bytes per payload byte of the usage vectors */
     double iso_s;           /* time alone on the machine, seconds */
     double iso_rate[ALGO_MAX_PHASES]; /* algbw of each phase alone, bytes/s */
+    double wire_cap;        /* the flow's ceiling in usage-vector bytes/s (the
+                               rate cap is wire_cap / wscale): the direct
+                               peers' channels or the channel caps; 0: none */
 } algo_cost;
 
 /* Build the shape of `algo` for collective `c` over GPUs ranks[0..n)

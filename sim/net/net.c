@@ -351,7 +351,7 @@ static int start_phase(net *n, uint32_t id, ss_ns now, ss_err *err)
         return nomem(err);
     for (uint32_t i = 0; i < nu; i++) /* one link per class already (keep_reps) */
         n->scratch[i] = (flow_use){s->use[x->phase][i].link, s->use[x->phase][i].w * x->cost.wscale};
-    double cap = s->peer_cap > 0 ? s->peer_cap / x->cost.wscale : 0.0;
+    double cap = x->cost.wire_cap > 0 ? x->cost.wire_cap / x->cost.wscale : 0.0;
     int rc = flow_add(n->fs, n->scratch, nu, cap, &x->flow, err);
     if (rc) return rc;
     if (!ss_grow((void **)&n->owner, &n->cap_owner, x->flow + 1, sizeof *n->owner)) {

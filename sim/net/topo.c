@@ -26,6 +26,7 @@ struct topo {
     uint32_t *local;    /* [gpn]: bit i set when NIC i is local to the GPU */
     bool nvls;
     uint32_t nccl; /* NCCL version code (spec.h) */
+    uint32_t cc;   /* the GPUs' compute capability x 10; 0: not given */
     spec_fabric fab;
     uint32_t fbase, nfl; /* fabric links [fbase, fbase + nfl) */
     uint32_t lbase, pods, leaves;
@@ -283,6 +284,7 @@ int topo_new(const spec_topology *t, topo **out, ss_err *err)
     g->gpn = t->gpus_per_node;
     g->fab = t->fabric;
     g->nccl = t->nccl ? t->nccl : SPEC_NCCL_DEFAULT;
+    g->cc = t->device.cc;
     int rc = build_template(g, t, err);
     if (!rc) rc = build_routes(g, t->name, err);
     if (!rc && (uint64_t)g->nodes * g->ntl > UINT32_MAX / 2)
@@ -316,6 +318,7 @@ uint32_t topo_nlinks(const topo *g) { return g->fbase + g->nfl; }
 uint32_t topo_node_of(const topo *g, uint32_t gpu) { return gpu / g->gpn; }
 bool topo_has_nvls(const topo *g) { return g->nvls; }
 uint32_t topo_nccl(const topo *g) { return g->nccl; }
+uint32_t topo_cc(const topo *g) { return g->cc; }
 
 uint32_t topo_nic_of(const topo *g, uint32_t local)
 {

@@ -62,6 +62,8 @@ bool topo_has_nvls(const topo *g);
 /* The NCCL version the collectives run (spec.h's code; the default when
  * the topology and the options name none). */
 uint32_t topo_nccl(const topo *g);
+/* The GPUs' CUDA compute capability x 10 (the device file's; 0: not given). */
+uint32_t topo_cc(const topo *g);
 
 /* The NIC local GPU `local` uses by default: the one of the same index
  * block (GPU i of G with N NICs: NIC i * N / G). */

@@ -213,6 +213,7 @@ typedef struct spec_device {
     double overlap_slowdown;   /* compute slowdown while a collective runs (eng.h) */
     uint64_t cuda_total_bytes; /* the total CUDA reports (cudaDeviceProp::totalGlobalMem); 0: not given */
     uint64_t process_reserve_bytes; /* CUDA context and NCCL buffers of one training process */
+    uint32_t cc; /* CUDA compute capability x 10 (Hopper 9.0: 90); 0: not given */
 } spec_device;
 
 /* Flat network (a topology without "node"): per level, ring alpha-beta with

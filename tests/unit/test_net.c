@@ -456,7 +456,11 @@ static double rate_of(const topo *g, const algo_shape *s, algo_proto p, ss_bytes
 static void test_tree_correction(void **state)
 {
     (void)state;
-    topo *g = graph("h100-ib-fattree.json", 4);
+    spec_topology tt; /* without compute_capability: no channel caps beside */
+    load("h100-ib-fattree.json", 4, &tt);
+    tt.device.cc = 0;
+    topo *g = NULL;
+    assert_int_equal(topo_new(&tt, &g, NULL), SS_OK);
     uint32_t r[32];
     for (uint32_t i = 0; i < 32; i++) r[i] = i;
     algo_shape t = shape(g, PROG_COLL_ALL_REDUCE, r, 32, ALGO_TREE);
@@ -554,6 +558,47 @@ static void test_pat(void **state)
     topo_free(g);
     g = graph_nccl("h100-ib-fattree.json", 2, 21803);
     assert_true(algo_applies(g, PROG_COLL_ALL_REDUCE, sixteen, 16, ALGO_NVLS_TREE));
+    topo_free(g);
+}
+
+/* Channel caps (algo.h; NCCL's tuner constants, src/graph/tuning.cc
+ * 2.19-2.30): across 4 H100 nodes of 8 GPUs the tree's 8 channels (a NIC
+ * each) carry at most 29.0 GB/s each with LL128 (36.0 with Simple), so a
+ * tree all-reduce's algbw is at most 8 x 29.0 / 2 = 116 GB/s; a ring
+ * all-reduce over 2 nodes with LL128 at most 8 x 36.7 x 16 / 30 = 156.6
+ * GB/s; Simple rings have no cap; a device file without
+ * compute_capability gets none. */
+static void test_channel_caps(void **state)
+{
+    (void)state;
+    uint32_t r[32];
+    for (uint32_t i = 0; i < 32; i++) r[i] = i;
+    const ss_bytes gib = 1ull << 30;
+    topo *g = graph("h100-ib-fattree.json", 4);
+    algo_shape t = shape(g, PROG_COLL_ALL_REDUCE, r, 32, ALGO_TREE);
+    assert_int_equal(t.channels, 8);
+    algo_cost k = algo_cost_of(g, &t, PROG_COLL_ALL_REDUCE, 32, ALGO_P_LL128, gib);
+    assert_true(REL(k.iso_rate[0], 116e9) < 1e-12);
+    k = algo_cost_of(g, &t, PROG_COLL_ALL_REDUCE, 32, ALGO_P_SIMPLE, gib);
+    assert_true(k.iso_rate[0] <= 144e9 * (1 + 1e-12));
+    algo_shape_fini(&t);
+    topo_free(g);
+    g = graph("h100-ib-fattree.json", 2);
+    algo_shape ring = shape(g, PROG_COLL_ALL_REDUCE, r, 16, ALGO_RING);
+    k = algo_cost_of(g, &ring, PROG_COLL_ALL_REDUCE, 16, ALGO_P_LL128, gib);
+    assert_true(REL(k.iso_rate[0], 8 * 36.7e9 * 16 / 30) < 1e-12);
+    algo_cost ks = algo_cost_of(g, &ring, PROG_COLL_ALL_REDUCE, 16, ALGO_P_SIMPLE, gib);
+    assert_true(ks.wire_cap == 0 && ks.iso_rate[0] > k.iso_rate[0]);
+    algo_shape_fini(&ring);
+    topo_free(g);
+    spec_topology tt;
+    load("h100-ib-fattree.json", 2, &tt);
+    tt.device.cc = 0;
+    assert_int_equal(topo_new(&tt, &g, NULL), SS_OK);
+    ring = shape(g, PROG_COLL_ALL_REDUCE, r, 16, ALGO_RING);
+    k = algo_cost_of(g, &ring, PROG_COLL_ALL_REDUCE, 16, ALGO_P_LL128, gib);
+    assert_true(k.wire_cap == 0 && k.iso_rate[0] > 8 * 36.7e9 * 16 / 30);
+    algo_shape_fini(&ring);
     topo_free(g);
 }
 
@@ -832,6 +877,7 @@ int main(void)
         cmocka_unit_test(test_all_to_all_nodes), cmocka_unit_test(test_p2p_channels),
         cmocka_unit_test(test_link_classes),
         cmocka_unit_test(test_pat),              cmocka_unit_test(test_nccl_versions),
+        cmocka_unit_test(test_channel_caps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
