@@ -14,7 +14,7 @@
 
 static const char usage[] =
     "usage: shardsim validate [FILE|FOLDER]... [--json FILE] [--markdown FILE] [-j THREADS]\n"
-    "                         [--strict]\n"
+    "                         [--set KEY=VALUE]... [--strict]\n"
     "\n"
     "  Simulate every scenario with a \"measured\" block (default: the folder\n"
     "  " DEFAULT_DIR ") and compare with the figure its source measured:\n"
@@ -30,11 +30,18 @@ static const char usage[] =
     "  --markdown  also write the tables as Markdown to FILE ('-' for stdout),\n"
     "            for a review or a README\n"
     "  -j        simulate on THREADS threads (default 1)\n"
+    "  --set     change every scenario as `run --set` does (repeatable): a\n"
+    "            what-if over the corpus, e.g. --set training.kernels=fused; the\n"
+    "            outputs say what was changed\n"
     "  --strict  exit 1 when a threshold fails (default: exit 0 once it ran)\n";
+
+#define MAX_SETS 64
 
 typedef struct opts {
     const char *paths[MAX_PATHS];
     size_t npaths;
+    const char *sets[MAX_SETS];
+    size_t nsets;
     const char *json, *markdown;
     unsigned threads;
     bool strict;
@@ -65,6 +72,11 @@ static int parse(int argc, char **argv, opts *o)
         }
         if (!strcmp(a, "--strict")) {
             o->strict = true;
+        } else if (!strcmp(a, "--set")) {
+            if (i + 1 >= argc) return bad("missing value after", a);
+            if (o->nsets == MAX_SETS) return bad("too many --set at", argv[i + 1]);
+            if (!strchr(argv[i + 1], '=')) return bad("--set: expected KEY=VALUE, not", argv[i + 1]);
+            o->sets[o->nsets++] = argv[++i];
         } else if (!strcmp(a, "--markdown")) {
             if (i + 1 >= argc) return bad("missing value after", a);
             o->markdown = argv[++i];
@@ -95,7 +107,7 @@ int validate_cmd(int argc, char **argv)
     opts o = {0};
     int prc = parse(argc, argv, &o);
     if (prc) return prc == 1 ? 0 : 2;
-    val_report r = {0};
+    val_report r = {.sets = o.sets, .nsets = o.nsets};
     ss_err err = {0};
     char *json = NULL;
     int rc = val_collect(o.paths, o.npaths, DEFAULT_DIR, &r, &err);

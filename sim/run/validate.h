@@ -73,6 +73,11 @@ typedef struct val_group {
 } val_group;
 
 typedef struct val_report {
+    /* "key=value" assignments applied to every scenario before it runs (a
+     * what-if over the corpus, as `run --set`); set by the caller, not
+     * owned; the text and Markdown say the corpus was changed */
+    const char *const *sets;
+    size_t nsets;
     val_row *rows;
     size_t nrows;
     val_group *groups; /* one per source, in first-seen row order */

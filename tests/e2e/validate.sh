@@ -41,6 +41,28 @@ for n in "${names[@]}"; do
 done
 check "--markdown: a row per scenario with its error, the medians, the thresholds" \
     '[ $md_ok -eq 1 ] && grep -q "^| \*\*overall\*\* |" "$d/v.md" && grep -q "^FAIL  step time" "$d/v.md" && cmp -s "$d/v.md" "$d/v2.md"'
+# --set: every scenario changed, the outputs say so, and the step errors
+# are those of `run --set` (torchtitan's 7B runs eager kernels: fused ones
+# are faster)
+"$bin" validate "${files[@]}" --set training.kernels=fused --json "$d/vs.json" >"$d/vs.txt"
+rc=$?
+"$bin" run "$p/torchtitan-llama7b-fsdp1-sac.json" --set training.kernels=fused --quiet \
+    --json "$d/tt-fused.sum.json"
+check "--set: exits 0 and its first line names the change" \
+    '[ $rc -eq 0 ] && head -1 "$d/vs.txt" | grep -q "^changed with --set training.kernels=fused (every scenario)"'
+check "--set: the row is run --set's" "python3 -c \"
+import json, sys
+v = json.load(open('$d/vs.json')); s = json.load(open('$d/tt-fused.sum.json'))
+base = json.load(open('$d/v.json'))
+row = [r for r in v['rows'] if r['scenario'] == 'torchtitan-llama7b-fsdp1-sac'][0]
+row0 = [r for r in base['rows'] if r['scenario'] == 'torchtitan-llama7b-fsdp1-sac'][0]
+ok = v['sets'] == ['training.kernels=fused'] and abs(row['step_time']['predicted_s'] - s['step_time_s']) < 1e-9
+ok = ok and row['step_time']['predicted_s'] < row0['step_time']['predicted_s']
+sys.exit(0 if ok else 1)\""
+"$bin" validate "${files[@]}" --set training.nokey=1 >/dev/null 2>"$d/err-set.txt"
+rc=$?
+check "--set: a key no scenario has exits 2 naming the file and path" \
+    '[ $rc -eq 2 ] && grep -q "mpt-7b-fsdp1-2k-8xh100.json: \$.training: unknown key" "$d/err-set.txt"'
 "$bin" validate --help >"$d/help.txt"
 rc=$?
 check "--help exits 0 with the usage" '[ $rc -eq 0 ] && grep -q "^usage: shardsim validate" "$d/help.txt"'
