@@ -1372,7 +1372,7 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
 {
     js_node par, tr;
     uint64_t dp, mb, accum, every;
-    int recomp, kern;
+    int recomp, kern, attn;
     int rc = js_need(root, "parallel", &par, err);
     if (rc || (rc = js_want_obj(par, err)) ||
         (rc = js_keys_check(par, KEYS("dp", "tp", "cp", "pp", "ep", "etp", "sequence_parallel",
@@ -1385,7 +1385,7 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
         (rc = js_u64(par, "dp", true, 0, 1, 1u << 24, &dp, err)) ||
         (rc = js_need(root, "training", &tr, err)) || (rc = js_want_obj(tr, err)) ||
         (rc = js_keys_check(tr, KEYS("micro_batch", "seq_len", "recompute", "grad_accum",
-                                     "kernels", "recompute_every"), err)) ||
+                                     "kernels", "recompute_every", "attention"), err)) ||
         (rc = js_u64(tr, "grad_accum", false, 1, 1, 4096, &accum, err)) ||
         (rc = js_u64(tr, "micro_batch", true, 0, 1, 1ull << 32, &mb, err)) ||
         (rc = js_u64(tr, "seq_len", s->model.is_arch, 1, 1, 1ull << 24, &s->seq_len, err)) ||
@@ -1393,9 +1393,12 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
                       &recomp, err)) ||
         (rc = js_enum(tr, "kernels", false, SPEC_KERNELS_AUTO, spec_kernels_names, SPEC_NKERNELS,
                       &kern, err)) ||
-        (rc = js_u64(tr, "recompute_every", false, 1, 1, 1u << 20, &every, err)))
+        (rc = js_u64(tr, "recompute_every", false, 1, 1, 1u << 20, &every, err)) ||
+        (rc = js_enum(tr, "attention", false, SPEC_ATTN_FLASH, spec_attn_impl_names,
+                      SPEC_NATTN_IMPLS, &attn, err)))
         return rc;
     s->kernels = (spec_kernels)kern;
+    s->attn_impl = (spec_attn_impl)attn;
     s->recompute_every = (uint32_t)every;
     if (every > 1 && recomp != SPEC_RECOMP_FULL) {
         js_node n;

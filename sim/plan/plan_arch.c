@@ -291,6 +291,36 @@ static void op_sac(ab *x, plan_block *b, uint64_t keep, ss_ns kept_ns, uint64_t 
     b->bwd_flops += b->fwd_flops - x->keep_flops - kept_flops;
 }
 
+/* The attention core without FlashAttention (training.attention
+ * "unfused"), q queries of a rank against s keys, per micro-batch of bs
+ * sequences and `heads` local heads: Q K^T and P V as batched GEMMs over
+ * every score (the causal half too: 2 x `core`, the FLOPs FlashAttention
+ * runs), between them a fused scale-mask-softmax kernel reading the scores
+ * and writing the probabilities (Megatron's FusedScaleMaskSoftmax), which
+ * backward keeps (*probs bytes). Backward: four GEMMs (dP, dV, dQ, dK) and
+ * the softmax's backward reading P and dP and writing dS. Selective
+ * recomputation drops the probabilities and re-runs this forward in
+ * backward (Korthikanti et al., "Reducing Activation Recomputation in
+ * Large Transformer Models", 2022: the s^2 terms are what it recomputes).
+ * Returns the forward time. */
+static ss_ns unfused_core(ab *x, plan_block *b, double q, double g, double core, uint64_t *probs)
+{
+    const spec_arch *a = x->a;
+    uint64_t heads = a->heads / x->tp, bs = x->p->s->micro_batch, s = x->p->s->seq_len;
+    double scores = (double)bs * heads * q * (double)s; /* elements */
+    double flops = 2.0 * core;
+    ss_ns gemm = ss_ns_from_s(flops / plan_gemm_rate(x->p, g));
+    ss_ns fwd = gemm + plan_mem_ns(x->p, (ss_bytes)(2.0 * scores * x->c));
+    ss_ns bwd = 2 * gemm + plan_mem_ns(x->p, (ss_bytes)(3.0 * scores * x->c));
+    if (x->p->s->recompute == SPEC_RECOMP_SELECTIVE) bwd += fwd;
+    b->fwd_flops += (uint64_t)flops;
+    b->bwd_flops += (uint64_t)(2.0 * flops);
+    b->fwd_ns += fwd;
+    b->bwd_ns += bwd;
+    *probs = (uint64_t)scores * x->c;
+    return fwd;
+}
+
 /* Saved tensors of attention besides the input (bytes), and the core's
  * output, which selective recomputation drops. */
 static void attention(ab *x, unsigned l)
@@ -340,14 +370,21 @@ static void attention(ab *x, unsigned l)
     double q = (double)s / x->cp;
     double core = (double)bs * heads * q * s * (dqk + dv);
     double g = cbrt(q * s * dqk);
-    ss_ns core_ns = ss_ns_from_s(core / plan_attn_rate(x->p, q, g, false));
-    b->fwd_flops += (uint64_t)core;
-    b->bwd_flops += (uint64_t)(2.5 * core);
-    b->fwd_ns += core_ns;
-    b->bwd_ns += ss_ns_from_s(2.5 * core / plan_attn_rate(x->p, q, g, true));
     uint64_t in = t * h / sp * x->c, out = t * heads * dv * x->c, lse = t * heads * 4;
-    keep(x, b, in + (t * heads * dqk + kv_saved + qk_saved) * x->c + out + lse);
-    b->recompute_bytes = out;
+    uint64_t probs = 0;
+    ss_ns core_ns;
+    if (x->p->s->attn_impl == SPEC_ATTN_UNFUSED) {
+        core_ns = unfused_core(x, b, q, g, core, &probs);
+        lse = 0;
+    } else {
+        core_ns = ss_ns_from_s(core / plan_attn_rate(x->p, q, g, false));
+        b->fwd_flops += (uint64_t)core;
+        b->bwd_flops += (uint64_t)(2.5 * core);
+        b->fwd_ns += core_ns;
+        b->bwd_ns += ss_ns_from_s(2.5 * core / plan_attn_rate(x->p, q, g, true));
+    }
+    keep(x, b, in + (t * heads * dqk + kv_saved + qk_saved) * x->c + out + lse + probs);
+    b->recompute_bytes = out + probs;
     /* selective_op keeps the layer's input and the attention output with
      * its logsumexp; the kernel's own time is not re-run. */
     op_sac(x, b, in + out + lse, core_ns, (uint64_t)core);

@@ -180,6 +180,21 @@ typedef enum { SPEC_KERNEL_SETS(SPEC_ENUM2_) SPEC_NKERNELS } spec_kernels;
 #undef SPEC_ENUM2_
 extern const char *const spec_kernels_names[SPEC_NKERNELS];
 
+/* The attention core's implementation (training.attention):
+ *   flash    FlashAttention (PyTorch SDPA's flash backend, TE, FA2): tiles in
+ *            on-chip memory, the causal half skipped, no s x s tensor kept;
+ *   unfused  before FlashAttention (Megatron-LM and Megatron-DeepSpeed of
+ *            2021-22): Q K^T and P V as batched GEMMs over every score, a
+ *            fused scale-mask-softmax kernel between them, the
+ *            probabilities kept for backward. */
+#define SPEC_ATTN_IMPLS(X)                                                     \
+    X(FLASH, "flash")                                                          \
+    X(UNFUSED, "unfused")
+#define SPEC_ENUM2_(id, name) SPEC_ATTN_##id,
+typedef enum { SPEC_ATTN_IMPLS(SPEC_ENUM2_) SPEC_NATTN_IMPLS } spec_attn_impl;
+#undef SPEC_ENUM2_
+extern const char *const spec_attn_impl_names[SPEC_NATTN_IMPLS];
+
 /* A measured GEMM efficiency curve (a calibration profile's "gemm"):
  * eff(d) = e_max d^p / (d^p + d_half^p) of peak_flops, d the geometric mean
  * of m, n, k. Replaces the device's curve for that dtype when present. */
@@ -575,6 +590,7 @@ typedef struct spec_scenario {
     spec_recompute recompute;
     uint32_t recompute_every; /* full: every N-th layer only (1: all) */
     spec_kernels kernels; /* never AUTO after loading */
+    spec_attn_impl attn_impl; /* training.attention */
     spec_precision prec;
     spec_optimizer_cfg opt;
     spec_sharding shard;

@@ -168,6 +168,45 @@ static void test_layer_costs(void **state)
     spec_scenario_fini(&s);
 }
 
+/* training.attention "unfused" (Megatron of 2021-22): Llama 3 8B's layer 0,
+ * s = 4096, 32 heads of 128, one sequence: Q K^T and P V over all s^2
+ * scores are 2 x 32 x 4096^2 x 256 FLOPs (twice FlashAttention's causal
+ * count) at the GEMM curve of a 4096 x 128 x 4096 GEMM; the softmax reads
+ * the scores and writes the probabilities (2 x 32 x 4096^2 x 2 bytes);
+ * backward runs four GEMMs and a softmax backward reading P and dP and
+ * writing dS (3 x ...); the probabilities (32 x 4096^2 x 2 bytes) are kept
+ * beside what FlashAttention keeps, less its fp32 logsumexp; selective
+ * recomputation drops them and re-runs that forward in backward. */
+static void test_unfused_attention(void **state)
+{
+    (void)state;
+    spec_scenario sf, su, ss;
+    plan *pf = load_plan_with("llama3-8b", ", \"kernels\": \"fused\"", &sf);
+    plan *pu = load_plan_with("llama3-8b", ", \"kernels\": \"fused\", \"attention\": \"unfused\"", &su);
+    plan *ps = load_plan_with("llama3-8b", ", \"kernels\": \"fused\", \"attention\": \"unfused\", "
+                                           "\"recompute\": \"selective\"", &ss);
+    const double t = 4096, core = 32.0 * t * t * 256, scores = 32.0 * t * t;
+    const plan_block *f = plan_find(pf, "layers.0.attn"), *u = plan_find(pu, "layers.0.attn");
+    const plan_block *sel = plan_find(ps, "layers.0.attn");
+    ss_ns flash_fwd = ss_ns_from_s(core / 319e12);
+    ss_ns flash_bwd = ss_ns_from_s(2.5 * core / (310e12 * 319.0 / 368.0));
+    ss_ns gemm = ss_ns_from_s(2 * core / plan_gemm_rate(pu, cbrt(t * t * 128)));
+    ss_ns fwd = gemm + plan_mem_ns(pu, (ss_bytes)(2 * scores * 2));
+    ss_ns bwd = 2 * gemm + plan_mem_ns(pu, (ss_bytes)(3 * scores * 2));
+    assert_int_equal(u->fwd_ns - f->fwd_ns, fwd - flash_fwd);
+    assert_int_equal(u->bwd_ns - f->bwd_ns, bwd - flash_bwd);
+    assert_int_equal(u->saved_bytes - f->saved_bytes, (uint64_t)scores * 2 - 4096 * 32 * 4);
+    assert_true(u->fwd_ns > f->fwd_ns);
+    assert_int_equal(u->saved_bytes - sel->saved_bytes, (uint64_t)scores * 2 + 4096 * 32 * 128 * 2);
+    assert_int_equal(sel->bwd_ns - u->bwd_ns, fwd);
+    plan_free(pf);
+    plan_free(pu);
+    plan_free(ps);
+    spec_scenario_fini(&sf);
+    spec_scenario_fini(&su);
+    spec_scenario_fini(&ss);
+}
+
 /* The A100 device files' attention tables, through the scenario loader and
  * the planner of the llm-foundry MPT-7B rows (80 GB and 40 GB, sequence
  * 2048): FlashAttention-2 with the causal mask, head dim 128, on A100 80GB
@@ -404,7 +443,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parameter_counts), cmocka_unit_test(test_flops_per_token),
         cmocka_unit_test(test_moe_active), cmocka_unit_test(test_recompute),
-        cmocka_unit_test(test_layer_costs), cmocka_unit_test(test_a100_attention),
+        cmocka_unit_test(test_layer_costs),
+        cmocka_unit_test(test_unfused_attention), cmocka_unit_test(test_a100_attention),
         cmocka_unit_test(test_eager_kernels), cmocka_unit_test(test_recompute_every),
         cmocka_unit_test(test_fp8_linears), cmocka_unit_test(test_selective_op),
     };
