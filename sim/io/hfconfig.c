@@ -1,6 +1,7 @@
 #include "hfconfig.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
@@ -151,13 +152,82 @@ static int map_llama(js_node c, cJSON *a, ss_err *err)
     return (rc = decoder(c, a, err)) ? rc : gqa(c, a, err);
 }
 
-/* Mistral: Llama's shape. sliding_window bounds the keys a query sees; the
- * attention core is costed as full causal attention (an upper bound when
- * the scenario's sequence is longer than the window). */
+/* The layers layer_types marks "sliding_attention" as a pattern: the
+ * first sliding layer, then a period whose first `count` layers slide.
+ * false when the list has no such form (spec.h, spec_arch_sliding). */
+static bool window_pattern(js_node lt, uint64_t n, uint64_t *first, uint64_t *period,
+                           uint64_t *count)
+{
+    if (!cJSON_IsArray(lt.j) || (uint64_t)cJSON_GetArraySize(lt.j) != n) return false;
+    bool *sl = calloc(n ? n : 1, sizeof *sl);
+    if (!sl) return false;
+    for (uint64_t i = 0; i < n; i++) {
+        const cJSON *e = cJSON_GetArrayItem(lt.j, (int)i);
+        sl[i] = cJSON_IsString(e) && !strcmp(e->valuestring, "sliding_attention");
+    }
+    uint64_t f = 0;
+    while (f < n && !sl[f]) f++;
+    bool ok = f < n;
+    for (uint64_t p = 1; ok && p <= n - f; p++) {
+        uint64_t k = 0;
+        while (k < p && sl[f + k]) k++;
+        bool fits = true;
+        for (uint64_t i = f; i < n && fits; i++) fits = sl[i] == ((i - f) % p < k);
+        if (fits) {
+            *first = f, *period = p, *count = k;
+            free(sl);
+            return true;
+        }
+    }
+    free(sl);
+    return false;
+}
+
+/* Sliding-window attention: layer_types where the config has it (newer
+ * transformers: "sliding_attention" / "full_attention" per layer), else
+ * Qwen's use_sliding_window from max_window_layers on, else Mistral's
+ * sliding_window on every layer (null: none). */
+static int window(js_node c, cJSON *a, ss_err *err)
+{
+    uint64_t w, layers, first = 0, period = 1, count = 1;
+    bool use = true;
+    js_node lt, v;
+    int rc = num(c, "sliding_window", false, 0, 1, &w, err);
+    if (rc || (rc = num(c, "num_hidden_layers", true, 0, 1, &layers, err))) return rc;
+    if (js_get(c, "use_sliding_window", &v)) { /* Qwen: off unless asked */
+        if ((rc = js_bool(c, "use_sliding_window", false, false, &use, err))) return rc;
+        if (use && (rc = num(c, "max_window_layers", false, 0, 0, &first, err))) return rc;
+    }
+    if (js_get(c, "layer_types", &lt) && !cJSON_IsNull(lt.j)) {
+        bool any = false;
+        for (int i = 0; cJSON_IsArray(lt.j) && i < cJSON_GetArraySize(lt.j); i++) {
+            const cJSON *e = cJSON_GetArrayItem(lt.j, i);
+            any = any || (cJSON_IsString(e) && !strcmp(e->valuestring, "sliding_attention"));
+        }
+        if (!any) return SS_OK;
+        if (!window_pattern(lt, layers, &first, &period, &count))
+            return js_failf(lt, err, "expected num_hidden_layers entries whose "
+                                     "\"sliding_attention\" layers repeat with a period from "
+                                     "the first of them (the form the architecture's "
+                                     "sliding_window has)");
+        use = true;
+    }
+    if (!w || !use || first >= layers) return SS_OK;
+    cJSON *o = cJSON_AddObjectToObject(a, "sliding_window");
+    if (!o) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    if ((rc = put(o, "tokens", w, err)) || (rc = put(o, "first", first, err)) ||
+        (rc = put(o, "period", period, err)) || (rc = put(o, "count", count, err)))
+        return rc;
+    return SS_OK;
+}
+
+/* Mistral: Llama's shape, and a sliding window on every layer where
+ * sliding_window is set (window). */
 static int map_mistral(js_node c, cJSON *a, ss_err *err)
 {
     int rc = decoder(c, a, err);
-    return rc ? rc : gqa(c, a, err);
+    if (rc || (rc = gqa(c, a, err))) return rc;
+    return window(c, a, err);
 }
 
 /* Qwen2 and 2.5: biases on q, k and v only. */

@@ -92,6 +92,21 @@ static int load_mla(js_node a, spec_arch *x, ss_err *err)
     return SS_OK;
 }
 
+/* "sliding_window": {"tokens", "first", "period", "count"} (spec.h). */
+static int load_window(js_node a, spec_arch *x, ss_err *err)
+{
+    js_node n;
+    if (!js_get(a, "sliding_window", &n)) return SS_OK;
+    int rc = js_want_obj(n, err);
+    if (rc || (rc = js_keys_check(n, KEYS("tokens", "first", "period", "count"), err)) ||
+        (rc = js_u64(n, "tokens", true, 0, 1, 1u << 24, &x->window, err)) ||
+        (rc = js_u64(n, "first", false, 0, 0, x->layers - 1, &x->window_first, err)) ||
+        (rc = js_u64(n, "period", false, 1, 1, x->layers, &x->window_period, err)) ||
+        (rc = js_u64(n, "count", false, 1, 1, x->window_period, &x->window_count, err)))
+        return rc;
+    return SS_OK;
+}
+
 /* Without an explicit head_dim (or MLA's own head sizes) a head is
  * hidden / heads wide, as in Hugging Face's configs: it must divide, and
  * more heads than hidden features would give heads of width 0. */
@@ -121,7 +136,7 @@ static int load_arch(js_node a, spec_model *m, ss_err *err)
     if (rc || (rc = js_keys_check(a, KEYS("type", "layers", "hidden", "heads", "kv_heads", "head_dim",
                                           "ffn_hidden", "activation", "vocab", "tied_embeddings",
                                           "bias", "qkv_bias", "qk_norm", "norm", "max_positions",
-                                          "moe", "mla"),
+                                          "moe", "mla", "sliding_window"),
                                  err)) ||
         (rc = js_str(a, "type", true, "", &norm, err)))
         return rc;
@@ -144,7 +159,8 @@ static int load_arch(js_node a, spec_model *m, ss_err *err)
         (rc = js_bool(a, "qk_norm", false, false, &x.qk_norm, err)) ||
         (rc = js_str(a, "norm", false, "rmsnorm", &norm, err)) ||
         (rc = js_u64(a, "max_positions", false, 0, 0, 1u << 24, &x.max_positions, err)) ||
-        (rc = load_moe(a, &x, err)) || (rc = load_mla(a, &x, err)))
+        (rc = load_moe(a, &x, err)) || (rc = load_mla(a, &x, err)) ||
+        (rc = load_window(a, &x, err)))
         return rc;
     if (strcmp(norm, "rmsnorm") && strcmp(norm, "layernorm")) {
         js_node t;

@@ -369,7 +369,16 @@ static void attention(ab *x, unsigned l)
      * queries see s / 2 keys on average, as without it. */
     double q = (double)s / x->cp;
     double core = (double)bs * heads * q * s * (dqk + dv);
-    double g = cbrt(q * s * dqk);
+    double g = cbrt(q * s * dqk), rate_seq = q;
+    if (spec_arch_sliding(a, l) && x->p->s->attn_impl == SPEC_ATTN_FLASH && a->window < s) {
+        /* FlashAttention skips the blocks outside the window: a query at
+         * position i sees min(i + 1, w) keys, (w (w + 1) / 2 + (s - w) w) / s
+         * on average against the causal (s + 1) / 2; each query block
+         * walks ~w keys, as in a causal sequence of 2w (the rate's length) */
+        double w = (double)a->window, sd = (double)s;
+        core *= (w * (w + 1) / 2 + (sd - w) * w) / (sd * (sd + 1) / 2);
+        if (2 * w < rate_seq) rate_seq = 2 * w;
+    }
     uint64_t in = t * h / sp * x->c, out = t * heads * dv * x->c, lse = t * heads * 4;
     uint64_t probs = 0;
     ss_ns core_ns;
@@ -377,11 +386,11 @@ static void attention(ab *x, unsigned l)
         core_ns = unfused_core(x, b, q, g, core, &probs);
         lse = 0;
     } else {
-        core_ns = ss_ns_from_s(core / plan_attn_rate(x->p, q, g, false));
+        core_ns = ss_ns_from_s(core / plan_attn_rate(x->p, rate_seq, g, false));
         b->fwd_flops += (uint64_t)core;
         b->bwd_flops += (uint64_t)(2.5 * core);
         b->fwd_ns += core_ns;
-        b->bwd_ns += ss_ns_from_s(2.5 * core / plan_attn_rate(x->p, q, g, true));
+        b->bwd_ns += ss_ns_from_s(2.5 * core / plan_attn_rate(x->p, rate_seq, g, true));
     }
     keep(x, b, in + (t * heads * dqk + kv_saved + qk_saved) * x->c + out + lse + probs);
     b->recompute_bytes = out + probs;

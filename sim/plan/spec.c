@@ -113,3 +113,9 @@ void spec_nccl_format(uint32_t code, char *out, size_t len)
 {
     snprintf(out, len, "%u.%u.%u", code / 10000, code / 100 % 100, code % 100);
 }
+
+bool spec_arch_sliding(const spec_arch *a, uint64_t l)
+{
+    return a->window && l >= a->window_first &&
+           (l - a->window_first) % a->window_period < a->window_count;
+}

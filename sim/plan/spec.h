@@ -138,7 +138,15 @@ typedef struct spec_arch {
     double capacity_factor;
     /* MLA */
     uint64_t q_lora_rank, kv_lora_rank, qk_rope_dim, qk_nope_dim, v_head_dim;
+    /* Sliding-window attention (window > 0): layer l attends to the last
+     * `window` tokens when l >= window_first and (l - window_first) %
+     * window_period < window_count (every layer: 0, 1, 1; Gemma 3's five
+     * local to one global: 0, 6, 5), else to the whole causal prefix. */
+    uint64_t window, window_first, window_period, window_count;
 } spec_arch;
+
+/* Whether layer l of a attends to a sliding window. */
+bool spec_arch_sliding(const spec_arch *a, uint64_t l);
 
 typedef struct spec_model {
     char name[SPEC_NAME_MAX];

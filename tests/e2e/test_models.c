@@ -20,7 +20,8 @@
 #include "../../sim/run/run.h"
 #include "plan_find.h"
 
-static int load(const char *model, const char *extra, spec_scenario *s)
+static int load_sets(const char *model, const char *extra, const char *const *sets,
+                     size_t nsets, spec_scenario *s)
 {
     char text[2048];
     snprintf(text, sizeof text,
@@ -32,18 +33,30 @@ static int load(const char *model, const char *extra, spec_scenario *s)
              SS_SOURCE_DIR, model, SS_SOURCE_DIR, extra);
     ss_err err;
     ss_err_clear(&err);
-    int rc = scn_load_text("t.json", text, strlen(text), NULL, 0, s, &err);
+    int rc = scn_load_text("t.json", text, strlen(text), sets, nsets, s, &err);
     if (rc) fail_msg("%s: %s: %s", model, err.where, err.msg);
     return rc;
 }
 
-/* The plan of `model` in load's scenario, with `extra` training keys. */
-static plan *load_plan_with(const char *model, const char *extra, spec_scenario *s)
+static int load(const char *model, const char *extra, spec_scenario *s)
 {
-    load(model, extra, s);
+    return load_sets(model, extra, NULL, 0, s);
+}
+
+/* The plan of `model` in load's scenario, with `extra` training keys and
+ * --set style overrides. */
+static plan *load_plan_over(const char *model, const char *extra, const char *const *sets,
+                            size_t nsets, spec_scenario *s)
+{
+    load_sets(model, extra, sets, nsets, s);
     plan *p = NULL;
     assert_int_equal(plan_new(&p, s, NULL), SS_OK);
     return p;
+}
+
+static plan *load_plan_with(const char *model, const char *extra, spec_scenario *s)
+{
+    return load_plan_over(model, extra, NULL, 0, s);
 }
 
 static plan *load_plan(const char *model, spec_scenario *s)
@@ -205,6 +218,44 @@ static void test_unfused_attention(void **state)
     spec_scenario_fini(&sf);
     spec_scenario_fini(&su);
     spec_scenario_fini(&ss);
+}
+
+/* A sliding window of 1024 on Llama 3 8B's layers at s = 4096: a query at
+ * position i sees min(i + 1, 1024) keys, (1024 x 1025 / 2 + 3072 x 1024) /
+ * (4096 x 4097 / 2) = 0.4375 of the causal core, at the attention table's
+ * rate for a causal sequence of 2 x 1024 (FlashAttention-2 on H100 at 2k:
+ * forward 298, backward 291 x 298 / 362 TFLOPS); with a period of 2 (count
+ * 1) layer 1 keeps the full causal core; a window as long as the sequence
+ * changes nothing. */
+static void test_sliding_window_core(void **state)
+{
+    (void)state;
+    spec_scenario sf, sw, sa, sl;
+    plan *pf = load_plan_with("llama3-8b", ", \"kernels\": \"fused\"", &sf);
+    const char *w[] = {"model.architecture.sliding_window={\"tokens\": 1024}"};
+    const char *alt[] = {"model.architecture.sliding_window={\"tokens\": 1024, \"period\": 2}"};
+    const char *longw[] = {"model.architecture.sliding_window={\"tokens\": 4096}"};
+    plan *pw = load_plan_over("llama3-8b", ", \"kernels\": \"fused\"", w, 1, &sw);
+    plan *pa = load_plan_over("llama3-8b", ", \"kernels\": \"fused\"", alt, 1, &sa);
+    plan *pl = load_plan_over("llama3-8b", ", \"kernels\": \"fused\"", longw, 1, &sl);
+    const double t = 4096, core = 32.0 * t * t * 256;
+    const double k = (1024.0 * 1025 / 2 + 3072.0 * 1024) / (4096.0 * 4097 / 2);
+    ss_ns ff = ss_ns_from_s(core / 319e12), fb = ss_ns_from_s(2.5 * core / (310e12 * 319.0 / 368.0));
+    ss_ns wf = ss_ns_from_s(k * core / 298e12), wb = ss_ns_from_s(2.5 * k * core / (291e12 * 298.0 / 362.0));
+    const plan_block *f0 = plan_find(pf, "layers.0.attn"), *w0 = plan_find(pw, "layers.0.attn");
+    assert_int_equal(f0->fwd_ns - w0->fwd_ns, ff - wf);
+    assert_int_equal(f0->bwd_ns - w0->bwd_ns, fb - wb);
+    assert_int_equal(plan_find(pa, "layers.0.attn")->fwd_ns, w0->fwd_ns);
+    assert_int_equal(plan_find(pa, "layers.1.attn")->fwd_ns, plan_find(pf, "layers.1.attn")->fwd_ns);
+    assert_int_equal(plan_find(pl, "layers.0.attn")->fwd_ns, f0->fwd_ns);
+    plan_free(pf);
+    plan_free(pw);
+    plan_free(pa);
+    plan_free(pl);
+    spec_scenario_fini(&sf);
+    spec_scenario_fini(&sw);
+    spec_scenario_fini(&sa);
+    spec_scenario_fini(&sl);
 }
 
 /* The A100 device files' attention tables, through the scenario loader and
@@ -444,7 +495,7 @@ int main(void)
         cmocka_unit_test(test_parameter_counts), cmocka_unit_test(test_flops_per_token),
         cmocka_unit_test(test_moe_active), cmocka_unit_test(test_recompute),
         cmocka_unit_test(test_layer_costs),
-        cmocka_unit_test(test_unfused_attention), cmocka_unit_test(test_a100_attention),
+        cmocka_unit_test(test_unfused_attention), cmocka_unit_test(test_sliding_window_core), cmocka_unit_test(test_a100_attention),
         cmocka_unit_test(test_eager_kernels), cmocka_unit_test(test_recompute_every),
         cmocka_unit_test(test_fp8_linears), cmocka_unit_test(test_selective_op),
     };

@@ -240,6 +240,68 @@ static void test_qwen2(void **state)
     assert_true(active == total);
 }
 
+/* Sliding windows, as Hugging Face configs state them: Mistral's
+ * sliding_window on every layer (Mistral-7B-v0.1: 4096); Qwen's only with
+ * use_sliding_window, from max_window_layers on (Qwen2.5-0.5B above has it
+ * false: none); layer_types, one entry a layer, as a pattern from the first
+ * sliding layer (alternating, GPT-OSS's form; five local to one global,
+ * Gemma 3's), and an irregular list is an error naming layer_types. */
+static const char *mistral_cfg(const char *extra, char *buf, size_t n)
+{
+    snprintf(buf, n,
+             "{\"hf_config\": {\"architectures\": [\"MistralForCausalLM\"],"
+             " \"model_type\": \"mistral\", \"hidden_act\": \"silu\", \"hidden_size\": 512,"
+             " \"intermediate_size\": 1024, \"num_attention_heads\": 8, \"num_hidden_layers\": 6,"
+             " \"num_key_value_heads\": 2, \"vocab_size\": 1000%s}}",
+             extra);
+    return buf;
+}
+
+static void window_of(const char *extra, uint64_t w, uint64_t first, uint64_t period,
+                      uint64_t count)
+{
+    char buf[2048];
+    spec_scenario s;
+    load_ok(mistral_cfg(extra, buf, sizeof buf), &s);
+    const spec_arch *a = &s.model.arch;
+    assert_int_equal(a->window, w);
+    if (w) {
+        assert_int_equal(a->window_first, first);
+        assert_int_equal(a->window_period, period);
+        assert_int_equal(a->window_count, count);
+    }
+    spec_scenario_fini(&s);
+}
+
+static void test_sliding_window(void **state)
+{
+    (void)state;
+    window_of(", \"sliding_window\": 4096", 4096, 0, 1, 1);
+    window_of(", \"sliding_window\": null", 0, 0, 0, 0);
+    window_of(", \"sliding_window\": 4096, \"use_sliding_window\": false", 0, 0, 0, 0);
+    window_of(", \"sliding_window\": 4096, \"use_sliding_window\": true, \"max_window_layers\": 4",
+              4096, 4, 1, 1);
+    const char *alt = "\"sliding_attention\", \"full_attention\"";
+    char lt[512];
+    snprintf(lt, sizeof lt, ", \"sliding_window\": 128, \"layer_types\": [%s, %s, %s]", alt, alt,
+             alt);
+    window_of(lt, 128, 0, 2, 1);
+    const char *sl = "\"sliding_attention\"", *fu = "\"full_attention\"";
+    snprintf(lt, sizeof lt, ", \"sliding_window\": 1024, \"layer_types\": [%s, %s, %s, %s, %s, %s]",
+             sl, sl, sl, sl, sl, fu);
+    window_of(lt, 1024, 0, 6, 5);
+    snprintf(lt, sizeof lt, ", \"sliding_window\": 1024, \"layer_types\": [%s, %s, %s, %s, %s, %s]",
+             fu, fu, fu, fu, fu, fu);
+    window_of(lt, 0, 0, 0, 0);
+    snprintf(lt, sizeof lt, ", \"sliding_window\": 1024, \"layer_types\": [%s, %s, %s, %s, %s, %s]",
+             sl, fu, sl, sl, fu, fu);
+    char buf[2048];
+    spec_scenario s;
+    ss_err err;
+    assert_int_not_equal(load(mistral_cfg(lt, buf, sizeof buf), &s, &err), SS_OK);
+    assert_non_null(strstr(err.where, "layer_types"));
+}
+
 /* Qwen3-8B (Qwen/Qwen3-8B config.json, inline): head_dim 128 given, q/k
  * RMSNorms of 128 each per layer, untied: 8,190,735,360 parameters by the
  * closed form (the model card's 8.2B, 8.19B on the checkpoint's page),
@@ -346,6 +408,7 @@ int main(void)
         cmocka_unit_test(test_same_architecture), cmocka_unit_test(test_parameter_counts),
         cmocka_unit_test(test_same_step),
         cmocka_unit_test(test_qwen2),            cmocka_unit_test(test_qwen3),
+        cmocka_unit_test(test_sliding_window),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_single_validation),
     };
