@@ -152,19 +152,27 @@ static int map_llama(js_node c, cJSON *a, ss_err *err)
     return (rc = decoder(c, a, err)) ? rc : gqa(c, a, err);
 }
 
+static bool sliding_entry(const cJSON *e)
+{
+    return cJSON_IsString(e) && !strcmp(e->valuestring, "sliding_attention");
+}
+
 /* The layers layer_types marks "sliding_attention" as a pattern: the
- * first sliding layer, then a period whose first `count` layers slide.
- * false when the list has no such form (spec.h, spec_arch_sliding). */
+ * first sliding layer, then a period whose first `count` layers slide;
+ * *count 0 when no entry slides. false when the list has no such form
+ * (spec.h, spec_arch_sliding). */
 static bool window_pattern(js_node lt, uint64_t n, uint64_t *first, uint64_t *period,
                            uint64_t *count)
 {
+    bool any = false;
+    for (int i = 0; cJSON_IsArray(lt.j) && i < cJSON_GetArraySize(lt.j); i++)
+        any = any || sliding_entry(cJSON_GetArrayItem(lt.j, i));
+    *count = 0;
+    if (!any) return true;
     if (!cJSON_IsArray(lt.j) || (uint64_t)cJSON_GetArraySize(lt.j) != n) return false;
     bool *sl = calloc(n ? n : 1, sizeof *sl);
     if (!sl) return false;
-    for (uint64_t i = 0; i < n; i++) {
-        const cJSON *e = cJSON_GetArrayItem(lt.j, (int)i);
-        sl[i] = cJSON_IsString(e) && !strcmp(e->valuestring, "sliding_attention");
-    }
+    for (uint64_t i = 0; i < n; i++) sl[i] = sliding_entry(cJSON_GetArrayItem(lt.j, (int)i));
     uint64_t f = 0;
     while (f < n && !sl[f]) f++;
     bool ok = f < n;
@@ -199,17 +207,12 @@ static int window(js_node c, cJSON *a, ss_err *err)
         if (use && (rc = num(c, "max_window_layers", false, 0, 0, &first, err))) return rc;
     }
     if (js_get(c, "layer_types", &lt) && !cJSON_IsNull(lt.j)) {
-        bool any = false;
-        for (int i = 0; cJSON_IsArray(lt.j) && i < cJSON_GetArraySize(lt.j); i++) {
-            const cJSON *e = cJSON_GetArrayItem(lt.j, i);
-            any = any || (cJSON_IsString(e) && !strcmp(e->valuestring, "sliding_attention"));
-        }
-        if (!any) return SS_OK;
         if (!window_pattern(lt, layers, &first, &period, &count))
             return js_failf(lt, err, "expected num_hidden_layers entries whose "
                                      "\"sliding_attention\" layers repeat with a period from "
                                      "the first of them (the form the architecture's "
                                      "sliding_window has)");
+        if (!count) return SS_OK;
         use = true;
     }
     if (!w || !use || first >= layers) return SS_OK;

@@ -435,8 +435,7 @@ int mach_nccl_version(js_node n, uint32_t *code, ss_err *err)
                                 "'...nccl_version=\"2.27\"')");
     int rc = js_str(n, "nccl_version", false, NULL, &str, err);
     if (rc || !str) return rc;
-    js_get(n, "nccl_version", &v);
-    if (!spec_nccl_parse(str, code))
+    if (!spec_nccl_parse(str, code)) /* v: the first js_get found the key */
         return js_failf(v, err, "expected an NCCL version like \"2.27.3\" or \"2.27\" "
                                 "(2.0 or later), not \"%s\"", str);
     return SS_OK;

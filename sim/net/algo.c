@@ -774,7 +774,6 @@ int algo_shape_build(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t
         return rc;
     }
     set_steps(g, c, ranks, n, m, &s);
-    s.nccl = topo_nccl(g);
     if (algo == ALGO_DIRECT) s.peer_cap = peer_cap(g, c, ranks, n, m);
     *out = s;
     return SS_OK;
@@ -813,13 +812,13 @@ static double latency_us(const topo *g, const algo_shape *s, algo_proto p)
 }
 
 /* Wire bytes per payload byte, by protocol (see algo.h). */
-static double proto_scale(const algo_shape *s, prog_coll c, algo_proto p)
+static double proto_scale(const topo *g, const algo_shape *s, prog_coll c, algo_proto p)
 {
     double k = 1.0;
     if (p == ALGO_P_LL) k = (s->inter || c == PROG_COLL_ALL_REDUCE) ? 4.0 : 3.0;
     else if (p == ALGO_P_LL128) k = 1.0 / 0.92;
     if (s->algo == ALGO_TREE || s->algo == ALGO_NVLS_TREE) k /= TREE_BW_FACTOR;
-    if (s->algo == ALGO_PAT) k /= s->nccl >= NCCL_PAT_075 ? 0.75 : 0.85;
+    if (s->algo == ALGO_PAT) k /= topo_nccl(g) >= NCCL_PAT_075 ? 0.75 : 0.85;
     return k;
 }
 
@@ -868,7 +867,7 @@ algo_cost algo_cost_of(const topo *g, const algo_shape *s, prog_coll c, uint32_t
     algo_cost k = {.algo = s->algo, .proto = p};
     double lat = latency_us(g, s, p) * 1e-6 + (double)s->wire_ns * 1e-9;
     k.latency_ns = ss_ns_from_s(lat);
-    k.wscale = proto_scale(s, c, p) / tree_correction(s, c, p, bytes);
+    k.wscale = proto_scale(g, s, c, p) / tree_correction(s, c, p, bytes);
     k.iso_s = lat;
     k.wire_cap = s->peer_cap;
     /* a hard ceiling of the channels' CTAs, not corrected at medium sizes

@@ -133,7 +133,6 @@ typedef struct algo_shape {
     double peer_cap;   /* direct across nodes: the most payload bytes/s the
                           per-peer network channels carry (see "Point-to-point
                           channels" above); 0: no cap */
-    uint32_t nccl;     /* the topology's NCCL version (topo_nccl) */
     uint32_t channels; /* across nodes: the NICs one node's members use, a
                           ring or tree channel each (see "Channel caps") */
     uint32_t nodes;    /* nodes the group spans */

@@ -292,8 +292,8 @@ static void op_sac(ab *x, plan_block *b, uint64_t keep, ss_ns kept_ns, uint64_t 
 }
 
 /* The attention core without FlashAttention (training.attention
- * "unfused"), q queries of a rank against s keys, per micro-batch of bs
- * sequences and `heads` local heads: Q K^T and P V as batched GEMMs over
+ * "unfused"), `scores` elements (a rank's queries against every key, per
+ * micro-batch and local head): Q K^T and P V as batched GEMMs over
  * every score (the causal half too: 2 x `core`, the FLOPs FlashAttention
  * runs), between them a fused scale-mask-softmax kernel reading the scores
  * and writing the probabilities (Megatron's FusedScaleMaskSoftmax), which
@@ -303,11 +303,9 @@ static void op_sac(ab *x, plan_block *b, uint64_t keep, ss_ns kept_ns, uint64_t 
  * backward (Korthikanti et al., "Reducing Activation Recomputation in
  * Large Transformer Models", 2022: the s^2 terms are what it recomputes).
  * Returns the forward time. */
-static ss_ns unfused_core(ab *x, plan_block *b, double q, double g, double core, uint64_t *probs)
+static ss_ns unfused_core(ab *x, plan_block *b, double g, double core, double scores,
+                          uint64_t *probs)
 {
-    const spec_arch *a = x->a;
-    uint64_t heads = a->heads / x->tp, bs = x->p->s->micro_batch, s = x->p->s->seq_len;
-    double scores = (double)bs * heads * q * (double)s; /* elements */
     double flops = 2.0 * core;
     ss_ns gemm = ss_ns_from_s(flops / plan_gemm_rate(x->p, g));
     ss_ns fwd = gemm + plan_mem_ns(x->p, (ss_bytes)(2.0 * scores * x->c));
@@ -383,7 +381,7 @@ static void attention(ab *x, unsigned l)
     uint64_t probs = 0;
     ss_ns core_ns;
     if (x->p->s->attn_impl == SPEC_ATTN_UNFUSED) {
-        core_ns = unfused_core(x, b, q, g, core, &probs);
+        core_ns = unfused_core(x, b, g, core, (double)bs * heads * q * (double)s, &probs);
         lse = 0;
     } else {
         core_ns = ss_ns_from_s(core / plan_attn_rate(x->p, rate_seq, g, false));

@@ -79,6 +79,14 @@ static int open_net(const char *file, uint32_t nodes, const net_opts *o, spec_to
     return rc ? rc : net_new(t, o, nt, err);
 }
 
+/* Where the version a table ran came from, first to last: the options, the
+ * log's header (0: none), the topology file, the default. */
+static coll_nccl_from nccl_from(const net_opts *o, uint32_t log, const spec_topology *t)
+{
+    return o->nccl ? COLL_NCCL_OPTION : log ? COLL_NCCL_LOG
+           : t->nccl ? COLL_NCCL_TOPOLOGY : COLL_NCCL_DEFAULT;
+}
+
 int coll_sweep(const char *topo_file, const net_opts *o, prog_coll c, uint32_t ranks,
                uint32_t nodes, uint64_t b, uint64_t e, uint32_t f, coll_table *out, ss_err *err)
 {
@@ -93,7 +101,7 @@ int coll_sweep(const char *topo_file, const net_opts *o, prog_coll c, uint32_t r
     int rc = open_net(topo_file, nodes, o, &t, &nt, err);
     if (!rc) rc = place(&t, ranks, nodes ? nodes : t.nodes, &g, err);
     if (!rc) tab.nccl = topo_nccl(net_topo(nt));
-    tab.nccl_from = o->nccl ? COLL_NCCL_OPTION : t.nccl ? COLL_NCCL_TOPOLOGY : COLL_NCCL_DEFAULT;
+    tab.nccl_from = nccl_from(o, 0, &t);
     tab.nodes = t.nodes;
     snprintf(tab.label, sizeof tab.label, "%s", prog_coll_name(c));
     for (uint64_t s = b; !rc && s <= e; s = s > UINT64_MAX / f ? UINT64_MAX : s * f) {
@@ -177,8 +185,7 @@ static int compare_table(const char *topo_file, const net_opts *o, const char *l
     if (!rc) rc = open_net(topo_file, tab->nodes, &ov, &t, &nt, err);
     if (!rc) rc = place(&t, tab->nranks, tab->nodes, &g, err);
     if (!rc) tab->nccl = topo_nccl(net_topo(nt));
-    tab->nccl_from = o->nccl ? COLL_NCCL_OPTION : ov.nccl ? COLL_NCCL_LOG
-                     : t.nccl ? COLL_NCCL_TOPOLOGY : COLL_NCCL_DEFAULT;
+    tab->nccl_from = nccl_from(o, in->nccl_version, &t);
     if (!rc && !(tab->rows = calloc(in->nrows ? in->nrows : 1, sizeof *tab->rows)))
         rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     for (uint32_t j = 0; !rc && j < in->nrows; j++) {
