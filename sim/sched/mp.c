@@ -441,7 +441,7 @@ ss_bytes mp_padded(uint64_t numel, uint32_t n, uint32_t elem)
     return ss_div_ceil(numel, n) * n * elem;
 }
 
-void mp_buckets(mp *m, uint64_t cap, mp_bucket **out, uint32_t *n)
+void mp_buckets(mp *m, uint64_t cap, bool first_chunk_only, mp_bucket **out, uint32_t *n)
 {
     mp_bucket *bk = calloc(m->nu ? m->nu : 1, sizeof *bk);
     *out = bk, *n = 0;
@@ -452,8 +452,10 @@ void mp_buckets(mp *m, uint64_t cap, mp_bucket **out, uint32_t *n)
     for (uint32_t k = m->nu; k-- > 0;) {
         mp_unit *u = &m->u[k];
         mp_bucket *b = *n ? &bk[*n - 1] : NULL;
-        bool same_chunk = b && m->pl->blocks[m->u[b->u0].b0].chunk == m->pl->blocks[u->b0].chunk;
-        bool full = b && cap && b->n[0] + b->n[1] >= cap;
+        uint32_t chunk = m->pl->blocks[u->b0].chunk;
+        bool same_chunk = b && m->pl->blocks[m->u[b->u0].b0].chunk == chunk;
+        bool capped = cap && (!first_chunk_only || chunk == 0);
+        bool full = b && capped && b->n[0] + b->n[1] >= cap;
         if (!b || !same_chunk || full) {
             b = &bk[(*n)++];
             *b = (mp_bucket){.u0 = k + 1, .u1 = k + 1, .ag = EM_NONE};

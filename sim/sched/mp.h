@@ -99,7 +99,9 @@ const mp_rt *mp_rt_find(spec_strategy s);
 
 /* Gradient buckets (Megatron's param-and-grad buffer buckets, DeepSpeed's
  * ipg buckets): runs of units in backward order, closed once they hold cap
- * parameters (0: never) and at a model chunk's first unit. A unit's
+ * parameters (0: never) and at a model chunk's first unit; with
+ * first_chunk_only the cap applies to the model's first chunk (chunk 0)
+ * alone and every other chunk is one bucket. A unit's
  * bucket is u->bucket; bucket b's lowest unit is u0, the last whose
  * gradients complete it in backward. In forward order bucket b is followed
  * by b - 1. */
@@ -109,7 +111,7 @@ typedef struct mp_bucket {
     uint32_t ag;     /* its parameter all-gather, EM_NONE before it is issued */
 } mp_bucket;
 /* Caller frees *out with free(). Errors: out of memory (sticky in m->e). */
-void mp_buckets(mp *m, uint64_t cap, mp_bucket **out, uint32_t *n);
+void mp_buckets(mp *m, uint64_t cap, bool first_chunk_only, mp_bucket **out, uint32_t *n);
 /* Bucket b's gradient reduction after `after` on the reduce stream: a
  * reduce-scatter (dist) or an all-reduce of each part over its group, in
  * bytes of pl->reduce_elem; named "<what>.bucket[.experts]". */

@@ -60,7 +60,7 @@ static void dsl_setup(mp *m)
         return;
     }
     m->rt_state = d;
-    mp_buckets(m, cfg(m)->reduce_bucket, &d->b, &d->nb);
+    mp_buckets(m, cfg(m)->reduce_bucket, false, &d->b, &d->nb);
     if (cfg(m)->stage < 2) return;
     ss_bytes part = (ss_div_ceil(m->part[0], m->gsize[0]) +
                      (m->part[1] ? ss_div_ceil(m->part[1], m->gsize[1]) : 0)) * m->pl->grad_elem;

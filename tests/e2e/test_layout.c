@@ -439,6 +439,64 @@ static void test_megatron_buckets(void **state)
     assert_true(exposed[2] < exposed[0]);
 }
 
+/* Only the model's first chunk is bucketed: Megatron-core's DDP sets
+ * bucket_size None on every pipeline stage but the first
+ * (distributed_data_parallel.py, core 0.7 to today: "Turn off bucketing if
+ * we are on a pipeline stage that is not the first"). Stage 1 of Llama 3 8B
+ * at pp = 2 (layers 16-31, the final norm, the 128256 x 4096 head: P1) is
+ * one bucket, reduce-scattered once and gathered once. Under
+ * overlap_param_gather the optimizer's zero_grad dispatches the first
+ * bucket's gather as the step begins (distrib_optimizer.py, core 0.7-0.8),
+ * so stage 1 gathers while it waits for its first activation: the gather
+ * starts before the receive ends, and the forward does not wait for it. */
+static void test_megatron_stage_buckets(void **state)
+{
+    (void)state;
+    const uint64_t P1 = 16 * LAYER8B + 4096 + EMBED8B;
+    spec_scenario s;
+    load("llama3-8b", hgx(1), MC_PAR, MC_TRAIN,
+         "{\"strategy\": \"megatron\", \"overlap_grad_reduce\": true,"
+         " \"overlap_param_gather\": true}", &s);
+    run_result r;
+    run_of(&s, &r);
+    bool seen[2] = {false, false};
+    for (uint32_t q = 0; q < r.sum.nranks; q++) {
+        const prog_op *ops = prog_ops(r.p, q);
+        uint32_t rs = 0, ag = 0, ag_op = 0, recv = UINT32_MAX;
+        uint64_t rs_bytes = 0, ag_bytes = 0;
+        bool first_stage = false;
+        for (uint32_t i = 0; i < prog_nops(r.p, q); i++) {
+            const char *name = prog_str_get(r.p, ops[i].name);
+            if (!strcmp(name, "fwd.embed")) first_stage = true;
+            if (!strncmp(name, "pp.recv_act", 11) && recv == UINT32_MAX) recv = i;
+            if (ops[i].kind != PROG_OP_COLL) continue;
+            if (!strncmp(name, "dp.reduce_scatter", 17)) rs++, rs_bytes += ops[i].bytes;
+            if (!strncmp(name, "dp.all_gather_params", 20)) {
+                if (!ag++) ag_op = i;
+                ag_bytes += ops[i].bytes;
+            }
+        }
+        seen[first_stage] = true;
+        if (first_stage) { /* 17 buckets, as test_megatron_buckets */
+            assert_int_equal(rs, 17);
+            assert_int_equal(ag, 17);
+            continue;
+        }
+        assert_int_equal(rs, 1);
+        assert_int_equal(ag, 1);
+        assert_int_equal(rs_bytes, 4 * P1);
+        assert_int_equal(ag_bytes, 2 * P1);
+        assert_true(recv != UINT32_MAX);
+        const trc_op *g = &r.t->ops[q][ag_op], *rv = &r.t->ops[q][recv];
+        print_message("  stage 1: gather [%.3f, %.3f] ms, first receive ends %.3f ms\n",
+                      g->start * 1e-6, g->end * 1e-6, rv->end * 1e-6);
+        assert_true(g->start < rv->end);
+    }
+    assert_true(seen[0] && seen[1]);
+    run_fini(&r);
+    spec_scenario_fini(&s);
+}
+
 /* Without the distributed optimizer Megatron all-reduces each bucket and
  * gathers nothing. */
 static void test_megatron_ddp(void **state)
@@ -620,6 +678,7 @@ int main(void)
         cmocka_unit_test(test_fold_matches_every_rank),
         cmocka_unit_test(test_megatron_states),
         cmocka_unit_test(test_megatron_buckets),
+        cmocka_unit_test(test_megatron_stage_buckets),
         cmocka_unit_test(test_megatron_ddp),
         cmocka_unit_test(test_recompute_collectives),
         cmocka_unit_test(test_tp_comm_overlap),
