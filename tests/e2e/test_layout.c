@@ -497,6 +497,47 @@ static void test_megatron_stage_buckets(void **state)
     spec_scenario_fini(&s);
 }
 
+/* FSDP under a pipeline schedule (torch.distributed.pipelining) waits for a
+ * receive on the stream (Work.wait() on an NCCL receive), not on the host as
+ * Megatron's batch_p2p_sync does: the host runs on into the stage's forward,
+ * whose pre-forward hook issues the first unit's all-gather while the
+ * activation is still on its way. Llama 3 8B, pp = 2, dp = 4, FSDP2: on
+ * stage 1 the first gather starts before the first receive ends; Megatron's
+ * schedule holds the host until the receive is done, so there the receive
+ * ends before any compute of the stage is issued. */
+static void test_fsdp_pipeline_recv(void **state)
+{
+    (void)state;
+    static const char *const sh[2] = {"fsdp2", "{\"strategy\": \"megatron\"}"};
+    for (int k = 0; k < 2; k++) {
+        spec_scenario s;
+        load("llama3-8b", hgx(1), MC_PAR, MC_TRAIN, sh[k], &s);
+        run_result r;
+        run_of(&s, &r);
+        uint32_t q = r.sum.nranks - 1; /* the last stage */
+        const prog_op *ops = prog_ops(r.p, q);
+        ss_ns recv_end = 0, gather_start = UINT64_MAX, compute_issue = UINT64_MAX;
+        for (uint32_t i = 0; i < prog_nops(r.p, q); i++) {
+            const char *name = prog_str_get(r.p, ops[i].name);
+            const trc_op *o = &r.t->ops[q][i];
+            if (!recv_end && !strncmp(name, "pp.recv_act", 11)) recv_end = o->end;
+            if (!strncmp(name, "fsdp.all_gather", 15) && o->start < gather_start)
+                gather_start = o->start;
+            if (ops[i].kind == PROG_OP_COMPUTE && o->issue < compute_issue)
+                compute_issue = o->issue;
+        }
+        assert_true(recv_end > 0);
+        print_message("  %s: first receive ends %.3f ms, first gather starts %.3f ms, first "
+                      "compute issued %.3f ms\n", k ? "megatron" : "fsdp2", recv_end * 1e-6,
+                      gather_start == UINT64_MAX ? -1.0 : gather_start * 1e-6,
+                      compute_issue * 1e-6);
+        if (!k) assert_true(gather_start < recv_end);
+        else assert_true(compute_issue >= recv_end);
+        run_fini(&r);
+        spec_scenario_fini(&s);
+    }
+}
+
 /* Without the distributed optimizer Megatron all-reduces each bucket and
  * gathers nothing. */
 static void test_megatron_ddp(void **state)
@@ -679,6 +720,7 @@ int main(void)
         cmocka_unit_test(test_megatron_states),
         cmocka_unit_test(test_megatron_buckets),
         cmocka_unit_test(test_megatron_stage_buckets),
+        cmocka_unit_test(test_fsdp_pipeline_recv),
         cmocka_unit_test(test_megatron_ddp),
         cmocka_unit_test(test_recompute_collectives),
         cmocka_unit_test(test_tp_comm_overlap),
