@@ -108,6 +108,25 @@ static int load_overlap(js_node n, spec_device *d, ss_err *err)
     return js_num(o, "slowdown", true, 0, 0.0, 10.0, &d->overlap_slowdown, err);
 }
 
+/* "gemm_floor": {"us": T, "source": "..."}: the fixed time every GEMM
+ * kernel adds to the time of its FLOPs at the curve (launch to first tile,
+ * the last wave's tail; docs/COMPUTE.md); absent: 0. */
+static int load_gemm_floor(js_node n, spec_device *d, ss_err *err)
+{
+    js_node o;
+    double us;
+    d->gemm_floor_ns = 0;
+    if (!js_get(n, "gemm_floor", &o)) return SS_OK;
+    const char *src;
+    int rc = js_want_obj(o, err);
+    if (rc || (rc = js_keys_check(o, JS_KEYS("us", "source"), err)) ||
+        (rc = js_str(o, "source", true, NULL, &src, err)) ||
+        (rc = js_num(o, "us", true, 0, 0.0, 1e4, &us, err)))
+        return rc;
+    d->gemm_floor_ns = ss_ns_from_s(us * 1e-6);
+    return SS_OK;
+}
+
 /* What a training process can reserve: the total CUDA reports for the
  * device (cuda_total_bytes, with cuda_total_source saying where the figure
  * was read), less the process's own CUDA context and NCCL buffers
@@ -157,7 +176,8 @@ static int load_device(js_node n, spec_device *d, ss_err *err)
                                    "peak_tflops", "gemm_efficiency", "gemm_half_dim",
                                    "mem_efficiency", "launch_us", "kernel_min_us",
                                    "attention", "overlap", "cuda_total_bytes", "cuda_total_source",
-                                   "process_reserve_bytes", "compute_capability"), err);
+                                   "process_reserve_bytes", "compute_capability",
+                                   "gemm_floor"), err);
     double bw, launch, kmin;
     if (rc || (rc = js_copy_name(n, "name", true, d->name, err)) ||
         (rc = js_u64(n, "hbm_bytes", true, 0, 1, UINT64_MAX, &d->hbm_bytes, err)) ||
@@ -169,6 +189,7 @@ static int load_device(js_node n, spec_device *d, ss_err *err)
         (rc = js_num(n, "launch_us", true, 0, 0.0, 1e6, &launch, err)) ||
         (rc = js_num(n, "kernel_min_us", false, 0, 0.0, 1e6, &kmin, err)) ||
         (rc = load_attention(n, d, err)) || (rc = load_overlap(n, d, err)) ||
+        (rc = load_gemm_floor(n, d, err)) ||
         (rc = load_usable(n, d, err)) || (rc = load_cc(n, d, err)))
         return rc;
     d->hbm_bw_Bps = bw * 1e9;

@@ -1388,7 +1388,7 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
 {
     js_node par, tr;
     uint64_t dp, mb, accum, every;
-    int recomp, kern, attn;
+    int recomp, kern, attn, moe_gemm;
     int rc = js_need(root, "parallel", &par, err);
     if (rc || (rc = js_want_obj(par, err)) ||
         (rc = js_keys_check(par, KEYS("dp", "tp", "cp", "pp", "ep", "etp", "sequence_parallel",
@@ -1401,7 +1401,8 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
         (rc = js_u64(par, "dp", true, 0, 1, 1u << 24, &dp, err)) ||
         (rc = js_need(root, "training", &tr, err)) || (rc = js_want_obj(tr, err)) ||
         (rc = js_keys_check(tr, KEYS("micro_batch", "seq_len", "recompute", "grad_accum",
-                                     "kernels", "recompute_every", "attention"), err)) ||
+                                     "kernels", "recompute_every", "attention", "moe_gemm"),
+                               err)) ||
         (rc = js_u64(tr, "grad_accum", false, 1, 1, 4096, &accum, err)) ||
         (rc = js_u64(tr, "micro_batch", true, 0, 1, 1ull << 32, &mb, err)) ||
         (rc = js_u64(tr, "seq_len", s->model.is_arch, 1, 1, 1ull << 24, &s->seq_len, err)) ||
@@ -1411,8 +1412,11 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
                       &kern, err)) ||
         (rc = js_u64(tr, "recompute_every", false, 1, 1, 1u << 20, &every, err)) ||
         (rc = js_enum(tr, "attention", false, SPEC_ATTN_FLASH, spec_attn_impl_names,
-                      SPEC_NATTN_IMPLS, &attn, err)))
+                      SPEC_NATTN_IMPLS, &attn, err)) ||
+        (rc = js_enum(tr, "moe_gemm", false, SPEC_MOE_GEMM_GROUPED, spec_moe_gemm_names,
+                      SPEC_NMOE_GEMMS, &moe_gemm, err)))
         return rc;
+    s->moe_gemm = (spec_moe_gemm)moe_gemm;
     s->kernels = (spec_kernels)kern;
     s->attn_impl = (spec_attn_impl)attn;
     s->recompute_every = (uint32_t)every;

@@ -53,15 +53,22 @@ static bool fp8(const plan *p)
     return p->s->prec.compute == SPEC_DT_FP8;
 }
 
+/* The dtype of the GEMMs that stay in 16 bits under fp8 compute, else the
+ * compute dtype. */
+static spec_dtype dt16(const plan *p)
+{
+    return fp8(p) ? p->dt16 : p->s->prec.compute;
+}
+
 double plan_gemm_rate(const plan *p, double g)
 {
-    return gemm_rate_dt(p, fp8(p) ? p->dt16 : p->s->prec.compute, g);
+    return gemm_rate_dt(p, dt16(p), g);
 }
 
 double plan_attn_rate(const plan *p, double seq, double g, bool backward)
 {
     const spec_device *d = &p->s->topo.device;
-    spec_dtype dt = fp8(p) ? p->dt16 : p->s->prec.compute;
+    spec_dtype dt = dt16(p);
     if (!d->nattn || (dt != SPEC_DT_BF16 && dt != SPEC_DT_FP16)) return plan_gemm_rate(p, g);
     const spec_attn_point *a = d->attn;
     uint32_t i = 0;
@@ -75,29 +82,48 @@ double plan_attn_rate(const plan *p, double seq, double g, bool backward)
     return rlo + w * (rhi - rlo);
 }
 
-/* A roofline: the GEMM's FLOPs at `rate` or its bytes (inputs of `in`
- * bytes per element, output of `out`) at the memory bandwidth. */
-static ss_ns roofline(const plan *p, double rate, uint32_t in, uint32_t out, uint64_t m,
-                      uint64_t k, uint64_t n)
+/* The GEMM kernel's fixed time in dtype dt: the device's gemm_floor, but
+ * none where a calibration profile measured the dtype's GEMMs (its curve
+ * was fitted to kernel times that include it). */
+static double floor_s(const plan *p, spec_dtype dt)
 {
     const spec_device *d = &p->s->topo.device;
-    double flops = 2.0 * (double)m * (double)k * (double)n;
-    double bytes = (double)(m * k + k * n) * in + (double)(m * n) * out;
-    double tc = flops / rate;
+    return d->gemm_cal[dt].present ? 0.0 : (double)d->gemm_floor_ns * 1e-9;
+}
+
+/* A roofline of one GEMM kernel running `groups` problems m x k x n (a
+ * grouped GEMM; 1 for a plain one): their FLOPs at `rate` (the rate of one
+ * problem's shape) after the kernel's fixed time, or their bytes (inputs
+ * of `in` bytes per element, outputs of `out`) at the memory bandwidth. */
+static ss_ns roofline(const plan *p, spec_dtype dt, double rate, uint32_t in, uint32_t out,
+                      uint64_t groups, uint64_t m, uint64_t k, uint64_t n)
+{
+    const spec_device *d = &p->s->topo.device;
+    double gr = (double)groups;
+    double flops = 2.0 * (double)m * (double)k * (double)n * gr;
+    double bytes = ((double)(m * k + k * n) * in + (double)(m * n) * out) * gr;
+    double tc = floor_s(p, dt) + flops / rate;
     double tm = bytes / (d->hbm_bw_Bps * d->mem_efficiency);
     return dev_floor(d, ss_ns_from_s(tc > tm ? tc : tm));
 }
 
-ss_ns plan_gemm_ns(const plan *p, uint64_t m, uint64_t k, uint64_t n)
+static ss_ns gemm_ns(const plan *p, uint64_t groups, uint64_t m, uint64_t k, uint64_t n)
 {
     double g = cbrt((double)m * (double)k * (double)n);
-    return roofline(p, plan_gemm_rate(p, g), p->act_elem, p->act_elem, m, k, n);
+    return roofline(p, dt16(p), plan_gemm_rate(p, g), p->act_elem, p->act_elem, groups, m, k,
+                    n);
 }
 
-static ss_ns gemm8_ns(const plan *p, uint64_t m, uint64_t k, uint64_t n)
+ss_ns plan_gemm_ns(const plan *p, uint64_t m, uint64_t k, uint64_t n)
+{
+    return gemm_ns(p, 1, m, k, n);
+}
+
+static ss_ns gemm8_ns(const plan *p, uint64_t groups, uint64_t m, uint64_t k, uint64_t n)
 {
     double g = cbrt((double)m * (double)k * (double)n);
-    return roofline(p, gemm_rate_dt(p, SPEC_DT_FP8, g), 1, p->act_elem, m, k, n);
+    return roofline(p, SPEC_DT_FP8, gemm_rate_dt(p, SPEC_DT_FP8, g), 1, p->act_elem, groups, m,
+                    k, n);
 }
 
 /* Casting e elements of a 16-bit tensor to fp8 for a GEMM, `ways` layouts
@@ -114,21 +140,22 @@ static ss_ns cast8_ns(const plan *p, uint64_t e, uint32_t ways)
     return fused || t > 2 * kmin ? t : 2 * kmin;
 }
 
-void plan_linear(const plan *p, bool hp, uint64_t m, uint64_t k, uint64_t n, ss_ns *fwd,
-                 ss_ns *bwd)
+void plan_linear(const plan *p, bool hp, uint64_t groups, uint64_t m, uint64_t k, uint64_t n,
+                 ss_ns *fwd, ss_ns *bwd)
 {
+    uint64_t gr = groups;
     if (hp || !fp8(p)) {
-        *fwd = plan_gemm_ns(p, m, k, n);
-        *bwd = plan_gemm_ns(p, m, n, k) + plan_gemm_ns(p, k, m, n);
+        *fwd = gemm_ns(p, gr, m, k, n);
+        *bwd = gemm_ns(p, gr, m, n, k) + gemm_ns(p, gr, k, m, n);
         return;
     }
     /* forward: the input and the weight cast, the fp8 GEMM; backward: the
      * output gradient cast in both layouts, the saved bf16 input and the
      * weight cast again transposed, two fp8 GEMMs (torchao's Float8Linear
      * keeps the bf16 input and re-casts it). */
-    *fwd = cast8_ns(p, m * k, 1) + cast8_ns(p, k * n, 1) + gemm8_ns(p, m, k, n);
-    *bwd = cast8_ns(p, m * n, 2) + cast8_ns(p, m * k, 1) + cast8_ns(p, k * n, 1) +
-           gemm8_ns(p, m, n, k) + gemm8_ns(p, k, m, n);
+    *fwd = cast8_ns(p, gr * m * k, 1) + cast8_ns(p, gr * k * n, 1) + gemm8_ns(p, gr, m, k, n);
+    *bwd = cast8_ns(p, gr * m * n, 2) + cast8_ns(p, gr * m * k, 1) + cast8_ns(p, gr * k * n, 1) +
+           gemm8_ns(p, gr, m, n, k) + gemm8_ns(p, gr, k, m, n);
 }
 
 static int add_params(plan *p, ss_err *err)
@@ -166,7 +193,7 @@ static int add_params(plan *p, ss_err *err)
         b->fwd_flops = 2 * rows * b->numel;
         b->bwd_flops = b->fwd_flops * (b->dgrad ? 2 : 1);
         ss_ns bwd;
-        plan_linear(p, false, rows, sb->in, sb->out, &b->fwd_ns, &bwd);
+        plan_linear(p, false, 1, rows, sb->in, sb->out, &b->fwd_ns, &bwd);
         /* the first block computes no input gradient: its weight
          * gradient alone, about half of the pair */
         b->bwd_ns = b->dgrad ? bwd : bwd / 2;

@@ -132,8 +132,9 @@ double plan_gemm_rate(const plan *p, double g);
  * else the GEMM curve at geometric-mean dimension g. */
 double plan_attn_rate(const plan *p, double seq, double g, bool backward);
 
-/* Device time of a GEMM m x k x n in the compute dtype: a roofline with that
- * rate and the memory bandwidth. Under fp8 compute, in the 16-bit dtype
+/* Device time of a GEMM m x k x n in the compute dtype: the device's
+ * per-kernel fixed time (gemm_floor) and the FLOPs at that rate, or the
+ * bytes at the memory bandwidth, whichever is longer. Under fp8 compute, in the 16-bit dtype
  * (the GEMMs that stay in bf16: the output head, the router). */
 ss_ns plan_gemm_ns(const plan *p, uint64_t m, uint64_t k, uint64_t n);
 
@@ -141,9 +142,11 @@ ss_ns plan_gemm_ns(const plan *p, uint64_t m, uint64_t k, uint64_t n);
  * the backward's input- and weight-gradient GEMMs. Under fp8 compute they
  * run at the fp8 rate on fp8 inputs (bf16 outputs), plus the casts the
  * recipe launches (plan.c, plan_linear), unless hp: a layer Float8 recipes
- * leave in 16 bits (the output head, the MoE router). */
-void plan_linear(const plan *p, bool hp, uint64_t m, uint64_t k, uint64_t n, ss_ns *fwd,
-                 ss_ns *bwd);
+ * leave in 16 bits (the output head, the MoE router). `groups` such
+ * layers (MoE experts) run as grouped GEMMs: one kernel, one fixed time
+ * (the device's gemm_floor), `groups` times the FLOPs and bytes. */
+void plan_linear(const plan *p, bool hp, uint64_t groups, uint64_t m, uint64_t k, uint64_t n,
+                 ss_ns *fwd, ss_ns *bwd);
 /* Internal to plan/: expand an architecture model into blocks (plan_arch.c). */
 int plan_arch_blocks(plan *p, ss_err *err);
 /* Internal: rebuild the blocks as one rank's share of a layout (plan.c). */

@@ -10,7 +10,8 @@
  * m x k x n; backward the input gradient and the weight gradient); the
  * causal attention core is b a s^2 (d_qk + d_v) FLOPs forward as
  * FlashAttention computes it, 2.5x that backward (it recomputes the
- * scores). MoE experts run t k cf / E tokens each, as E small GEMMs.
+ * scores). MoE experts run t k cf / E tokens each, as one grouped GEMM per
+ * projection or as E small GEMMs (training.moe_gemm).
  *
  * Activations saved for backward are counted tensor by tensor (FlashAttention:
  * no s^2 scores); "selective" recomputes the attention core (its output is
@@ -42,6 +43,7 @@ typedef struct ab {
      * their outputs, whose forward time and bytes the block sums here. */
     bool op_sac;
     bool hp; /* the GEMMs being added stay in 16 bits under fp8 compute (head, router) */
+    uint64_t groups; /* the GEMMs being added run as grouped GEMMs of this many (MoE experts) */
     bool eager;        /* training.kernels eager: PyTorch's composite elementwise ops */
     uint64_t eager_saved; /* what the block's eager composites keep besides the fused
                              kernels' tensors (bytes) */
@@ -105,12 +107,12 @@ static void gemm(ab *x, plan_block *b, uint64_t m, uint64_t k, uint64_t n)
 {
     if (!b || !m) return;
     plan *p = x->p;
-    uint64_t f = 2 * m * k * n;
+    uint64_t f = 2 * m * k * n * x->groups;
     ss_ns fwd, bwd;
-    plan_linear(p, x->hp, m, k, n, &fwd, &bwd);
+    plan_linear(p, x->hp, x->groups, m, k, n, &fwd, &bwd);
     if (x->op_sac && ++x->mm % 2) {
         x->keep_ns += fwd;
-        x->keep_bytes += m * n * x->c;
+        x->keep_bytes += m * n * x->c * x->groups;
         x->keep_flops += f;
     }
     b->fwd_flops += f;
@@ -455,13 +457,19 @@ static void moe(ab *x, unsigned l)
     uint64_t before = b ? b->numel : 0;
     for (uint64_t e = 0; e < local && !x->rc; e++) mlp_weights(x, b, fl, 0, true);
     if (b) b->expert_numel = b->numel - before;
-    plan_block one = {0}; /* the costs of one expert's `per` tokens, times E / ep */
+    /* The experts' GEMMs, `per` tokens each: grouped, one kernel per
+     * projection for all E / ep; per expert, one expert's costs E / ep times. */
+    bool grouped = x->p->s->moe_gemm == SPEC_MOE_GEMM_GROUPED;
+    plan_block one = {0};
+    x->groups = grouped ? local : 1;
     mlp_weights(x, &one, fl, per, false);
+    x->groups = 1;
+    uint64_t times = grouped ? 1 : local;
     if (b) {
-        b->fwd_ns += one.fwd_ns * local;
-        b->bwd_ns += one.bwd_ns * local;
-        b->fwd_flops += one.fwd_flops * local;
-        b->bwd_flops += one.bwd_flops * local;
+        b->fwd_ns += one.fwd_ns * times;
+        b->bwd_ns += one.bwd_ns * times;
+        b->fwd_flops += one.fwd_flops * times;
+        b->bwd_flops += one.bwd_flops * times;
     }
     for (uint64_t e = 0; e < a->shared_experts; e++) mlp_weights(x, b, fe / x->tp, t, true);
     /* Activations of the routed and shared experts; the routed tokens are
@@ -557,7 +565,8 @@ int plan_arch_blocks(plan *p, ss_err *err)
     const spec_arch *a = &p->s->model.arch;
     const spec_parallel *par = &p->s->par;
     ab x = {.p = p, .a = a, .capb = (uint32_t)(2 * a->layers + 3), .t = p->tokens,
-            .c = p->act_elem, .err = err, .rc = SS_OK, .tp = 1, .sp = 1, .ep = 1, .cp = 1, .etp = 1};
+            .c = p->act_elem, .err = err, .rc = SS_OK, .tp = 1, .sp = 1, .ep = 1, .cp = 1, .etp = 1,
+            .groups = 1};
     if (p->layout) {
         x.tp = par->tp, x.cp = par->cp, x.ep = par->ep, x.etp = par->etp;
         x.sp = par->sequence_parallel ? par->tp : 1;

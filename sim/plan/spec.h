@@ -203,6 +203,23 @@ typedef enum { SPEC_ATTN_IMPLS(SPEC_ENUM2_) SPEC_NATTN_IMPLS } spec_attn_impl;
 #undef SPEC_ENUM2_
 extern const char *const spec_attn_impl_names[SPEC_NATTN_IMPLS];
 
+/* How a rank's MoE experts run their GEMMs (training.moe_gemm):
+ *   grouped     one grouped GEMM per projection for all the rank's experts
+ *               (Megatron-core's --moe-grouped-gemm, torchtitan's grouped
+ *               mm): one kernel's fixed time;
+ *   per_expert  one GEMM per expert and projection (a loop over expert
+ *               modules: Megatron's SequentialMLP, Hugging Face's eager
+ *               MoE): the fixed time once per expert.
+ * The same FLOPs at the same rate either way; they differ by the device's
+ * gemm_floor per kernel. */
+#define SPEC_MOE_GEMMS(X)                                                      \
+    X(GROUPED, "grouped")                                                      \
+    X(PER_EXPERT, "per_expert")
+#define SPEC_ENUM2_(id, name) SPEC_MOE_GEMM_##id,
+typedef enum { SPEC_MOE_GEMMS(SPEC_ENUM2_) SPEC_NMOE_GEMMS } spec_moe_gemm;
+#undef SPEC_ENUM2_
+extern const char *const spec_moe_gemm_names[SPEC_NMOE_GEMMS];
+
 /* A measured GEMM efficiency curve (a calibration profile's "gemm"):
  * eff(d) = e_max d^p / (d^p + d_half^p) of peak_flops, d the geometric mean
  * of m, n, k. Replaces the device's curve for that dtype when present. */
@@ -233,6 +250,7 @@ typedef struct spec_device {
     double mem_efficiency;     /* fraction of HBM bandwidth a stream reaches */
     ss_ns launch_ns;           /* host time to launch one kernel */
     ss_ns kernel_min_ns;       /* shortest kernel on the device */
+    ss_ns gemm_floor_ns;       /* fixed time every GEMM kernel adds to its FLOPs' (0: none) */
     double overlap_slowdown;   /* compute slowdown while a collective runs (eng.h) */
     uint64_t cuda_total_bytes; /* the total CUDA reports (cudaDeviceProp::totalGlobalMem); 0: not given */
     uint64_t process_reserve_bytes; /* CUDA context and NCCL buffers of one training process */
@@ -599,6 +617,7 @@ typedef struct spec_scenario {
     uint32_t recompute_every; /* full: every N-th layer only (1: all) */
     spec_kernels kernels; /* never AUTO after loading */
     spec_attn_impl attn_impl; /* training.attention */
+    spec_moe_gemm moe_gemm;   /* training.moe_gemm */
     spec_precision prec;
     spec_optimizer_cfg opt;
     spec_sharding shard;
