@@ -89,17 +89,25 @@ static int put_str(cJSON *a, const char *key, const char *v, ss_err *err)
 
 /* ---- the parts families share ---- */
 
-/* A gated MLP is SwiGLU only with SiLU; the architecture's "gelu" is the
- * two-matrix MLP, so a gated GELU (GeGLU) has no equivalent. */
-static int gated_silu(js_node c, ss_err *err)
+/* The gated MLP's activation: SiLU is SwiGLU; GELU in any of Hugging
+ * Face's spellings (gelu, gelu_new, gelu_pytorch_tanh, gelu_fast) is
+ * GeGLU (Gemma). *out is the architecture's name. */
+static int gated_act(js_node c, const char **out, ss_err *err)
 {
+    static const char *const gelus[] = {"gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast"};
     const char *act;
     js_node v;
     int rc = js_str(c, "hidden_act", false, "silu", &act, err);
-    if (rc || strcmp(act, "silu") == 0) return rc;
+    if (rc) return rc;
+    *out = "swiglu";
+    if (strcmp(act, "silu") == 0) return SS_OK;
+    *out = "geglu";
+    for (size_t i = 0; i < sizeof gelus / sizeof gelus[0]; i++)
+        if (strcmp(act, gelus[i]) == 0) return SS_OK;
     js_get(c, "hidden_act", &v);
-    return js_failf(v, err, "expected \"silu\" (the gated MLP the architecture models as "
-                            "SwiGLU), found \"%s\"", act);
+    return js_failf(v, err, "expected \"silu\" (a gated MLP the architecture models as "
+                            "SwiGLU) or a GELU (\"gelu\", \"gelu_new\", \"gelu_pytorch_tanh\", "
+                            "\"gelu_fast\": GeGLU), found \"%s\"", act);
 }
 
 /* Depth, width, heads, dense MLP, vocabulary, tying, RMSNorm: every
@@ -108,6 +116,7 @@ static int decoder(js_node c, cJSON *a, ss_err *err)
 {
     uint64_t layers, hidden, heads, ffn, vocab;
     bool tie;
+    const char *act = NULL;
     int rc;
     if ((rc = num(c, "num_hidden_layers", true, 0, 1, &layers, err)) ||
         (rc = num(c, "hidden_size", true, 0, 1, &hidden, err)) ||
@@ -115,11 +124,11 @@ static int decoder(js_node c, cJSON *a, ss_err *err)
         (rc = num(c, "intermediate_size", true, 0, 1, &ffn, err)) ||
         (rc = num(c, "vocab_size", true, 0, 1, &vocab, err)) ||
         (rc = js_bool(c, "tie_word_embeddings", false, false, &tie, err)) ||
-        (rc = gated_silu(c, err)))
+        (rc = gated_act(c, &act, err)))
         return rc;
     if ((rc = put_str(a, "type", "transformer", err)) || (rc = put(a, "layers", layers, err)) ||
         (rc = put(a, "hidden", hidden, err)) || (rc = put(a, "heads", heads, err)) ||
-        (rc = put(a, "ffn_hidden", ffn, err)) || (rc = put_str(a, "activation", "swiglu", err)) ||
+        (rc = put(a, "ffn_hidden", ffn, err)) || (rc = put_str(a, "activation", act, err)) ||
         (rc = put(a, "vocab", vocab, err)) || (rc = put_bool(a, "tied_embeddings", tie, err)) ||
         (rc = put_str(a, "norm", "rmsnorm", err)))
         return rc;

@@ -232,18 +232,29 @@ static void residual(ab *x, plan_block *b)
     eltwise(x, b, 3 * v, 3 * v);
 }
 
-/* The MLP's activation on m tokens of width f: SwiGLU reads two inputs and
- * writes one (backward: reads the gradient and both inputs, writes two
- * gradients); GELU reads one and writes one (backward 2 + 1). */
+/* The MLP's activation on m tokens of width f. Gated (SwiGLU, GeGLU):
+ * reads two inputs and writes one (backward: reads the gradient and both
+ * inputs, writes two gradients); eager, act(a) * b as two kernels,
+ * backward the mul's two grads and the activation's, and autograd keeps
+ * act(a) for the mul. Plain (GELU, ReLU): reads one and writes one
+ * (backward 2 + 1). Squared ReLU fused is one such kernel; eager it is
+ * relu then pow (Megatron-core's squared_relu, torch.pow(F.relu(x), 2)):
+ * 2 + 2 forward, backward pow's (3) then relu's (3), relu's output kept
+ * for pow's backward. */
 static void activation(ab *x, plan_block *b, uint64_t m, uint64_t f)
 {
     uint64_t v = m * f * x->c;
-    if (x->a->act != SPEC_ACT_SWIGLU) eltwise(x, b, 2 * v, 3 * v);
-    else if (!x->eager) eltwise(x, b, 3 * v, 5 * v);
-    else { /* silu(a) * b as two kernels; backward the mul's two grads and
-              silu's; autograd also keeps silu's output for the mul */
+    bool gated = spec_act_mats(x->a->act) == 3;
+    if (!x->eager) {
+        eltwise(x, b, (gated ? 3 : 2) * v, (gated ? 5 : 3) * v);
+    } else if (gated) {
         eltwise_k(x, b, 5 * v, 9 * v, 2, 3);
         x->eager_saved += v;
+    } else if (x->a->act == SPEC_ACT_SQUARED_RELU) {
+        eltwise_k(x, b, 4 * v, 6 * v, 2, 2);
+        x->eager_saved += v;
+    } else {
+        eltwise(x, b, 2 * v, 3 * v);
     }
 }
 
@@ -405,7 +416,7 @@ static void attention(ab *x, unsigned l)
 static void mlp_weights(ab *x, plan_block *b, uint64_t f, uint64_t m, bool params)
 {
     const spec_arch *a = x->a;
-    uint64_t h = a->hidden, mats = a->act == SPEC_ACT_SWIGLU ? 3 : 2;
+    uint64_t h = a->hidden, mats = spec_act_mats(a->act);
     if (params)
         for (uint64_t i = 0; i < mats; i++) {
             /* up (and gate) [f, h], then down [h, f]: experts are separate
@@ -427,7 +438,7 @@ static void mlp(ab *x, unsigned l)
     activation(x, b, x->t, a->ffn_hidden / x->tp);
     residual(x, b);
     if (!b) return;
-    uint64_t inter = a->act == SPEC_ACT_SWIGLU ? 3 : 2;
+    uint64_t inter = spec_act_mats(a->act);
     keep(x, b, x->t * (a->hidden / x->sp + inter * a->ffn_hidden / x->tp) * x->c);
     op_sac(x, b, 0, 0, 0);
     blk_done(x, b);
@@ -479,7 +490,7 @@ static void moe(ab *x, unsigned l)
     eltwise(x, b, 4 * routed * h * x->c, 4 * routed * h * x->c);
     residual(x, b);
     if (!b) return;
-    uint64_t inter = a->act == SPEC_ACT_SWIGLU ? 3 : 2;
+    uint64_t inter = spec_act_mats(a->act);
     keep(x, b, (ts * h + routed * h + routed * inter * fl +
                 t * a->shared_experts * inter * fe / x->tp) * x->c + ts * a->experts * 4);
     if (x->ep > 1) b->ep_bytes = sent * h * x->c;
@@ -549,7 +560,7 @@ static void flops_per_token(plan *p, const spec_arch *a)
         if (!strcmp(b->name, "embed")) continue;
         double numel = (double)b->numel;
         if (strstr(b->name, ".moe")) {
-            uint64_t mats = a->act == SPEC_ACT_SWIGLU ? 3 : 2;
+            uint64_t mats = spec_act_mats(a->act);
             double expert = (double)(mats * a->hidden * a->expert_ffn_hidden);
             numel -= expert * (double)(a->experts - a->top_k);
         }

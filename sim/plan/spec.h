@@ -118,13 +118,27 @@ typedef struct spec_block {
  * planner expands it into embedding, per-layer attention and MLP (or MoE)
  * blocks, final norm and output head. head_dim 0 means hidden / heads.
  * MLA (DeepSeek's multi-head latent attention) when kv_lora_rank > 0. */
+/* The MLP's activation (architecture.activation). Gated (three matrices:
+ * gate, up, down; the activation of the gate times the up projection):
+ * swiglu (SiLU, Llama), geglu (GELU, Gemma). Plain (two matrices): gelu
+ * (GPT, MPT, BLOOM), relu (OPT), squared_relu (relu(x)^2: Primer,
+ * Nemotron-4). */
 #define SPEC_ACTIVATIONS(X)                                                    \
     X(SWIGLU, "swiglu")                                                        \
-    X(GELU, "gelu")
+    X(GELU, "gelu")                                                            \
+    X(GEGLU, "geglu")                                                          \
+    X(RELU, "relu")                                                            \
+    X(SQUARED_RELU, "squared_relu")
 #define SPEC_ENUM2_(id, name) SPEC_ACT_##id,
 typedef enum { SPEC_ACTIVATIONS(SPEC_ENUM2_) SPEC_NACT } spec_activation;
 #undef SPEC_ENUM2_
 extern const char *const spec_act_names[SPEC_NACT];
+
+/* The MLP's weight matrices: 3 for a gated activation, else 2. */
+static inline uint64_t spec_act_mats(spec_activation a)
+{
+    return a == SPEC_ACT_SWIGLU || a == SPEC_ACT_GEGLU ? 3 : 2;
+}
 
 typedef struct spec_arch {
     uint64_t layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab;

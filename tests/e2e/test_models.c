@@ -479,6 +479,51 @@ static void test_moe_grouped_gemm(void **state)
     }
 }
 
+/* architecture.activation on Llama 3 8B's MLP (t = 4096 tokens, f = 14336,
+ * bf16: v = t f 2 bytes), eager kernels: relu costs what gelu costs (one
+ * kernel reading and writing v forward, 3v backward); geglu what swiglu
+ * costs (the same three matrices and gated pass); squared_relu runs relu
+ * then pow, 4v forward in two kernels and 6v backward, and keeps relu's
+ * output (v more) for pow's backward. Fused kernels make squared_relu one
+ * kernel, as gelu. */
+static void test_activations(void **state)
+{
+    (void)state;
+    static const char *const acts[] = {"gelu", "relu", "squared_relu", "swiglu", "geglu"};
+    const plan_block *mlp[2][5];
+    plan *p[2][5];
+    spec_scenario s[2][5];
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 5; i++) {
+            char set[64];
+            snprintf(set, sizeof set, "model.architecture.activation=%s", acts[i]);
+            const char *sets[1] = {set};
+            p[k][i] = load_plan_over("llama3-8b", k ? ", \"kernels\": \"fused\"" :
+                                     ", \"kernels\": \"eager\"", sets, 1, &s[k][i]);
+            mlp[k][i] = plan_find(p[k][i], "layers.0.mlp");
+            assert_non_null(mlp[k][i]);
+        }
+    const plan_block *const *e = mlp[0];
+    assert_int_equal(e[1]->fwd_ns, e[0]->fwd_ns);
+    assert_int_equal(e[1]->bwd_ns, e[0]->bwd_ns);
+    assert_int_equal(e[1]->saved_bytes, e[0]->saved_bytes);
+    assert_int_equal(e[4]->fwd_ns, e[3]->fwd_ns);
+    assert_int_equal(e[4]->bwd_ns, e[3]->bwd_ns);
+    assert_int_equal(e[4]->numel, e[3]->numel);
+    const uint64_t v = 4096ull * 14336 * 2;
+    const plan *pe = p[0][0];
+    assert_int_equal(e[2]->fwd_ns - e[0]->fwd_ns, plan_mem_ns(pe, 4 * v) - plan_mem_ns(pe, 2 * v));
+    assert_int_equal(e[2]->bwd_ns - e[0]->bwd_ns, plan_mem_ns(pe, 6 * v) - plan_mem_ns(pe, 3 * v));
+    assert_int_equal(e[2]->saved_bytes - e[0]->saved_bytes, v);
+    assert_int_equal(mlp[1][2]->fwd_ns, mlp[1][0]->fwd_ns);
+    assert_int_equal(mlp[1][2]->bwd_ns, mlp[1][0]->bwd_ns);
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 5; i++) {
+            plan_free(p[k][i]);
+            spec_scenario_fini(&s[k][i]);
+        }
+}
+
 static void test_fp8_linears(void **state)
 {
     (void)state;
@@ -603,6 +648,7 @@ int main(void)
         cmocka_unit_test(test_eager_kernels), cmocka_unit_test(test_recompute_every),
         cmocka_unit_test(test_gemm_floor_openxla),
         cmocka_unit_test(test_moe_grouped_gemm),
+        cmocka_unit_test(test_activations),
         cmocka_unit_test(test_fp8_linears), cmocka_unit_test(test_selective_op),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -273,6 +273,30 @@ static void window_of(const char *extra, uint64_t w, uint64_t first, uint64_t pe
     spec_scenario_fini(&s);
 }
 
+/* A gated MLP with a GELU (Gemma's GeGLU; Hugging Face's LlamaMLP applies
+ * whatever hidden_act names to the gate) is geglu: the same three matrices
+ * as SwiGLU, so the same parameters; every GELU spelling maps to it. */
+static void test_gated_gelu(void **state)
+{
+    (void)state;
+    static const char *const acts[] = {"silu", "gelu", "gelu_new", "gelu_pytorch_tanh",
+                                       "gelu_fast"};
+    uint64_t total[5], active;
+    for (int i = 0; i < 5; i++) {
+        char buf[1024];
+        snprintf(buf, sizeof buf,
+                 "{\"hf_config\": {\"model_type\": \"llama\", \"hidden_act\": \"%s\","
+                 " \"hidden_size\": 512, \"intermediate_size\": 1024, \"num_attention_heads\": 8,"
+                 " \"num_hidden_layers\": 2, \"vocab_size\": 1000}}", acts[i]);
+        spec_scenario s;
+        load_ok(buf, &s);
+        assert_int_equal(s.model.arch.act, i ? SPEC_ACT_GEGLU : SPEC_ACT_SWIGLU);
+        spec_scenario_fini(&s);
+        counts(buf, &total[i], &active);
+        assert_int_equal(total[i], total[0]);
+    }
+}
+
 static void test_sliding_window(void **state)
 {
     (void)state;
@@ -360,7 +384,7 @@ static void test_errors(void **state)
     bad("{" LLAMA ", \"architectures\": [\"MistralForCausalLM\"]}", "$.architectures",
         "expected [\"LlamaForCausalLM\"]");
     bad("{" LLAMA ", \"attention_bias\": true}", "$.attention_bias", "expected false, found true");
-    bad("{" LLAMA ", \"hidden_act\": \"gelu\"}", "$.hidden_act", "found \"gelu\"");
+    bad("{" LLAMA ", \"hidden_act\": \"relu\"}", "$.hidden_act", "found \"relu\"");
     bad("{\"model_type\": \"llama\", \"hidden_size\": 64}", "$",
         "missing required field \"num_hidden_layers\"");
     bad("{" LLAMA ", \"num_key_value_heads\": 2.5}", "$.num_key_value_heads",
@@ -408,6 +432,7 @@ int main(void)
         cmocka_unit_test(test_same_architecture), cmocka_unit_test(test_parameter_counts),
         cmocka_unit_test(test_same_step),
         cmocka_unit_test(test_qwen2),            cmocka_unit_test(test_qwen3),
+        cmocka_unit_test(test_gated_gelu),
         cmocka_unit_test(test_sliding_window),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_single_validation),
