@@ -93,38 +93,34 @@ static int load_attention(js_node dev, spec_device *d, ss_err *err)
     return SS_OK;
 }
 
-/* "overlap": {"slowdown": S, "source": "..."}: compute runs 1 / (1 + S)
- * as fast while a collective runs on the GPU (eng.h); absent: 0. */
-static int load_overlap(js_node n, spec_device *d, ss_err *err)
+/* An optional device constant with its source: key: {"<field>": x,
+ * "source": "..."}, x in [0, hi]; absent: *out = 0. */
+static int load_sourced(js_node n, const char *key, const char *field, double hi, double *out,
+                        ss_err *err)
 {
     js_node o;
-    d->overlap_slowdown = 0;
-    if (!js_get(n, "overlap", &o)) return SS_OK;
+    *out = 0;
+    if (!js_get(n, key, &o)) return SS_OK;
     const char *src;
     int rc = js_want_obj(o, err);
-    if (rc || (rc = js_keys_check(o, JS_KEYS("slowdown", "source"), err)) ||
+    if (rc || (rc = js_keys_check(o, JS_KEYS(field, "source"), err)) ||
         (rc = js_str(o, "source", true, NULL, &src, err)))
         return rc;
-    return js_num(o, "slowdown", true, 0, 0.0, 10.0, &d->overlap_slowdown, err);
+    return js_num(o, field, true, 0, 0.0, hi, out, err);
 }
 
-/* "gemm_floor": {"us": T, "source": "..."}: the fixed time every GEMM
- * kernel adds to the time of its FLOPs at the curve (launch to first tile,
- * the last wave's tail; docs/COMPUTE.md); absent: 0. */
-static int load_gemm_floor(js_node n, spec_device *d, ss_err *err)
+/* "overlap": {"slowdown": S, "source": "..."}: compute runs 1 / (1 + S)
+ * as fast while a collective runs on the GPU (eng.h); absent: 0.
+ * "gemm_floor": {"us": T, "source": "..."}: the fixed time every GEMM
+ * kernel adds to the time of its FLOPs at the curve (docs/COMPUTE.md);
+ * absent: 0. */
+static int load_sourced_constants(js_node n, spec_device *d, ss_err *err)
 {
-    js_node o;
     double us;
-    d->gemm_floor_ns = 0;
-    if (!js_get(n, "gemm_floor", &o)) return SS_OK;
-    const char *src;
-    int rc = js_want_obj(o, err);
-    if (rc || (rc = js_keys_check(o, JS_KEYS("us", "source"), err)) ||
-        (rc = js_str(o, "source", true, NULL, &src, err)) ||
-        (rc = js_num(o, "us", true, 0, 0.0, 1e4, &us, err)))
-        return rc;
-    d->gemm_floor_ns = ss_ns_from_s(us * 1e-6);
-    return SS_OK;
+    int rc = load_sourced(n, "overlap", "slowdown", 10.0, &d->overlap_slowdown, err);
+    if (!rc) rc = load_sourced(n, "gemm_floor", "us", 1e4, &us, err);
+    d->gemm_floor_ns = rc ? 0 : ss_ns_from_s(us * 1e-6);
+    return rc;
 }
 
 /* What a training process can reserve: the total CUDA reports for the
@@ -188,8 +184,7 @@ static int load_device(js_node n, spec_device *d, ss_err *err)
         (rc = js_num(n, "mem_efficiency", true, 0, 1e-3, 1.0, &d->mem_efficiency, err)) ||
         (rc = js_num(n, "launch_us", true, 0, 0.0, 1e6, &launch, err)) ||
         (rc = js_num(n, "kernel_min_us", false, 0, 0.0, 1e6, &kmin, err)) ||
-        (rc = load_attention(n, d, err)) || (rc = load_overlap(n, d, err)) ||
-        (rc = load_gemm_floor(n, d, err)) ||
+        (rc = load_attention(n, d, err)) || (rc = load_sourced_constants(n, d, err)) ||
         (rc = load_usable(n, d, err)) || (rc = load_cc(n, d, err)))
         return rc;
     d->hbm_bw_Bps = bw * 1e9;
