@@ -34,8 +34,8 @@
  * Every case runs in a child process, so that its peak RSS (from wait4)
  * is its own. Usage: shardsim-bench [SOURCE_DIR] [--quick] [--search]
  * [--layouts] [--engine R OPS] (--quick: no 16,384-rank rows; --search: the
- * search rows only; --layouts: the layouts row only; --engine: one engine run and its event count, for
- * bench/callgrind.sh). Wall-clock figures vary with the machine
+ * search rows only; --layouts: the layouts row only; --engine: one engine
+ * run and its event count, for bench/callgrind.sh). Wall-clock figures vary with the machine
  * and its load; compare them on one machine. */
 #define _GNU_SOURCE
 #include <math.h>

@@ -143,19 +143,19 @@ static ss_ns cast8_ns(const plan *p, uint64_t e, uint32_t ways)
 void plan_linear(const plan *p, bool hp, uint64_t groups, uint64_t m, uint64_t k, uint64_t n,
                  ss_ns *fwd, ss_ns *bwd)
 {
-    uint64_t gr = groups;
     if (hp || !fp8(p)) {
-        *fwd = gemm_ns(p, gr, m, k, n);
-        *bwd = gemm_ns(p, gr, m, n, k) + gemm_ns(p, gr, k, m, n);
+        *fwd = gemm_ns(p, groups, m, k, n);
+        *bwd = gemm_ns(p, groups, m, n, k) + gemm_ns(p, groups, k, m, n);
         return;
     }
     /* forward: the input and the weight cast, the fp8 GEMM; backward: the
      * output gradient cast in both layouts, the saved bf16 input and the
      * weight cast again transposed, two fp8 GEMMs (torchao's Float8Linear
      * keeps the bf16 input and re-casts it). */
-    *fwd = cast8_ns(p, gr * m * k, 1) + cast8_ns(p, gr * k * n, 1) + gemm8_ns(p, gr, m, k, n);
-    *bwd = cast8_ns(p, gr * m * n, 2) + cast8_ns(p, gr * m * k, 1) + cast8_ns(p, gr * k * n, 1) +
-           gemm8_ns(p, gr, m, n, k) + gemm8_ns(p, gr, k, m, n);
+    uint64_t g = groups; /* the casts cover every group's tensors */
+    *fwd = cast8_ns(p, g * m * k, 1) + cast8_ns(p, g * k * n, 1) + gemm8_ns(p, g, m, k, n);
+    *bwd = cast8_ns(p, g * m * n, 2) + cast8_ns(p, g * m * k, 1) + cast8_ns(p, g * k * n, 1) +
+           gemm8_ns(p, g, m, n, k) + gemm8_ns(p, g, k, m, n);
 }
 
 static int add_params(plan *p, ss_err *err)

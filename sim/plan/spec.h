@@ -114,10 +114,6 @@ typedef struct spec_block {
     bool bias;
 } spec_block;
 
-/* A transformer described by its architecture (model "architecture"): the
- * planner expands it into embedding, per-layer attention and MLP (or MoE)
- * blocks, final norm and output head. head_dim 0 means hidden / heads.
- * MLA (DeepSeek's multi-head latent attention) when kv_lora_rank > 0. */
 /* The MLP's activation (architecture.activation). Gated (three matrices:
  * gate, up, down; the activation of the gate times the up projection):
  * swiglu (SiLU, Llama), geglu (GELU, Gemma). Plain (two matrices): gelu
@@ -140,6 +136,10 @@ static inline uint64_t spec_act_mats(spec_activation a)
     return a == SPEC_ACT_SWIGLU || a == SPEC_ACT_GEGLU ? 3 : 2;
 }
 
+/* A transformer described by its architecture (model "architecture"): the
+ * planner expands it into embedding, per-layer attention and MLP (or MoE)
+ * blocks, final norm and output head. head_dim 0 means hidden / heads.
+ * MLA (DeepSeek's multi-head latent attention) when kv_lora_rank > 0. */
 typedef struct spec_arch {
     uint64_t layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab;
     uint64_t max_positions; /* learned position embeddings; 0 = rotary */

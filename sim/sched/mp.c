@@ -611,7 +611,7 @@ static uint32_t p2p(mp *m, uint32_t g, bool send, prog_phase ph, ss_bytes bytes,
      * receive alone: a send's completion needs the peer's receive, and
      * Megatron posts the pair together, so a wait on sends here would be a
      * deadlock Megatron does not have. */
-    if (m->rt->recv_syncs_host) {
+    if (!m->rt->recv_on_stream) {
         em_begin(m->e, PROG_OP_HOST, PROG_HOST, ph, "pp.synchronize");
         em_cost(m->e, 0, 0, 0);
         em_dep(m->e, op);

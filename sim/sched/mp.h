@@ -66,13 +66,13 @@ typedef struct mp_rt {
     /* true: the runtime's setup allocates the gradients (a persistent
      * buffer) and the body allocates none in backward. */
     bool persistent_grads;
-    /* true: a pipeline receive holds the host until it completes
+    /* false: a pipeline receive holds the host until it completes
      * (Megatron's batch_p2p_sync: torch.cuda.synchronize after the batched
-     * isend/irecv; DeepSpeed's and the ZeRO body's schedules alike); false:
+     * isend/irecv; DeepSpeed's and the ZeRO body's schedules alike); true:
      * the receive is a stream wait and the host runs on to issue what
      * follows, the unit's parameter gathers among it
      * (torch.distributed.pipelining: Work.wait() on an NCCL receive). */
-    bool recv_syncs_host;
+    bool recv_on_stream;
     void (*setup)(mp *m);
     void (*pre_forward)(mp *m, mp_unit *u, uint32_t mb);
     void (*pre_backward)(mp *m, mp_unit *u, uint32_t mb);

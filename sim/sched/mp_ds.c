@@ -175,7 +175,6 @@ static void dsl_fini(mp *m)
 const mp_rt mp_rt_deepspeed = {
     .strategy = SPEC_DEEPSPEED,
     .state_kind = dsl_kind,
-    .recv_syncs_host = true,
     .at_rest = dsl_at_rest,
     .setup = dsl_setup,
     .pre_forward = dsl_pre_forward,

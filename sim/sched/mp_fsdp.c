@@ -162,6 +162,7 @@ const mp_rt mp_rt_fsdp = {
     .strategy = SPEC_FSDP2, /* and shard_grad_op, hybrid_shard(_zero2): mp_rt_find */
     .state_kind = fs_kind,
     .at_rest = fs_at_rest,
+    .recv_on_stream = true,
     .pre_forward = fs_pre_forward,
     .pre_backward = fs_pre_backward,
     .before_block = fs_before_block,

@@ -154,7 +154,6 @@ static void mc_fini(mp *m)
 const mp_rt mp_rt_megatron = {
     .strategy = SPEC_MEGATRON,
     .state_kind = mc_kind,
-    .recv_syncs_host = true,
     .at_rest = mc_at_rest,
     .persistent_grads = true,
     .setup = mc_setup,

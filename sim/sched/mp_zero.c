@@ -120,7 +120,6 @@ static void gather_update(mp *m, uint32_t opt)
 const mp_rt mp_rt_zero = {
     .strategy = SPEC_DDP, /* and zero1, shard_grad_op, full_shard: mp_rt_find */
     .state_kind = zero_kind,
-    .recv_syncs_host = true,
     .at_rest = zero_at_rest,
     .pre_forward = unshard_fwd,
     .pre_backward = unshard_bwd,
