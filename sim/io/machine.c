@@ -506,6 +506,19 @@ int mach_set_device(js_node n, spec_topology *t, ss_err *err)
     return rc;
 }
 
+int mach_set_fabric(js_node n, spec_topology *t, ss_err *err)
+{
+    js_node f;
+    js_get(n, "fabric", &f);
+    if (!t->graph)
+        return js_failf(f, err, "a fabric joins the NICs of a graph topology (\"node\"), "
+                                "but topology \"%s\" has the flat form (intra_node / inter_node)", t->name);
+    spec_fabric keep = t->fabric;
+    int rc = load_fabric(n, t, err);
+    if (rc) t->fabric = keep;
+    return rc;
+}
+
 int mach_load(const char *file, uint32_t nodes_override, spec_topology *t, ss_err *err)
 {
     js_doc d = {0};

@@ -24,6 +24,10 @@ int mach_from_node(js_node n, uint32_t nodes_override, spec_topology *t, ss_err 
 /* Replace t's device with the one n["device"] names (a path resolved
  * against n's file, or an inline device object). On error t is untouched. */
 int mach_set_device(js_node n, spec_topology *t, ss_err *err);
+/* Replace t's fabric with n["fabric"] (a whole fabric object, read as a
+ * topology file's), for a graph topology whose nodes are joined otherwise
+ * than the file says. On error t's fabric is untouched. */
+int mach_set_fabric(js_node n, spec_topology *t, ss_err *err);
 
 /* n["nccl_version"] ("2.27.3", "2.27" or a code) as a version code (spec.h,
  * SPEC_NCCL_*), 0 when n has no such key; the topology file's key and the

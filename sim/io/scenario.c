@@ -1452,8 +1452,9 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
 }
 
 /* "topology": a path, an inline topology, or {"file": PATH, "nodes": N,
- * "device": PATH} (a shipped topology at another node count, or with
- * another GPU in the same places). */
+ * "device": PATH, "fabric": {...}} (a shipped topology at another node
+ * count, with another GPU in the same places, or with its nodes joined by
+ * another fabric: a cluster whose source gives its inter-node bandwidth). */
 static int load_topology_ref(js_node root, js_doc *doc, spec_topology *t, ss_err *err)
 {
     js_node n, f, ref, dev;
@@ -1461,12 +1462,13 @@ static int load_topology_ref(js_node root, js_doc *doc, spec_topology *t, ss_err
     int rc;
     if (js_get(root, "topology", &n) && js_is_obj(n) && js_get(n, "file", &f)) {
         ref = n;
-        if ((rc = js_keys_check(n, KEYS("file", "nodes", "device"), err)) ||
+        if ((rc = js_keys_check(n, KEYS("file", "nodes", "device", "fabric"), err)) ||
             (rc = js_u64(n, "nodes", false, 0, 1, 1u << 20, &nodes, err)) ||
             (rc = js_load_ref(n, "file", doc, &n, err)) ||
             (rc = mach_from_node(n, (uint32_t)nodes, t, err)))
             return rc;
-        return js_get(ref, "device", &dev) ? mach_set_device(ref, t, err) : SS_OK;
+        if (js_get(ref, "device", &dev) && (rc = mach_set_device(ref, t, err))) return rc;
+        return js_get(ref, "fabric", &dev) ? mach_set_fabric(ref, t, err) : SS_OK;
     }
     rc = js_load_ref(root, "topology", doc, &n, err);
     return rc ? rc : mach_from_node(n, 0, t, err);
@@ -1683,7 +1685,7 @@ static int absolute_ref(cJSON *node, const char *key, const char *file, ss_err *
  * architecture.layers=40" with "model": "PATH", "topology.fabric.GBps=25"
  * with "topology": {"file": PATH, "nodes": 4}) first brings that file into
  * the scenario, its own references made absolute and a topology wrapper's
- * nodes and device kept; the override then applies to the copy, never to
+ * nodes, device and fabric kept; the override then applies to the copy, never to
  * the file. */
 static int inline_trainer(js_doc *doc, const char *file, const char *assignment, ss_err *err)
 {
@@ -1715,7 +1717,8 @@ static int inline_for(js_doc *doc, const char *file, const char *assignment, ss_
     cJSON *wrap = NULL, *ref = v;
     if (cJSON_IsObject(v) && !strcmp(head, "topology")) {
         const char *sub = assignment + strlen(head) + 1;
-        if (!strncmp(sub, "file", 4) || !strncmp(sub, "nodes", 5) || !strncmp(sub, "device", 6))
+        if (!strncmp(sub, "file", 4) || !strncmp(sub, "nodes", 5) || !strncmp(sub, "device", 6) ||
+            (!strncmp(sub, "fabric", 6) && cJSON_GetObjectItemCaseSensitive(v, "fabric")))
             return SS_OK; /* the wrapper's own keys */
         wrap = v;
         ref = cJSON_GetObjectItemCaseSensitive(v, "file");
@@ -1728,8 +1731,8 @@ static int inline_for(js_doc *doc, const char *file, const char *assignment, ss_
     if (!rc) rc = absolute_ref(sub.root, !strcmp(head, "model") ? "hf_config" : "device", path, err);
     if (!rc && wrap) rc = absolute_ref(wrap, "device", file, err);
     cJSON *obj = rc ? NULL : sub.root;
-    static const char *const kept[] = {"nodes", "device"}; /* the wrapper's, over the file's */
-    for (size_t k = 0; obj && wrap && k < 2 && !rc; k++) {
+    static const char *const kept[] = {"nodes", "device", "fabric"}; /* the wrapper's, over the file's */
+    for (size_t k = 0; obj && wrap && k < 3 && !rc; k++) {
         cJSON *w = cJSON_DetachItemFromObjectCaseSensitive(wrap, kept[k]);
         if (w && !cJSON_ReplaceItemInObjectCaseSensitive(obj, kept[k], w) &&
             !cJSON_AddItemToObject(obj, kept[k], w)) {

@@ -37,6 +37,24 @@ check "topology.fabric.GBps through {file, nodes}, the node count kept" 'cmp -s 
 "$bin" run $meg --quiet --json "$d/c.json"
 check "... and it changed the step" '! cmp -s "$d/a.json" "$d/c.json"'
 
+# a wrapper's own fabric: the file's fabric replaced, as the edited copy of the file gives it
+python3 - "$meg" "$d/wrapped.json" <<'PY'
+import json, os, sys
+src, out = sys.argv[1:3]
+d = json.load(open(src))
+t = d["topology"]
+t["file"] = os.path.abspath(os.path.join(os.path.dirname(src), t["file"]))
+f = json.load(open(t["file"]))["fabric"]
+f["GBps"] = 25
+t["fabric"] = f
+d["model"] = os.path.abspath(os.path.join(os.path.dirname(src), d["model"]))
+json.dump(d, open(out, "w"))
+PY
+"$bin" run "$d/wrapped.json" --quiet --json "$d/w.json"
+check "topology {file, nodes, fabric} runs the file's nodes joined by its own fabric" 'cmp -s "$d/a.json" "$d/w.json"'
+"$bin" run "$d/wrapped.json" --quiet --json "$d/w50.json" --set topology.fabric.GBps=50
+check "... and --set topology.fabric.GBps edits the wrapper's fabric" 'cmp -s "$d/c.json" "$d/w50.json"'
+
 ds=scenarios/deepspeed/llama3-8b-zero3-8xh100.json
 "$bin" run $ds --quiet --json "$d/a.json" --set sharding.zero_optimization.stage=2
 edit configs/deepspeed/zero3-bf16.json zero_optimization.stage 2 "$d/ds.json"
