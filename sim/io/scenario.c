@@ -1703,6 +1703,29 @@ static int inline_trainer(js_doc *doc, const char *file, const char *assignment,
     return rc;
 }
 
+/* "topology.device.gemm_efficiency=0.6": the device a topology (inline or
+ * a wrapper) names by path is read into it first, as inline_for does for
+ * the topology itself; a path is resolved against the scenario's file (a
+ * copied topology's was made absolute). */
+static int inline_device(js_doc *doc, const char *file, const char *assignment, ss_err *err)
+{
+    if (strncmp(assignment, "topology.device", 15) ||
+        (assignment[15] != '.' && assignment[15] != '['))
+        return SS_OK;
+    cJSON *topo = cJSON_IsObject(doc->root) ? cJSON_GetObjectItemCaseSensitive(doc->root, "topology") : NULL;
+    cJSON *dev = cJSON_IsObject(topo) ? cJSON_GetObjectItemCaseSensitive(topo, "device") : NULL;
+    if (!cJSON_IsString(dev)) return SS_OK; /* inline already, or an error load reports */
+    char path[JS_FILE_MAX];
+    js_doc d = {0};
+    int rc = js_path_resolve(file, dev->valuestring, path, sizeof path, err);
+    if (!rc) rc = js_doc_load(&d, path, err);
+    if (!rc && !cJSON_ReplaceItemInObjectCaseSensitive(topo, "device", d.root))
+        rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    if (!rc) d.root = NULL; /* now the scenario's */
+    js_doc_fini(&d);
+    return rc;
+}
+
 static int inline_for(js_doc *doc, const char *file, const char *assignment, ss_err *err)
 {
     if (!strncmp(assignment, "trainer.", 8)) return inline_trainer(doc, file, assignment, err);
@@ -1717,7 +1740,9 @@ static int inline_for(js_doc *doc, const char *file, const char *assignment, ss_
     cJSON *wrap = NULL, *ref = v;
     if (cJSON_IsObject(v) && !strcmp(head, "topology")) {
         const char *sub = assignment + strlen(head) + 1;
-        if (!strncmp(sub, "file", 4) || !strncmp(sub, "nodes", 5) || !strncmp(sub, "device", 6) ||
+        if (!strncmp(sub, "file", 4) || !strncmp(sub, "nodes", 5) ||
+            (!strncmp(sub, "device", 6) && (sub[6] == '\0' || sub[6] == '=' ||
+                                             cJSON_GetObjectItemCaseSensitive(v, "device"))) ||
             (!strncmp(sub, "fabric", 6) && cJSON_GetObjectItemCaseSensitive(v, "fabric")))
             return SS_OK; /* the wrapper's own keys */
         wrap = v;
@@ -1791,6 +1816,7 @@ static int scn_from_doc(js_doc *d, int rc, const char *file, const char *const *
             if (trainer_input(o) != (pass == 0)) continue;
             if (pass == 1) origin_set(&origin, o);
             rc = inline_for(&doc, file, o, err);
+            if (!rc) rc = inline_device(&doc, file, o, err);
             if (!rc) rc = js_doc_set(&doc, set, err);
         }
         if (!rc && pass == 0) rc = expand_trainer(&doc, &origin, err);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # --set through the files a scenario names: an override that reaches into
-# the model, the topology (also behind {"file", "nodes"}) or a DeepSpeed
+# the model, the topology (also behind {"file", "nodes"}), the device a topology names or a DeepSpeed
 # config file gives the summary of a scenario naming an edited copy of that
 # file, and leaves the file itself as it was.
 . "$(dirname "$0")/lib.sh" "$@"
@@ -23,7 +23,7 @@ json.dump(d, open(out, "w"))
 PY
 }
 meg=scenarios/published/megatron-core-r0.8-gpt-70b-tp8-pp2-dp48-768xh100.json
-sum0=$(sha256sum models/megatron-gpt-70b.json topologies/h100-ib-fattree.json configs/deepspeed/zero3-bf16.json)
+sum0=$(sha256sum models/megatron-gpt-70b.json topologies/h100-ib-fattree.json topologies/devices/h100-sxm5-80gb.json configs/deepspeed/zero3-bf16.json)
 
 "$bin" run $meg --quiet --json "$d/a.json" --set model.architecture.layers=40
 edit models/megatron-gpt-70b.json architecture.layers 40 "$d/model.json"
@@ -55,6 +55,14 @@ check "topology {file, nodes, fabric} runs the file's nodes joined by its own fa
 "$bin" run "$d/wrapped.json" --quiet --json "$d/w50.json" --set topology.fabric.GBps=50
 check "... and --set topology.fabric.GBps edits the wrapper's fabric" 'cmp -s "$d/c.json" "$d/w50.json"'
 
+# a key of the device a topology names by path: the device file is read in too
+edit topologies/devices/h100-sxm5-80gb.json gemm_efficiency 0.6 "$d/dev.json"
+for sc in $meg scenarios/fsdp2/llama3-8b-fsdp2-sac-8xh100.json; do
+  "$bin" run $sc --quiet --json "$d/a.json" --set topology.device.gemm_efficiency=0.6
+  "$bin" run $sc --quiet --json "$d/b.json" --set "topology.device=$d/dev.json"
+  check "topology.device.gemm_efficiency through $(basename $sc)'s topology and its device file" 'cmp -s "$d/a.json" "$d/b.json"'
+done
+
 ds=scenarios/deepspeed/llama3-8b-zero3-8xh100.json
 "$bin" run $ds --quiet --json "$d/a.json" --set sharding.zero_optimization.stage=2
 edit configs/deepspeed/zero3-bf16.json zero_optimization.stage 2 "$d/ds.json"
@@ -68,6 +76,6 @@ check "a topology named by path keeps its device (a no-op override changes nothi
 "$bin" run scenarios/seed002/zero0_ddp.json --quiet --set model.nope=1 2>"$d/err"
 rc=$?
 check "an unknown key inside the model is refused at its path" '[ $rc -eq 2 ] && grep -q "\$.model: unknown key \"nope\"" "$d/err"'
-check "the named files are unchanged" '[ "$(sha256sum models/megatron-gpt-70b.json topologies/h100-ib-fattree.json configs/deepspeed/zero3-bf16.json)" = "$sum0" ]'
+check "the named files are unchanged" '[ "$(sha256sum models/megatron-gpt-70b.json topologies/h100-ib-fattree.json topologies/devices/h100-sxm5-80gb.json configs/deepspeed/zero3-bf16.json)" = "$sum0" ]'
 echo "$((checks - fails)) passed, $fails failed"
 [ $fails -eq 0 ]
