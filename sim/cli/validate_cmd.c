@@ -8,13 +8,14 @@
 
 #include "../core/ofile.h"
 #include "../run/validate.h"
+#include "../run/vfit.h"
 
 #define MAX_PATHS 1024
 #define DEFAULT_DIR "scenarios/published"
 
 static const char usage[] =
     "usage: shardsim validate [FILE|FOLDER]... [--json FILE] [--markdown FILE] [-j THREADS]\n"
-    "                         [--set KEY=VALUE]... [--strict]\n"
+    "                         [--set KEY=VALUE]... [--strict] [--fit KEY=VALUES]\n"
     "\n"
     "  Simulate every scenario with a \"measured\" block (default: the folder\n"
     "  " DEFAULT_DIR ") and compare with the figure its source measured:\n"
@@ -33,7 +34,15 @@ static const char usage[] =
     "  --set     change every scenario as `run --set` does (repeatable): a\n"
     "            what-if over the corpus, e.g. --set training.kernels=fused; the\n"
     "            outputs say what was changed\n"
-    "  --strict  exit 1 when a threshold fails (default: exit 0 once it ran)\n";
+    "  --strict  exit 1 when a threshold fails (default: exit 0 once it ran)\n"
+    "  --fit     fit one global constant to the rows instead of printing the\n"
+    "            table: KEY=V1,V2,... or KEY=LO:HI:STEP (e.g.\n"
+    "            topology.device.gemm_efficiency=0.55:0.75:0.01); every value\n"
+    "            simulates every row; prints each value's medians, the value\n"
+    "            with the least median |error|, and the leave-one-source-out\n"
+    "            cross-validated error beside it (each source's rows at the\n"
+    "            value fitted without them). Select the rows the key applies\n"
+    "            to with the FILE arguments\n";
 
 #define MAX_SETS 64
 
@@ -42,7 +51,7 @@ typedef struct opts {
     size_t npaths;
     const char *sets[MAX_SETS];
     size_t nsets;
-    const char *json, *markdown;
+    const char *json, *markdown, *fit;
     unsigned threads;
     bool strict;
 } opts;
@@ -77,6 +86,9 @@ static int parse(int argc, char **argv, opts *o)
             if (o->nsets == MAX_SETS) return bad("too many --set at", argv[i + 1]);
             if (!strchr(argv[i + 1], '=')) return bad("--set: expected KEY=VALUE, not", argv[i + 1]);
             o->sets[o->nsets++] = argv[++i];
+        } else if (!strcmp(a, "--fit")) {
+            if (i + 1 >= argc) return bad("missing value after", a);
+            o->fit = argv[++i];
         } else if (!strcmp(a, "--markdown")) {
             if (i + 1 >= argc) return bad("missing value after", a);
             o->markdown = argv[++i];
@@ -102,11 +114,27 @@ static int parse(int argc, char **argv, opts *o)
     return 0;
 }
 
+/* --fit: the fit's report on stdout, progress on stderr. */
+static int fit_cmd(const opts *o)
+{
+    if (o->json || o->markdown || o->strict)
+        return bad("--fit prints its own report; it takes no", o->json ? "--json" : o->markdown ? "--markdown" : "--strict");
+    vfit f = {0};
+    ss_err err = {0};
+    int rc = vfit_values(&f, o->fit, &err);
+    if (!rc) rc = vfit_run(&f, o->paths, o->npaths, DEFAULT_DIR, o->sets, o->nsets, o->threads,
+                           stderr, &err);
+    if (!rc) vfit_text(&f, stdout);
+    vfit_fini(&f);
+    return rc ? fail(&err) : 0;
+}
+
 int validate_cmd(int argc, char **argv)
 {
     opts o = {0};
     int prc = parse(argc, argv, &o);
     if (prc) return prc == 1 ? 0 : 2;
+    if (o.fit) return fit_cmd(&o);
     val_report r = {.sets = o.sets, .nsets = o.nsets};
     ss_err err = {0};
     char *json = NULL;

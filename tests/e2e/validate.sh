@@ -124,5 +124,27 @@ PY
 check "errors and medians equal those recomputed from run --json ($(tail -3 "$d/py.txt"))" \
     '[ "$(cat "$d/py.txt")" = ok ]'
 
+# --fit: each value's medians are those of validate --set KEY=VALUE over the
+# same files, and the fitted value is the one with the least median |error|
+fitv="topology.device.gemm_efficiency"
+"$bin" validate "${files[@]}" --fit "$fitv=0.6,0.7" >"$d/fit.txt" 2>"$d/fit.err"
+rc=$?
+fit_ok=1
+best=; least=
+for v in 0.6 0.7; do
+  "$bin" validate "${files[@]}" --set "$fitv=$v" --json "$d/fit-$v.json" >/dev/null
+  m=$(python3 -c "import json; print('%.1f' % json.load(open('$d/fit-$v.json'))['overall']['step_time']['median_abs_error_pct'])")
+  grep -Eq "^  $v +$m%" "$d/fit.txt" || fit_ok=0
+  if [ -z "$least" ] || python3 -c "import sys; sys.exit(0 if $m < $least else 1)"; then least=$m; best=$v; fi
+done
+check "--fit: each value's median is validate --set's, the least one fitted, with the cross-validation" \
+    '[ $rc -eq 0 ] && [ $fit_ok -eq 1 ] && grep -q "^fitted, all sources:   $fitv = $best:" "$d/fit.txt" && grep -q "^leave one source out:" "$d/fit.txt" && grep -q "fit: $fitv=0.7 (2 of 2)" "$d/fit.err"'
+"$bin" validate "${files[@]}" --fit "$fitv=0.6:0.5:0.1" >/dev/null 2>"$d/fit.err"
+rc=$?
+check "--fit: a bad range exits 2 naming it" '[ $rc -eq 2 ] && grep -q "expected LO:HI:STEP" "$d/fit.err"'
+"$bin" validate "${files[@]}" --fit "$fitv=0.6" --json "$d/x.json" >/dev/null 2>&1
+rc=$?
+check "--fit with --json exits 2" '[ $rc -eq 2 ] && [ ! -e "$d/x.json" ]'
+
 echo "validate: $checks checks, $fails failed"
 [ "$fails" -eq 0 ]
