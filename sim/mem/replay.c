@@ -45,16 +45,24 @@ static int mev_cmp(const void *a, const void *b)
 }
 
 /* The state of one replay. */
+struct mem_view {
+    const trc *t;
+    uint32_t rank;
+    mev *ev; /* the rank's memory events in the order the allocator sees them */
+    size_t nev;
+    uint32_t *stream; /* per tensor: the stream it is served on */
+};
+
 typedef struct rp {
     const trc *t;
     uint32_t rank, nt;
     const prog_tensor *ts;
     const mem_cfg *cfg;
-    mev *ev;
+    const mev *ev;
     size_t nev;
     uint8_t *live;
     uint32_t *blk;    /* per tensor: its block in the caching model */
-    uint32_t *stream; /* per tensor: the stream it is served on */
+    const uint32_t *stream;
     mem_cache *c;
     ss_bytes ideal;
     ss_err *err;
@@ -64,30 +72,75 @@ typedef struct rp {
     uint32_t nowner;
 } rp;
 
-static int collect(rp *r)
+/* The events of v->rank, sorted: time, then engine order, an op's
+ * allocations before its own issue-time frees. */
+static int collect(mem_view *v, ss_err *err)
 {
-    const prog *p = r->t->p;
-    const prog_op *ops = prog_ops(p, r->rank);
-    const prog_mem *mems = prog_mems(p, r->rank);
+    const prog *p = v->t->p;
+    const prog_op *ops = prog_ops(p, v->rank);
+    const prog_mem *mems = prog_mems(p, v->rank);
+    uint32_t nt = prog_ntensors(p, v->rank);
     size_t total = 0;
-    for (uint32_t i = 0; i < prog_nops(p, r->rank); i++) total += ops[i].nmem;
-    r->ev = malloc((total ? total : 1) * sizeof *r->ev);
-    if (!r->ev) return ss_fail(r->err, SS_E_NOMEM, NULL, "out of memory replaying memory");
-    for (uint32_t i = 0; i < r->nt; i++) r->stream[i] = PROG_COMPUTE;
-    for (uint32_t i = 0; i < prog_nops(p, r->rank); i++) {
-        const trc_op *o = &r->t->ops[r->rank][i];
+    for (uint32_t i = 0; i < prog_nops(p, v->rank); i++) total += ops[i].nmem;
+    v->ev = malloc((total ? total : 1) * sizeof *v->ev);
+    v->stream = malloc((nt ? nt : 1) * sizeof *v->stream);
+    if (!v->ev || !v->stream) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory replaying memory");
+    for (uint32_t i = 0; i < nt; i++) v->stream[i] = PROG_COMPUTE;
+    for (uint32_t i = 0; i < prog_nops(p, v->rank); i++) {
+        const trc_op *o = &v->t->ops[v->rank][i];
         for (uint32_t m = 0; m < ops[i].nmem; m++) {
             const prog_mem *pm = &mems[ops[i].mem0 + m];
-            mev e = {o->issue, o->start, o->seq_issue, 0, (uint32_t)r->nev, i, pm->tensor, 1};
+            mev e = {o->issue, o->start, o->seq_issue, 0, (uint32_t)v->nev, i, pm->tensor, 1};
             if (pm->act == PROG_FREE_AT_ISSUE) e.sub = 1, e.alloc = 0;
             if (pm->act == PROG_FREE_AT_END)
                 e.t = e.shown = o->end, e.seq = o->seq_end, e.alloc = 0;
-            if (e.alloc && ops[i].stream != PROG_HOST) r->stream[pm->tensor] = ops[i].stream;
-            r->ev[r->nev++] = e;
+            if (e.alloc && ops[i].stream != PROG_HOST) v->stream[pm->tensor] = ops[i].stream;
+            v->ev[v->nev++] = e;
         }
     }
-    qsort(r->ev, r->nev, sizeof *r->ev, mev_cmp);
+    qsort(v->ev, v->nev, sizeof *v->ev, mev_cmp);
     return SS_OK;
+}
+
+int mem_view_new(const trc *t, uint32_t rank, mem_view **out, ss_err *err)
+{
+    mem_view *v = calloc(1, sizeof *v);
+    if (!v) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory replaying memory");
+    v->t = t;
+    v->rank = rank;
+    int rc = collect(v, err);
+    if (rc) {
+        mem_view_free(v);
+        return rc;
+    }
+    *out = v;
+    return SS_OK;
+}
+
+void mem_view_free(mem_view *v)
+{
+    if (!v) return;
+    free(v->ev);
+    free(v->stream);
+    free(v);
+}
+
+/* The engine's sequence numbers only ordered the events; what the replay
+ * reads of an event is the rest, so equal rests in equal order replay
+ * alike. The program (tensors, ops, streams) must be one too. */
+bool mem_view_same(const mem_view *a, const mem_view *b)
+{
+    if (a->t->p != b->t->p ||
+        prog_rank_source(a->t->p, a->rank) != prog_rank_source(b->t->p, b->rank) ||
+        a->nev != b->nev)
+        return false;
+    for (size_t i = 0; i < a->nev; i++) {
+        const mev *x = &a->ev[i], *y = &b->ev[i];
+        if (x->t != y->t || x->shown != y->shown || x->sub != y->sub || x->idx != y->idx ||
+            x->op != y->op || x->tensor != y->tensor || x->alloc != y->alloc)
+            return false;
+    }
+    return true;
 }
 
 static ss_bytes reported(const rp *r)
@@ -276,25 +329,22 @@ static int measure(rp *r, mem_rank *m)
     return peak_live(r, m, peak_ev);
 }
 
-int mem_replay(const trc *t, uint32_t rank, const mem_cfg *cfg, mem_rank *out, ss_err *err)
+int mem_replay_view(const mem_view *v, const mem_cfg *cfg, mem_rank *out, ss_err *err)
 {
-    rp r = {.t = t, .rank = rank, .cfg = cfg, .err = err};
-    r.ts = prog_tensors(t->p, rank);
-    r.nt = prog_ntensors(t->p, rank);
+    rp r = {.t = v->t, .rank = v->rank, .cfg = cfg, .err = err, .ev = v->ev, .nev = v->nev,
+            .stream = v->stream};
+    r.ts = prog_tensors(v->t->p, v->rank);
+    r.nt = prog_ntensors(v->t->p, v->rank);
     size_t n = r.nt ? r.nt : 1;
     r.live = calloc(n, 1);
     r.blk = calloc(n, sizeof *r.blk);
-    r.stream = calloc(n, sizeof *r.stream);
     mem_cache_cfg cc = {cfg->expandable_segments, cfg->capacity};
     mem_rank m = {.peak_op = UINT32_MAX, .oom_op = UINT32_MAX};
-    int rc = !r.live || !r.blk || !r.stream ? ss_fail(err, SS_E_NOMEM, NULL, "out of memory")
-                                            : mem_cache_new(&r.c, &cc, err);
-    if (!rc) rc = collect(&r);
+    int rc = !r.live || !r.blk ? ss_fail(err, SS_E_NOMEM, NULL, "out of memory")
+                               : mem_cache_new(&r.c, &cc, err);
     if (!rc) rc = measure(&r, &m);
-    free(r.ev);
     free(r.live);
     free(r.blk);
-    free(r.stream);
     free(r.owner);
     mem_cache_free(r.c);
     if (rc) {
@@ -302,6 +352,29 @@ int mem_replay(const trc *t, uint32_t rank, const mem_cfg *cfg, mem_rank *out, s
         return rc;
     }
     *out = m;
+    return SS_OK;
+}
+
+int mem_replay(const trc *t, uint32_t rank, const mem_cfg *cfg, mem_rank *out, ss_err *err)
+{
+    mem_view *v = NULL;
+    int rc = mem_view_new(t, rank, &v, err);
+    if (!rc) rc = mem_replay_view(v, cfg, out, err);
+    mem_view_free(v);
+    return rc;
+}
+
+int mem_rank_copy(const mem_rank *from, mem_rank *to, ss_err *err)
+{
+    *to = *from;
+    to->series = NULL, to->nseries = 0;
+    to->peak_live = malloc((from->npeak_live ? from->npeak_live : 1) * sizeof *to->peak_live);
+    if (!to->peak_live) {
+        to->npeak_live = 0;
+        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    }
+    if (from->npeak_live)
+        memcpy(to->peak_live, from->peak_live, from->npeak_live * sizeof *to->peak_live);
     return SS_OK;
 }
 

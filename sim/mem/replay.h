@@ -95,4 +95,19 @@ void mem_series_thin(const mem_rank *m, size_t max, void (*f)(void *ctx, const m
 int mem_replay(const trc *t, uint32_t rank, const mem_cfg *cfg, mem_rank *out, ss_err *err);
 void mem_rank_fini(mem_rank *m);
 
+/* The allocator's view of one rank's step: its memory events in the order
+ * the replay applies them, with the times it shows them. Ranks that run one
+ * program (prog_rank_share: a layout's stage) often see it at the same
+ * times; where two views are the same (mem_view_same: same program, same
+ * events, same times, same order) the replays give the same figures, so a
+ * caller replays one and copies it (mem_rank_copy: the live set duplicated,
+ * no series). mem_replay is mem_view_new, mem_replay_view, mem_view_free. */
+typedef struct mem_view mem_view;
+
+int mem_view_new(const trc *t, uint32_t rank, mem_view **out, ss_err *err);
+void mem_view_free(mem_view *v);
+bool mem_view_same(const mem_view *a, const mem_view *b);
+int mem_replay_view(const mem_view *v, const mem_cfg *cfg, mem_rank *out, ss_err *err);
+int mem_rank_copy(const mem_rank *from, mem_rank *to, ss_err *err);
+
 #endif

@@ -58,10 +58,21 @@ static void count_colls(const trc *t, sum_report *r)
     }
 }
 
-/* Rank k's memory: replayed from the trace, or (a rank folded away) rank
- * 0's figures without its series and live set, which only rank 0 shows. */
+static void peak_op_name(const trc *t, uint32_t k, sum_rank *x)
+{
+    uint32_t po = x->mem.peak_op;
+    snprintf(x->peak_op, sizeof x->peak_op, "%s",
+             po == UINT32_MAX ? "(step start)" : prog_str_get(t->p, prog_ops(t->p, k)[po].name));
+}
+
+/* Rank k's memory, replayed from the trace, or a copy of the figures of
+ * the rank whose program it runs where the allocator sees the same events
+ * at the same times (mem_view_same; that rank's view is kept in views[]
+ * when keep[] says another rank runs its program). A rank
+ * folded away gets rank 0's figures without its series and live set,
+ * which only rank 0 shows. */
 static int rank_mem(const spec_scenario *s, const trc *t, uint32_t k, bool series_all,
-                    sum_report *r, ss_err *err)
+                    const bool *keep, mem_view **views, sum_report *r, ss_err *err)
 {
     sum_rank *x = &r->ranks[k];
     if (k >= t->nranks) {
@@ -73,15 +84,42 @@ static int rank_mem(const spec_scenario *s, const trc *t, uint32_t k, bool serie
     }
     mem_cfg mc = {(mem_model)s->alloc_model, s->expandable_segments, s->capacity_bytes,
                   k == 0 || series_all, NULL};
-    int rc = mem_replay(t, k, &mc, &x->mem, err);
-    uint32_t po = x->mem.peak_op;
-    snprintf(x->peak_op, sizeof x->peak_op, "%s",
-             rc || po == UINT32_MAX ? "(step start)" : prog_str_get(t->p, prog_ops(t->p, k)[po].name));
+    mem_view *v = NULL;
+    int rc = mem_view_new(t, k, &v, err);
+    uint32_t src = prog_rank_source(t->p, k);
+    if (!rc && !mc.series && src != k && views[src] && mem_view_same(views[src], v)) {
+        mem_view_free(v);
+        rc = mem_rank_copy(&r->ranks[src].mem, &x->mem, err);
+        memcpy(x->peak_op, r->ranks[src].peak_op, sizeof x->peak_op);
+        return rc;
+    }
+    if (!rc) rc = mem_replay_view(v, &mc, &x->mem, err);
+    if (!rc) peak_op_name(t, k, x);
     if (!rc && x->mem.start != x->mem.end)
         rc = ss_fail(err, SS_E_INTERNAL, NULL,
                      "rank %u: the step starts with %llu bytes allocated and ends "
                      "with %llu: the schedule is not a steady state", k,
                      (unsigned long long)x->mem.start, (unsigned long long)x->mem.end);
+    if (!rc && keep[k]) views[k] = v;
+    else mem_view_free(v);
+    return rc;
+}
+
+/* Views are kept only for ranks whose program a later rank shares. */
+static int ranks_mem(const spec_scenario *s, const trc *t, uint32_t nst, bool series_all,
+                     sum_report *r, ss_err *err)
+{
+    mem_view **views = calloc(t->nranks ? t->nranks : 1, sizeof *views);
+    bool *keep = calloc(t->nranks ? t->nranks : 1, sizeof *keep);
+    int rc = !views || !keep ? ss_fail(err, SS_E_NOMEM, NULL, "out of memory") : SS_OK;
+    for (uint32_t k = 0; !rc && k < t->nranks; k++)
+        if (prog_rank_source(t->p, k) != k) keep[prog_rank_source(t->p, k)] = true;
+    for (uint32_t k = 0; k < nst && !rc; k++) {
+        rc = rank_mem(s, t, k, series_all, keep, views, r, err);
+    }
+    for (uint32_t k = 0; views && k < t->nranks; k++) mem_view_free(views[k]);
+    free(views);
+    free(keep);
     return rc;
 }
 
@@ -97,8 +135,8 @@ int sum_build(const spec_scenario *s, const trc *t, const st_bytes *st, uint32_t
     for (uint32_t k = 0; k < nst && !rc; k++) {
         r.ranks[k].st = st[k];
         if (k < t->nranks) r.nops += prog_nops(t->p, k);
-        rc = rank_mem(s, t, k, series_all, &r, err);
     }
+    if (!rc) rc = ranks_mem(s, t, nst, series_all, &r, err);
     if (rc) {
         sum_fini(&r);
         return rc;

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "../../sim/eng/eng.h"
+#include "../../sim/mem/replay.h"
 #include "../../sim/io/scenario.h"
 #include "../../sim/net/net.h"
 #include "../../sim/plan/plan.h"
@@ -247,6 +248,57 @@ static void test_variation_simulates_every_rank(void **state)
     spec_scenario_fini(&s);
 }
 
+/* The ranks of a layout's stage run one program; where the allocator sees
+ * a rank's events at its source's times, the summary copies the source's
+ * figures instead of replaying (summary.c, mem_view_same). Each simulated
+ * rank's figures equal its own replay, field by field and tensor by
+ * tensor, and the copy is taken: on the 405B Megatron-Bridge row (tp 8,
+ * cp 2, pp 8: 128 simulated ranks, 8 programs) most ranks' views match. */
+static void test_memory_copies_equal_replays(void **state)
+{
+    (void)state;
+    spec_scenario s;
+    run_result r;
+    load_run("published/megatron-bridge-25.11-llama3.1-405b-tp8-pp8-vp8-cp2-ep1-dp8-fp8cs-1024xh100.json",
+             NULL, 0, &s, &r);
+    const trc *t = r.t;
+    uint32_t same = 0;
+    ss_err err;
+    for (uint32_t k = 0; k < t->nranks; k++) {
+        mem_cfg mc = {(mem_model)s.alloc_model, s.expandable_segments, s.capacity_bytes, false, NULL};
+        mem_rank m;
+        assert_int_equal(mem_replay(t, k, &mc, &m, &err), SS_OK);
+        const mem_rank *x = &r.sum.ranks[k].mem;
+        assert_int_equal(m.start, x->start);
+        assert_int_equal(m.end, x->end);
+        assert_int_equal(m.peak, x->peak);
+        assert_int_equal(m.peak_reserved, x->peak_reserved);
+        assert_int_equal(m.ideal_peak, x->ideal_peak);
+        assert_int_equal(m.peak_t, x->peak_t);
+        assert_int_equal(m.peak_op, x->peak_op);
+        assert_int_equal(m.ooms, x->ooms);
+        assert_memory_equal(m.peak_by_cat, x->peak_by_cat, sizeof m.peak_by_cat);
+        assert_int_equal(m.npeak_live, x->npeak_live);
+        assert_memory_equal(m.peak_live, x->peak_live, m.npeak_live * sizeof *m.peak_live);
+        mem_rank_fini(&m);
+        uint32_t src = prog_rank_source(t->p, k);
+        if (src == k) continue;
+        mem_view *a = NULL, *b = NULL;
+        assert_int_equal(mem_view_new(t, src, &a, &err), SS_OK);
+        assert_int_equal(mem_view_new(t, k, &b, &err), SS_OK);
+        same += mem_view_same(a, b);
+        assert_false(mem_view_same(a, b) && k == 0);
+        mem_view_free(a);
+        mem_view_free(b);
+    }
+    print_message("  405B tp8 cp2 pp8: %u of %u simulated ranks copy their source's figures\n",
+                  same, t->nranks);
+    assert_int_equal(t->nranks, 128);
+    assert_true(same >= t->nranks / 2);
+    run_fini(&r);
+    spec_scenario_fini(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -257,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_fsdp2_even_folds),
         cmocka_unit_test(test_link_classes_change_nothing),
         cmocka_unit_test(test_variation_simulates_every_rank),
+        cmocka_unit_test(test_memory_copies_equal_replays),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
