@@ -56,6 +56,8 @@ static int row_add(val_report *r, const char *file, const spec_scenario *s, ss_e
     size_t len = strlen(w->name);
     if (len > 5 && !strcmp(w->name + len - 5, ".json")) w->name[len - 5] = '\0';
     snprintf(w->source, sizeof w->source, "%s", m->source);
+    snprintf(w->cls, sizeof w->cls, "%.60s %s %s", s->topo.device.name,
+             spec_strategy_names[s->shard.strategy], spec_kernels_names[s->kernels]);
     w->step = (val_fig){m->has_step, m->step_s, 0, 0};
     w->alloc = (val_fig){m->has_alloc, m->alloc_gib, 0, 0};
     w->reserved = (val_fig){m->has_reserved, m->reserved_gib, 0, 0};
@@ -181,9 +183,14 @@ int val_run(val_report *r, unsigned threads, ss_err *err)
 
 /* ---- statistics ---- */
 
-/* The step and memory errors of the rows whose source is `source` (every
- * row when NULL) into g. */
-static int group_stats(const val_report *r, const char *source, val_group *g, ss_err *err)
+static const char *row_key(const val_row *w, bool cls)
+{
+    return cls ? w->cls : w->source;
+}
+
+/* The step and memory errors of the rows whose source (or class, with cls)
+ * is `key` (every row when NULL) into g. */
+static int group_stats(const val_report *r, bool cls, const char *key, val_group *g, ss_err *err)
 {
     double *st = malloc((r->nrows + 1) * sizeof *st), *mem = malloc((2 * r->nrows + 1) * sizeof *mem);
     size_t ns = 0, nm = 0;
@@ -194,7 +201,7 @@ static int group_stats(const val_report *r, const char *source, val_group *g, ss
     }
     for (size_t i = 0; i < r->nrows; i++) {
         const val_row *w = &r->rows[i];
-        if (source && strcmp(w->source, source)) continue;
+        if (key && strcmp(row_key(w, cls), key)) continue;
         if (w->step.has) st[ns++] = w->step.err_pct;
         if (w->alloc.has) mem[nm++] = w->alloc.err_pct;
         if (w->reserved.has) mem[nm++] = w->reserved.err_pct;
@@ -212,28 +219,55 @@ static int group_stats(const val_report *r, const char *source, val_group *g, ss
     return SS_OK;
 }
 
-int val_stats(val_report *r, ss_err *err)
+static int cmp_group(const void *a, const void *b)
+{
+    return strcmp(((const val_group *)a)->source, ((const val_group *)b)->source);
+}
+
+/* One group per distinct key (source, or class with cls), first-seen order;
+ * *out is the caller's. */
+static int groups_by(const val_report *r, bool cls, val_group **out, size_t *nout, ss_err *err)
 {
     val_group *g = calloc(r->nrows ? r->nrows : 1, sizeof *g);
     size_t ng = 0;
     int rc = SS_OK;
     if (!g) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     for (size_t i = 0; i < r->nrows; i++) {
+        const char *key = row_key(&r->rows[i], cls);
         size_t k = 0;
-        while (k < ng && strcmp(g[k].source, r->rows[i].source)) k++;
-        if (k == ng) snprintf(g[ng++].source, sizeof g->source, "%s", r->rows[i].source);
+        while (k < ng && strcmp(g[k].source, key)) k++;
+        if (k == ng) snprintf(g[ng++].source, sizeof g->source, "%s", key);
     }
-    for (size_t k = 0; k < ng && !rc; k++) rc = group_stats(r, g[k].source, &g[k], err);
-    val_group all;
-    memset(&all, 0, sizeof all);
-    if (!rc) rc = group_stats(r, NULL, &all, err);
+    for (size_t k = 0; k < ng && !rc; k++) rc = group_stats(r, cls, g[k].source, &g[k], err);
     if (rc) {
         free(g);
         return rc;
     }
+    *out = g;
+    *nout = ng;
+    return SS_OK;
+}
+
+int val_stats(val_report *r, ss_err *err)
+{
+    val_group *g = NULL, *c = NULL, all;
+    size_t ng = 0, nc = 0;
+    memset(&all, 0, sizeof all);
+    int rc = groups_by(r, false, &g, &ng, err);
+    if (!rc) rc = groups_by(r, true, &c, &nc, err);
+    if (!rc) rc = group_stats(r, false, NULL, &all, err);
+    if (rc) {
+        free(g);
+        free(c);
+        return rc;
+    }
+    qsort(c, nc, sizeof *c, cmp_group);
     free(r->groups);
+    free(r->classes);
     r->groups = g;
     r->ngroups = ng;
+    r->classes = c;
+    r->nclasses = nc;
     r->all = all;
     return SS_OK;
 }
@@ -355,8 +389,12 @@ void val_text(const val_report *r, FILE *f)
     int wl = 28; /* the groups' labels, at least the width it always had */
     for (size_t k = 0; k < r->ngroups; k++)
         if ((int)strlen(r->groups[k].source) > wl) wl = (int)strlen(r->groups[k].source);
+    for (size_t k = 0; k < r->nclasses; k++)
+        if ((int)strlen(r->classes[k].source) > wl) wl = (int)strlen(r->classes[k].source);
     for (size_t k = 0; k < r->ngroups; k++) text_stat(r->groups[k].source, wl, &r->groups[k], f);
     text_stat("overall", wl, &r->all, f);
+    if (r->nclasses) fprintf(f, "\nthe same rows by device, runtime and kernels:\n");
+    for (size_t k = 0; k < r->nclasses; k++) text_stat(r->classes[k].source, wl, &r->classes[k], f);
     fprintf(f, "\n");
     check_kind(r, false, f);
     check_kind(r, true, f);
@@ -410,6 +448,16 @@ static void md_write(const val_report *r, FILE *f)
         md_stat(&g->mem, f);
         fprintf(f, "\n");
     }
+    if (r->nclasses)
+        fprintf(f, "\n| device, runtime, kernels | step n | median abs error | median signed | "
+                   "memory n | median abs error | median signed |\n"
+                   "|---|---:|---:|---:|---:|---:|---:|\n");
+    for (size_t k = 0; k < r->nclasses; k++) {
+        fprintf(f, "| %s |", r->classes[k].source);
+        md_stat(&r->classes[k].step, f);
+        md_stat(&r->classes[k].mem, f);
+        fprintf(f, "\n");
+    }
     fprintf(f, "\n```\n");
     check_kind(r, false, f);
     check_kind(r, true, f);
@@ -458,6 +506,7 @@ static cJSON *json_row(const val_row *w)
     cJSON_AddStringToObject(o, "scenario", w->name);
     cJSON_AddStringToObject(o, "file", w->file);
     cJSON_AddStringToObject(o, "source", w->source);
+    cJSON_AddStringToObject(o, "class", w->cls);
     json_fig(o, "step_time", &w->step, "s");
     cJSON *sp = cJSON_AddObjectToObject(o, "split");
     cJSON_AddNumberToObject(sp, "compute_s", w->compute_s);
@@ -474,10 +523,10 @@ static cJSON *json_row(const val_row *w)
     return o;
 }
 
-static cJSON *json_group(const val_group *g)
+static cJSON *json_group(const val_group *g, const char *key)
 {
     cJSON *o = cJSON_CreateObject();
-    if (g->source[0]) cJSON_AddStringToObject(o, "source", g->source);
+    if (g->source[0]) cJSON_AddStringToObject(o, key, g->source);
     json_stat(o, "step_time", &g->step);
     json_stat(o, "memory", &g->mem);
     return o;
@@ -495,8 +544,12 @@ char *val_json(const val_report *r)
     cJSON *rows = cJSON_AddArrayToObject(root, "rows");
     for (size_t i = 0; i < r->nrows; i++) cJSON_AddItemToArray(rows, json_row(&r->rows[i]));
     cJSON *src = cJSON_AddArrayToObject(root, "sources");
-    for (size_t k = 0; k < r->ngroups; k++) cJSON_AddItemToArray(src, json_group(&r->groups[k]));
-    cJSON_AddItemToObject(root, "overall", json_group(&r->all));
+    for (size_t k = 0; k < r->ngroups; k++)
+        cJSON_AddItemToArray(src, json_group(&r->groups[k], "source"));
+    cJSON_AddItemToObject(root, "overall", json_group(&r->all, "source"));
+    cJSON *cls = cJSON_AddArrayToObject(root, "classes");
+    for (size_t k = 0; k < r->nclasses; k++)
+        cJSON_AddItemToArray(cls, json_group(&r->classes[k], "class"));
     cJSON_AddBoolToObject(root, "step_time_pass", check_kind(r, false, NULL));
     cJSON_AddBoolToObject(root, "memory_pass", check_kind(r, true, NULL));
     cJSON_AddBoolToObject(root, "pass", val_pass(r));
@@ -510,5 +563,6 @@ void val_fini(val_report *r)
     if (!r) return;
     free(r->rows);
     free(r->groups);
+    free(r->classes);
     memset(r, 0, sizeof *r);
 }

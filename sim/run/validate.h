@@ -17,6 +17,10 @@
  * per memory figure it gives (peak allocated, peak reserved: the largest
  * over ranks, memory.max_peak_*_bytes of the summary). Memory is in GiB.
  *
+ * Rows are also grouped by class: the device, the runtime (the sharding
+ * strategy) and the kernel set (training.kernels) the scenario runs, as
+ * "H100-SXM5-80GB fsdp eager". Classes are a view, not a threshold.
+ *
  * Thresholds (the fidelity issue's): over all rows median |error| <= 10%
  * and |median signed error| <= 5%; every source's median |error| <= 20%;
  * checked for step time and memory separately, only where there are
@@ -51,6 +55,7 @@ typedef struct val_row {
     char file[1024];
     char name[VAL_NAME_MAX];   /* the file's base name without .json */
     char source[VAL_NAME_MAX];
+    char cls[VAL_NAME_MAX];    /* "device runtime kernels", e.g. "H100-SXM5-80GB fsdp eager" */
     val_fig step;              /* seconds */
     val_fig alloc, reserved;   /* GiB */
     val_fig mfu;               /* fractions; no error computed (kept for JSON) */
@@ -68,7 +73,7 @@ typedef struct val_stat {
 } val_stat;
 
 typedef struct val_group {
-    char source[VAL_NAME_MAX]; /* "" for the overall group */
+    char source[VAL_NAME_MAX]; /* the source, or the class (val_report.classes); "" overall */
     val_stat step, mem;
 } val_group;
 
@@ -82,6 +87,10 @@ typedef struct val_report {
     size_t nrows;
     val_group *groups; /* one per source, in first-seen row order */
     size_t ngroups;
+    val_group *classes; /* one per row class (device, runtime, kernels), sorted by name:
+                           the same errors cut across sources, so that a device or
+                           a runtime that errs one way shows */
+    size_t nclasses;
     val_group all;
 } val_report;
 
@@ -103,8 +112,8 @@ int val_collect(const char *const *paths, size_t npaths, const char *def, val_re
  * errors. The first failing row's error is returned. */
 int val_run(val_report *r, unsigned threads, ss_err *err);
 
-/* Group by source and compute the medians from the rows' figures (the rows
- * may be filled by hand, as the tests do). */
+/* Group by source and by class and compute the medians from the rows'
+ * figures (the rows may be filled by hand, as the tests do). */
 int val_stats(val_report *r, ss_err *err);
 
 /* The table, the per-source and overall lines and the PASS/FAIL lines. */

@@ -117,6 +117,21 @@ same("memory median abs", o["memory"]["median_abs_error_pct"], statistics.median
 ov = next(l for l in text if l.strip().startswith("overall"))
 if f"{statistics.median(mems):+6.1f}%" not in ov:
     bad.append(f"overall line lacks the memory median: {ov}")
+# classes: "device runtime kernels" from each summary, the same medians
+by = {}
+for n in names:
+    s = json.load(open(f"{d}/{n}.sum.json"))
+    if rows[n]["class"].split(" ")[-2:] != [s["strategy"], s["time"]["kernels"]]:
+        bad.append(f"{n}: class {rows[n]['class']!r} is not {s['strategy']} {s['time']['kernels']}")
+    if "step_time" in rows[n]:
+        by.setdefault(rows[n]["class"], []).append(rows[n]["step_time"]["error_pct"])
+for c in v["classes"]:
+    e = by.pop(c["class"], [])
+    if c["step_time"]["n"]:
+        same(f"class {c['class']} step n", c["step_time"]["n"], len(e))
+        same(f"class {c['class']} signed", c["step_time"]["median_signed_error_pct"], statistics.median(e))
+if by:
+    bad.append(f"classes missing from the report: {sorted(by)}")
 if len(steps) != 2 or len(mems) != 3:
     bad.append(f"expected 2 step and 3 memory samples, found {len(steps)}, {len(mems)}")
 print("\n".join(bad) if bad else "ok")

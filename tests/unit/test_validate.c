@@ -1,6 +1,7 @@
 /* validate's statistics on rows made by hand: the median of odd and even
  * counts, signed vs absolute medians, per-source grouping (step time and
- * memory apart, a row with no step time left out of the step figures), and
+ * memory apart, a row with no step time left out of the step figures), the
+ * classes across sources, and
  * the thresholds. Every expected median is worked out in the comments from
  * the rows' errors. */
 #include <setjmp.h>
@@ -115,6 +116,42 @@ static void test_groups(void **state)
     assert_float_equal(r.groups[0].step.med_abs, 30.0, 1e-12); /* 60 50 30 10 4 */
     assert_false(val_pass(&r));
     free(r.groups);
+    free(r.classes);
+}
+
+/* Classes cut across sources: the rows of one device, runtime and kernel
+ * set whatever their source, sorted by name. */
+static void test_classes(void **state)
+{
+    (void)state;
+    val_row rows[] = {
+        row("a", true, -20, false, 0, false, 0), row("b", true, -10, true, 4, false, 0),
+        row("a", true, 2, false, 0, false, 0),   row("c", true, -14, false, 0, false, 0),
+    };
+    const char *cls[] = {"H100 fsdp eager", "H100 fsdp eager", "A100 fsdp eager", "H100 fsdp eager"};
+    for (int i = 0; i < 4; i++) snprintf(rows[i].cls, sizeof rows[i].cls, "%s", cls[i]);
+    val_report r;
+    memset(&r, 0, sizeof r);
+    r.rows = rows;
+    r.nrows = 4;
+    assert_int_equal(val_stats(&r, NULL), SS_OK);
+    assert_int_equal(r.ngroups, 3);
+    assert_int_equal(r.nclasses, 2);
+    /* sorted: A100 first, though its row came third */
+    assert_string_equal(r.classes[0].source, "A100 fsdp eager");
+    assert_int_equal(r.classes[0].step.n, 1);
+    assert_float_equal(r.classes[0].step.med_signed, 2.0, 1e-12);
+    /* H100: -20 (a), -10 (b), -14 (c): signed median -14, |.| 14; memory 4 */
+    assert_string_equal(r.classes[1].source, "H100 fsdp eager");
+    assert_int_equal(r.classes[1].step.n, 3);
+    assert_float_equal(r.classes[1].step.med_signed, -14.0, 1e-12);
+    assert_float_equal(r.classes[1].step.med_abs, 14.0, 1e-12);
+    assert_int_equal(r.classes[1].mem.n, 1);
+    char *j = val_json(&r);
+    assert_non_null(j);
+    assert_non_null(strstr(j, "\"class\":\t\"H100 fsdp eager\""));
+    free(j);
+    val_fini(&(val_report){.groups = r.groups, .classes = r.classes});
 }
 
 /* A signed median far from zero fails on its own, though |error| is small
@@ -137,11 +174,13 @@ static void test_signed_threshold(void **state)
     assert_non_null(strstr(j, "\"pass\":\tfalse"));
     free(j);
     free(r.groups);
+    free(r.classes);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_median), cmocka_unit_test(test_groups),
+                                       cmocka_unit_test(test_classes),
                                        cmocka_unit_test(test_signed_threshold)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
