@@ -270,6 +270,7 @@ static uint32_t map_segment(mem_cache *c, ss_bytes size, bool small, uint32_t st
 {
     if (c->cfg.capacity && c->st.reserved + size > c->cfg.capacity) {
         release_cached(c);
+        c->st.retries++;
         if (c->st.reserved + size > c->cfg.capacity) {
             *oom = true;
             c->st.ooms++;
@@ -393,6 +394,7 @@ void mem_cache_reset_peaks(mem_cache *c)
     c->st.peak_reserved = c->st.reserved;
     c->st.segments_mapped = 0;
     c->st.ooms = 0;
+    c->st.retries = 0;
 }
 
 typedef struct head {

@@ -15,8 +15,9 @@
  *   - a freed block merges with free neighbours of its segment; it is reused
  *     only by its own stream (callers delay the free for record_stream);
  *   - over capacity, fully free segments are released (empty_cache) before
- *     a new one is mapped; if that is not enough the request is an OOM: it is
- *     recorded and still served, so the rest of the step can be measured;
+ *     a new one is mapped (a retry, torch's num_alloc_retries); if that is
+ *     not enough the request is an OOM: it is recorded and still served, so
+ *     the rest of the step can be measured;
  *   - expandable_segments: the large pool of each stream is one segment that
  *     grows in 2 MiB pages at its end.
  * Constants: c10/cuda/CUDACachingAllocator.cpp (kMinBlockSize, kSmallSize,
@@ -50,6 +51,8 @@ typedef struct mem_cache_stats {
     ss_bytes peak_allocated, peak_reserved; /* since the last reset */
     uint64_t segments_mapped;               /* cudaMalloc calls since reset */
     uint64_t ooms;                          /* requests over capacity since reset */
+    uint64_t retries; /* requests served only after freeing the cached segments
+                         (torch's num_alloc_retries) since reset */
 } mem_cache_stats;
 
 /* What the allocator did, in the terms of PyTorch's memory history

@@ -324,6 +324,7 @@ static int measure(rp *r, mem_rank *m)
     mem_cache_set_hook(r->c, NULL, NULL);
     if (tap && r->cfg->tap->segment && (rc = tap_end(r))) return rc;
     m->end = reported(r);
+    if (r->cfg->model != MEM_MODEL_IDEAL) m->retries = mem_cache_get_stats(r->c).retries;
     m->peak_reserved = r->cfg->model == MEM_MODEL_IDEAL ? m->peak
                                                         : mem_cache_get_stats(r->c).peak_reserved;
     return peak_live(r, m, peak_ev);

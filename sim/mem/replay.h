@@ -77,6 +77,7 @@ typedef struct mem_rank {
     ss_bytes peak_by_cat[PROG_NMEMCATS]; /* requests rounded to 512 */
     ss_bytes peak_slack;                 /* allocated - sum of the above */
     uint64_t ooms;                       /* requests over capacity */
+    uint64_t retries;                    /* requests served after freeing the cache */
     uint32_t oom_op;                     /* first such op, UINT32_MAX if none */
     uint32_t *peak_live;                 /* tensor ids live at the peak */
     uint32_t npeak_live;

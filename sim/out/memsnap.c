@@ -136,7 +136,8 @@ int msnap_write(const sum_report *r, const trc *t, FILE *f, ss_err *err)
     pk_list(&m.p);
     pk_list(&m.p);
     mem_tap tap = {&m, on_event, on_block};
-    mem_cfg mc = {MEM_MODEL_CACHING, s->expandable_segments, s->capacity_bytes, false, &tap};
+    ss_bytes lim = s->capacity_bytes ? sum_usable_of(s) : 0; /* as summary.c replays */
+    mem_cfg mc = {MEM_MODEL_CACHING, s->expandable_segments, lim, false, &tap};
     mem_rank mr;
     int rc = mem_replay(t, 0, &mc, &mr, err);
     if (rc) return rc;

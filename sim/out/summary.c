@@ -82,8 +82,11 @@ static int rank_mem(const spec_scenario *s, const trc *t, uint32_t k, bool serie
         memcpy(x->peak_op, r->ranks[0].peak_op, sizeof x->peak_op);
         return SS_OK;
     }
-    mem_cfg mc = {(mem_model)s->alloc_model, s->expandable_segments, s->capacity_bytes,
-                  k == 0 || series_all, NULL};
+    /* the allocator runs out where cudaMalloc would refuse: at what the
+     * process can use, where it frees its cached segments and retries */
+    ss_bytes lim = s->capacity_bytes ? sum_usable_of(s) : 0;
+    mem_cfg mc = {(mem_model)s->alloc_model, s->expandable_segments, lim, k == 0 || series_all,
+                  NULL};
     mem_view *v = NULL;
     int rc = mem_view_new(t, k, &v, err);
     uint32_t src = prog_rank_source(t->p, k);
@@ -253,6 +256,7 @@ static cJSON *json_rank(const sum_report *r, uint32_t k)
     add_u64(o, "ideal_peak_bytes", sr->mem.ideal_peak);
     add_u64(o, "init_peak_bytes", sr->init_peak);
     cJSON_AddBoolToObject(o, "fits", rank_fits(r, sr));
+    add_u64(o, "alloc_retries", sr->mem.retries);
     cJSON_AddNumberToObject(o, "peak_time_s", secs(sr->mem.peak_t));
     cJSON_AddStringToObject(o, "peak_op", sr->peak_op);
     cJSON *b = cJSON_AddObjectToObject(o, "peak_breakdown");
@@ -262,15 +266,18 @@ static cJSON *json_rank(const sum_report *r, uint32_t k)
     return o;
 }
 
-typedef enum { MAX_STEADY, MAX_PEAK, MAX_RESERVED, MAX_INIT } max_what;
+typedef enum { MAX_STEADY, MAX_PEAK, MAX_RESERVED, MAX_INIT, MAX_RETRIES } max_what;
 
 static ss_bytes max_of(const sum_report *r, max_what w)
 {
     ss_bytes m = 0;
     for (uint32_t k = 0; k < r->nranks; k++) {
         const mem_rank *x = &r->ranks[k].mem;
-        ss_bytes v = w == MAX_STEADY ? x->end : w == MAX_PEAK ? x->peak
-                     : w == MAX_RESERVED ? x->peak_reserved : r->ranks[k].init_peak;
+        ss_bytes v = w == MAX_STEADY     ? x->end
+                     : w == MAX_PEAK     ? x->peak
+                     : w == MAX_RESERVED ? x->peak_reserved
+                     : w == MAX_RETRIES  ? x->retries
+                                         : r->ranks[k].init_peak;
         if (v > m) m = v;
     }
     return m;
@@ -451,6 +458,7 @@ char *sum_json(const sum_report *r)
     add_u64(mem, "max_peak_reserved_bytes", max_of(r, MAX_RESERVED));
     cJSON_AddStringToObject(mem, "init_mode", spec_init_names[r->s->init_mode]);
     add_u64(mem, "max_init_peak_bytes", max_of(r, MAX_INIT));
+    add_u64(mem, "max_alloc_retries", max_of(r, MAX_RETRIES));
     add_u64(mem, "max_host_bytes_per_node", max_host_per_node(r));
     add_u64(mem, "host_capacity_bytes", r->s->off.host_bytes);
     cJSON_AddBoolToObject(mem, "host_fits", host_fits(r));
@@ -508,6 +516,13 @@ static void text_memory(const sum_report *r, FILE *f)
     if (!sum_fits(r))
         fprintf(f, "  out of memory: the peak reserved exceeds %.2f MiB on some rank\n",
                 mib(usable_bytes(r)));
+    else if (max_of(r, MAX_RETRIES))
+        fprintf(f, "  fits only by freeing cached blocks at the %.2f MiB limit: up to %llu "
+                   "allocation %s a step (torch's num_alloc_retries; each frees the cache "
+                   "and maps anew, and cudaFree waits for the device); expandable_segments or "
+                   "a smaller peak avoid them\n",
+                mib(usable_bytes(r)), (unsigned long long)max_of(r, MAX_RETRIES),
+                max_of(r, MAX_RETRIES) == 1 ? "retry" : "retries");
     if (max_host_per_node(r))
         fprintf(f, "  host memory: %.2f MiB per node of offloaded states (%s; the state columns "
                    "above count them too)%s\n",

@@ -332,6 +332,46 @@ static ss_ns unfused_core(ab *x, plan_block *b, double g, double core, double sc
     return fwd;
 }
 
+/* What eager PyTorch does around SDPA in a Llama-style attention module
+ * (torchtitan's Attention.forward, pytorch/torchtitan 0199cbc1
+ * torchtitan/models/llama/model.py; Hugging Face's and fms's modules do
+ * the same): with fewer KV heads than query heads, repeat_kv expands K and
+ * V to every query head and reshape copies them (forward: read the kvh
+ * heads, write the h heads, for K and V, two kernels; backward: expand's
+ * backward sums the copies back, one kernel each), and SDPA keeps the
+ * expanded K and V instead of the rotary's outputs; the output's
+ * transpose(1, 2).contiguous() before wo is one more copy forward (its
+ * backward is a view), which wo keeps while SDPA keeps its own output.
+ * kv and full are the K and V elements of kvh and of h heads, o the
+ * output's elements. Fused and compiled kernels (Megatron, TE,
+ * torch.compile) read the layouts in place: nothing. LayerNorm models
+ * (GPT-2, MPT, BLOOM) come from other code bases and are left as fused. */
+static void eager_sdpa_layout(ab *x, plan_block *b, uint64_t kv, uint64_t full, uint64_t o)
+{
+    if (!x->eager || x->a->layernorm || !b) return;
+    uint64_t c = x->c;
+    if (full > kv) {
+        eltwise_k(x, b, (kv + full) * c, (full + kv) * c, 2, 2);
+        x->eager_saved += (full - kv) * c;
+    }
+    b->fwd_ns += plan_mem_ns(x->p, 2 * o * c);
+    x->eager_saved += o * c;
+}
+
+/* Autograd sums the input gradients of the k projections one input feeds
+ * (wq, wk and wv; w1 and w3) in k - 1 adds, each reading two tensors and
+ * writing one, backward, where the module writes them as separate
+ * nn.Linear layers (torchtitan, Hugging Face; fms before its fused
+ * projections): the eager Llama-style modules above. n: the elements of
+ * the shared input (the gathered one under sequence parallel). */
+static void eager_fanout(ab *x, plan_block *b, uint32_t k, uint64_t n)
+{
+    if (!x->eager || x->a->layernorm || !b || k < 2) return;
+    ss_ns t = plan_mem_ns(x->p, 3 * (uint64_t)(k - 1) * n * x->c);
+    ss_ns kmin = x->p->s->topo.device.kernel_min_ns * (k - 1);
+    b->bwd_ns += t > kmin ? t : kmin;
+}
+
 /* Saved tensors of attention besides the input (bytes), and the core's
  * output, which selective recomputation drops. */
 static void attention(ab *x, unsigned l)
@@ -403,6 +443,9 @@ static void attention(ab *x, unsigned l)
         b->fwd_ns += core_ns;
         b->bwd_ns += ss_ns_from_s(2.5 * core / plan_attn_rate(x->p, rate_seq, g, true));
     }
+    if (!a->kv_lora_rank && x->p->s->attn_impl != SPEC_ATTN_UNFUSED)
+        eager_sdpa_layout(x, b, kv_saved, t * heads * (dqk + dv), t * heads * dv);
+    if (!a->kv_lora_rank) eager_fanout(x, b, 3, t * h);
     keep(x, b, in + (t * heads * dqk + kv_saved + qk_saved) * x->c + out + lse + probs);
     b->recompute_bytes = out + probs;
     /* selective_op keeps the layer's input and the attention output with
@@ -436,6 +479,7 @@ static void mlp(ab *x, unsigned l)
     norm(x, b, a->hidden);
     mlp_weights(x, b, a->ffn_hidden / x->tp, x->t, true);
     activation(x, b, x->t, a->ffn_hidden / x->tp);
+    eager_fanout(x, b, spec_act_mats(a->act) - 1, x->t * a->hidden); /* gated: w1 and w3 */
     residual(x, b);
     if (!b) return;
     uint64_t inter = spec_act_mats(a->act);

@@ -306,7 +306,11 @@ static void test_a100_attention(void **state)
  * (16 + 2c bytes per query and key element each way instead of 2c). Saved
  * tensors grow by the fp32 upcast and the normalized copy per norm
  * ((4 + c) bytes per element), silu's output (c per FFN element) and the
- * rotary multiply's fp32 input (4 per query and key element). */
+ * rotary multiply's fp32 input (4 per query and key element). And what
+ * torchtitan's Attention.forward does around SDPA (pytorch/torchtitan
+ * 0199cbc1, torchtitan/models/llama/model.py): repeat_kv's expanded copies
+ * of K and V, the output's transpose(1, 2).contiguous(), and autograd's
+ * sums of the input gradients of projections that share an input. */
 static void test_eager_kernels(void **state)
 {
     (void)state;
@@ -321,15 +325,26 @@ static void test_eager_kernels(void **state)
     const plan_block *mf = plan_find(pf, "layers.0.mlp"), *me = plan_find(pe, "layers.0.mlp");
     assert_int_equal(me->fwd_ns - mf->fwd_ns, enorm_f - fnorm_f + plan_mem_ns(pe, 5 * t * f * c) -
                                                   plan_mem_ns(pf, 3 * t * f * c));
+    /* backward also sums w1's and w3's input gradients: one add, 3thc */
     assert_int_equal(me->bwd_ns - mf->bwd_ns, enorm_b - fnorm_b + plan_mem_ns(pe, 9 * t * f * c) -
-                                                  plan_mem_ns(pf, 5 * t * f * c));
+                                                  plan_mem_ns(pf, 5 * t * f * c) +
+                                                  plan_mem_ns(pe, 3 * t * h * c));
     assert_int_equal(me->saved_bytes - mf->saved_bytes, (4 + c) * t * h + t * f * c);
     const plan_block *af = plan_find(pf, "layers.0.attn"), *ae = plan_find(pe, "layers.0.attn");
     uint64_t qk = t * (h + kv);
     ss_ns rope_e = plan_mem_ns(pe, (16 + 2 * c) * qk), rope_f = plan_mem_ns(pf, 2 * qk * c);
-    assert_int_equal(ae->fwd_ns - af->fwd_ns, enorm_f - fnorm_f + rope_e - rope_f);
-    assert_int_equal(ae->bwd_ns - af->bwd_ns, enorm_b - fnorm_b + rope_e - rope_f);
-    assert_int_equal(ae->saved_bytes - af->saved_bytes, (4 + c) * t * h + 4 * qk);
+    /* around SDPA: repeat_kv copies K and V from 8 heads to 32 (read kvs,
+     * write fulls; backward the sum back), the output's contiguous copy
+     * forward (2thc), and backward the sum of wq's, wk's and wv's input
+     * gradients (two adds, 6thc); SDPA keeps the expanded K and V and wo
+     * the copied output */
+    const uint64_t kvs = 2 * t * kv, fulls = 2 * t * h;
+    ss_ns rep = plan_mem_ns(pe, (kvs + fulls) * c), outc = plan_mem_ns(pe, 2 * t * h * c);
+    assert_int_equal(ae->fwd_ns - af->fwd_ns, enorm_f - fnorm_f + rope_e - rope_f + rep + outc);
+    assert_int_equal(ae->bwd_ns - af->bwd_ns, enorm_b - fnorm_b + rope_e - rope_f + rep +
+                                                  plan_mem_ns(pe, 6 * t * h * c));
+    assert_int_equal(ae->saved_bytes - af->saved_bytes,
+                     (4 + c) * t * h + 4 * qk + (fulls - kvs) * c + t * h * c);
     /* Megatron-core, and DeepSpeed inside a pipeline (Megatron-DeepSpeed),
      * run their fused kernels unless told otherwise */
     const char *fused[] = {"megatron-core-r0.8-gpt-1.7b-tp1-pp1-dp48-48xh100.json",
