@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The device files derived from another part's measurements keep the
+# derivation their source states: every file whose attention table says
+# "scaled here by A / B" has each rate of the H100 SXM5 file's table times
+# A / B (to the 0.1 TFLOPS the files carry), and A is its own dense BF16
+# peak and B the SXM's (989.4, NVIDIA H100 datasheet); the PCIe and NVL
+# parts' peaks are their datasheet columns' sparse figures halved (BF16
+# 1,513 and 1,671; FP8 3,026 and 3,341). And a step on the PCIe server
+# runs slower than on the HGX node, its kernels by between the ratio of
+# the BF16 peaks (989.4 / 756.5: GEMMs and attention) and that of the
+# HBM bandwidths (3.35 / 2 TB/s: elementwise work), on the same program.
+. "$(dirname "$0")/lib.sh" "$@"
+if ! command -v python3 >/dev/null; then echo "SKIP: python3 not found"; exit 0; fi
+python3 - >"$d/py.txt" 2>&1 <<'PY'
+import glob, json, re
+base = json.load(open("topologies/devices/h100-sxm5-80gb.json"))
+bpts = {p["seq"]: p for p in base["attention"]["points"]}
+bad, seen = [], 0
+for f in sorted(glob.glob("topologies/devices/*.json")):
+    d = json.load(open(f))
+    m = re.search(r"scaled here by ([0-9.]+) / ([0-9.]+)", d.get("attention", {}).get("source", ""))
+    if not m:
+        continue
+    seen += 1
+    a, b = float(m.group(1)), float(m.group(2))
+    if b != base["peak_tflops"]["bf16"]:
+        bad.append(f"{f}: scaled against {b}, the SXM's peak is {base['peak_tflops']['bf16']}")
+    if d["peak_tflops"]["bf16"] != a:
+        bad.append(f"{f}: scaled by {a} but its bf16 peak is {d['peak_tflops']['bf16']}")
+    for p in d["attention"]["points"]:
+        q = bpts[p["seq"]]
+        for k in ("fwd_tflops", "bwd_tflops", "fwd_full_tflops"):
+            if abs(p[k] - q[k] * a / b) > 0.051:
+                bad.append(f"{f}: seq {p['seq']} {k} {p[k]}, want {q[k] * a / b:.2f}")
+sheet = {"h100-pcie-80gb.json": (1513, 3026, 2000), "h100-nvl-94gb.json": (1671, 3341, 3900)}
+for f, (bf16, fp8, bw) in sheet.items():
+    d = json.load(open("topologies/devices/" + f))
+    if d["peak_tflops"]["bf16"] != bf16 / 2 or d["peak_tflops"]["fp8"] != fp8 / 2 or d["hbm_bw_GBps"] != bw:
+        bad.append(f"{f}: peaks {d['peak_tflops']} / {d['hbm_bw_GBps']} GB/s against the datasheet")
+if seen < 3:
+    bad.append(f"only {seen} derived device files found")
+print("\n".join(bad) if bad else "ok")
+PY
+check "derived device tables are their source times the stated ratio ($(tail -1 "$d/py.txt"))" \
+  '[ "$(cat "$d/py.txt")" = ok ]'
+sxm=scenarios/transformers/llama3-8b-full-shard-8xh100.json
+"$bin" run $sxm --quiet --no-expect --json "$d/sxm.json"
+"$bin" run $sxm --quiet --no-expect --json "$d/pcie.json" \
+  --set "topology={\"file\": \"$PWD/topologies/h100-pcie8-nvlink-bridge.json\"}"
+python3 - "$d" >"$d/cmp.txt" 2>&1 <<'PY'
+import json, sys
+d = sys.argv[1]
+s, p = (json.load(open(f"{d}/{n}.json")) for n in ("sxm", "pcie"))
+# the kernels' own time: compute less what collectives beside it added
+cs, cp = (x["time"]["compute_s"] - x["time"]["interference_s"] for x in (s, p))
+ok = cp >= cs * 989.4 / 756.5 * 0.999 and cp <= cs * 3.35 / 2.0 * 1.001 and p["step_time_s"] > s["step_time_s"]
+print("ok" if ok else f"compute {cs:.4f} -> {cp:.4f} s, step {s['step_time_s']:.4f} -> {p['step_time_s']:.4f} s")
+PY
+check "the PCIe server: compute slower by 1.31x..1.68x, the step slower ($(cat "$d/cmp.txt"))" \
+  '[ "$(cat "$d/cmp.txt")" = ok ]'
+echo "$checks checks, $fails failed"
+[ $fails -eq 0 ]
