@@ -44,7 +44,7 @@ static int mev_cmp(const void *a, const void *b)
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* The state of one replay. */
+/* A rank's memory events as the replay applies them (replay.h). */
 struct mem_view {
     const trc *t;
     uint32_t rank;
@@ -53,6 +53,7 @@ struct mem_view {
     uint32_t *stream; /* per tensor: the stream it is served on */
 };
 
+/* The state of one replay; its events and streams are a view's. */
 typedef struct rp {
     const trc *t;
     uint32_t rank, nt;
