@@ -38,7 +38,7 @@
 static const char usage[] =
     "usage: shardsim run SCENARIO [--json FILE] [--trace FILE] [--dot FILE] [--svg FILE]\n"
     "                    [--kineto DIR] [--memory-snapshot FILE]\n"
-    "       shardsim run --model FILE|hf:CONFIG.json --gpus N [--gpu h100|h200|a100]\n"
+    "       shardsim run --model FILE|hf:CONFIG.json --gpus N [--gpu h100|h200|a100|h100-pcie]\n"
     "                    [--torchtitan JOB.toml] [...]\n"
     "       shardsim run --torchtitan JOB.toml --gpus N [--gpu KIND] [...]\n"
     "                    [--window MS..MS] [--ranks A..B] [--set PATH=VALUE]...\n"
@@ -106,7 +106,8 @@ static const char usage_options[] =
     "           --set (by default a changed scenario's is not checked) / never\n"
     "  --model  no scenario file: the model (a shardsim model file, or hf: and a\n"
     "           Hugging Face config.json) on --gpus N GPUs of --gpu (default\n"
-    "           h100), FSDP2 as torchtitan runs it, 1 x 4096 tokens per GPU;\n"
+    "           h100; h100-pcie: one server of 8 PCIe cards), FSDP2 as torchtitan\n"
+    "           runs it, 1 x 4096 tokens per GPU;\n"
     "           --set changes any of it\n"
     "  --torchtitan  the parallel, training, precision, optimizer and sharding\n"
     "           sections from a torchtitan TOML job config; without --model, the\n"

@@ -14,13 +14,15 @@
 #include "../io/json.h"
 #include "../io/ttconfig.h"
 
-/* The shipped machine of each kind: one node, and the multi-node fabric. */
+/* The shipped machine of each kind: one node, and the multi-node fabric
+ * (NULL: none shipped, one node at most). */
 static const struct {
     const char *kind, *node, *fabric;
 } machines[] = {
     {"h100", "topologies/h100x8-hgx.json", "topologies/h100-ib-fattree.json"},
     {"h200", "topologies/h200x8-hgx.json", "topologies/h200-ib-fattree.json"},
     {"a100", "topologies/dgx-a100-80gb-hdr.json", "topologies/dgx-a100-80gb-hdr.json"},
+    {"h100-pcie", "topologies/h100-pcie8-nvlink-bridge.json", NULL},
 };
 
 /* path made absolute into abs[PATH_MAX]; errors name the option. */
@@ -76,7 +78,13 @@ int quick_scenario(const char *model, uint32_t gpus, const char *gpu, const char
 {
     size_t k = 0, n = sizeof machines / sizeof *machines;
     while (k < n && strcmp(machines[k].kind, gpu)) k++;
-    if (k == n) return ss_fail(err, SS_E_INPUT, "--gpu", "expected h100, h200 or a100, found \"%s\"", gpu);
+    if (k == n)
+        return ss_fail(err, SS_E_INPUT, "--gpu", "expected h100, h200, a100 or h100-pcie, found \"%s\"",
+                       gpu);
+    if (!machines[k].fabric && gpus > 8)
+        return ss_fail(err, SS_E_INPUT, "--gpus", "%u GPUs of %s: its shipped machine is one server of "
+                       "8 (%s); for more, write a scenario whose topology joins such servers",
+                       gpus, gpu, machines[k].node);
     char abs[PATH_MAX], tt[PATH_MAX], shipped[PATH_MAX];
     int rc = torchtitan ? find("--torchtitan", torchtitan, tt, data_dir, err) : SS_OK;
     if (!rc && !model) rc = model_of(tt, data_dir, shipped, err);
@@ -85,8 +93,8 @@ int quick_scenario(const char *model, uint32_t gpus, const char *gpu, const char
     bool hf = !strncmp(model, "hf:", 3);
     if ((rc = find("--model", hf ? model + 3 : model, abs, data_dir, err))) return rc;
     uint32_t nodes = (gpus + 7) / 8;
-    const char *topo = gpus <= 8 && strcmp(machines[k].node, machines[k].fabric) ? machines[k].node
-                                                                                 : machines[k].fabric;
+    const char *fab = machines[k].fabric ? machines[k].fabric : machines[k].node;
+    const char *topo = gpus <= 8 && strcmp(machines[k].node, fab) ? machines[k].node : fab;
     char train[PATH_MAX + 1024];
     training_text(train, sizeof train, gpus, torchtitan ? tt : NULL);
     size_t cap = strlen(abs) + strlen(data_dir) + sizeof train + 2048;
