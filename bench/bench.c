@@ -29,13 +29,18 @@
  *   growth   how wall time grows with ranks (5T, every rank) and with
  *            layers (70B, every rank; a 1B-wide model folded from 8,192
  *            to 65,536 layers): the least-squares exponent of time ~
- *            size^k over the rows above.
+ *            size^k over the rows above;
+ *   against  (--against BIN only) whole runs and a search with this
+ *            build's shardsim and with BIN, another build's (an earlier
+ *            release), each in its own process, and the ratio of their
+ *            wall times: a speed change measured in one run.
  *
  * Every case runs in a child process, so that its peak RSS (from wait4)
  * is its own. Usage: shardsim-bench [SOURCE_DIR] [--quick] [--search]
- * [--layouts] [--engine R OPS] (--quick: no 16,384-rank rows; --search: the
- * search rows only; --layouts: the layouts row only; --engine: one engine
- * run and its event count, for bench/callgrind.sh). Wall-clock figures vary with the machine
+ * [--layouts] [--against BIN] [--engine R OPS] (--quick: no 16,384-rank
+ * rows; --search: the search rows only; --layouts: the layouts row only;
+ * --against: the against rows only; --engine: one engine run and its event
+ * count, for bench/callgrind.sh). Wall-clock figures vary with the machine
  * and its load; compare them on one machine. */
 #define _GNU_SOURCE
 #include <math.h>
@@ -512,18 +517,19 @@ static void deep(const char *dir, const char *file, bool quick)
 
 /* ---- search ---- */
 
-typedef struct search_arg {
+typedef struct exec_arg {
     char bin[1024];
-    const char *const *argv; /* after "shardsim search" */
+    const char *verb;        /* "search", "run" */
+    const char *const *argv; /* after "shardsim VERB" */
     unsigned limit_s;        /* 0: none */
-} search_arg;
+} exec_arg;
 
-/* `shardsim search ARGS --quiet` with stdout and stderr to /dev/null, cut
- * off after limit_s: its wall time, and whether it finished (exit 0). */
-static void case_search(const void *arg, fig *out)
+/* `BIN VERB ARGS --quiet` with stdout and stderr to /dev/null, cut off
+ * after limit_s: its wall time, and whether it finished (exit 0). */
+static void case_exec(const void *arg, fig *out)
 {
-    const search_arg *a = arg;
-    const char *av[32] = {a->bin, "search"};
+    const exec_arg *a = arg;
+    const char *av[32] = {a->bin, a->verb};
     size_t n = 2;
     for (size_t i = 0; a->argv[i] && n < 30; i++) av[n++] = a->argv[i];
     av[n++] = "--quiet";
@@ -568,15 +574,15 @@ static void pruned_vs_full(const char *what, const char *const *args, size_t nar
     pruned[nargs] = NULL;
     full[nargs] = "--no-prune";
     full[nargs + 1] = NULL;
-    search_arg a = {.argv = pruned};
+    exec_arg a = {.verb = "search", .argv = pruned};
     beside(a.bin, sizeof a.bin);
     double rss, rss2;
     char size[64];
-    fig p = in_child(case_search, &a, &rss);
+    fig p = in_child(case_exec, &a, &rss);
     snprintf(size, sizeof size, "%s, pruned", what);
     row("search", size, &p, rss, "s");
     a.argv = full;
-    fig f = in_child(case_search, &a, &rss2);
+    fig f = in_child(case_exec, &a, &rss2);
     row("search", "... exhaustive (--no-prune)", &f, rss2, "s");
     if (p.ok && f.ok && f.wall > 0 && !p.note[0] && !f.note[0]) {
         fig r = {.ok = true, .wall = p.wall, .value = p.wall / f.wall};
@@ -596,21 +602,70 @@ static void searches(const char *dir, bool quick)
     const char *moe12[] = {moe, "--cp", "8,16,32", "--pp", "8,16", "--ep", "32,64", "-j", "2"};
     pruned_vs_full("5T MoE, 4,096 GPUs, 12 points, -j 2", moe12, 9);
     const char *big[] = {moe, "-j", "2", NULL};
-    search_arg a = {.argv = big, .limit_s = quick ? 60 : 300};
+    exec_arg a = {.verb = "search", .argv = big, .limit_s = quick ? 60 : 300};
     beside(a.bin, sizeof a.bin);
     double rss;
-    fig m = in_child(case_search, &a, &rss);
+    fig m = in_child(case_exec, &a, &rss);
     row("search", "5T MoE, 4,096 GPUs, default space, -j 2, pruned", &m, rss, "s");
+}
+
+/* The same runs with this build's shardsim and with another (an earlier
+ * release, a branch's), each as its own process, one after the other, and
+ * the ratio of their wall times: speed against a stated reference in one
+ * run of the machine. */
+static void against(const char *dir, const char *old)
+{
+    char f405[1024], f5t[1024], f70[1024], f8[1024];
+    snprintf(f405, sizeof f405, "%s/scenarios/published/megatron-bridge-26.02-llama3.1-405b-"
+             "tp8-pp8-vp8-cp2-ep1-dp8-fp8cs-1024xh100.json", dir);
+    snprintf(f5t, sizeof f5t, "%s/scenarios/moe-5t/accel-4096-cp16-pp16-ep64.json", dir);
+    snprintf(f70, sizeof f70, "%s/scenarios/transformers/llama3-70b-full-shard-64xh100.json", dir);
+    snprintf(f8, sizeof f8, "%s/scenarios/transformers/llama3-8b-full-shard-8xh100.json", dir);
+    const char *a405[] = {f405, "--no-expect", NULL};
+    const char *a5f[] = {f5t, "--no-expect", NULL};
+    const char *a5e[] = {f5t, "--no-expect", "--set", "parallel.fold=false", NULL};
+    const char *a70[] = {f70, "--no-expect", "--set", "parallel.fold=false", NULL};
+    const char *a8[] = {f8, "--set", "training.seq_len=1024", "--strategy", "zero1,full_shard",
+                        "--recompute", "none,full", "-j", "2", NULL};
+    const struct {
+        const char *what, *verb;
+        const char *const *argv;
+    } cases[] = {
+        {"405B Megatron-Bridge layout, folded", "run", a405},
+        {"5T MoE, 4,096 ranks, folded", "run", a5f},
+        {"5T MoE, 4,096 ranks, every rank", "run", a5e},
+        {"Llama-3 70B FSDP, 64 H100, every rank", "run", a70},
+        {"search, Llama-3 8B, 80 points, -j 2", "search", a8},
+    };
+    printf("against  %s\n", old);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        exec_arg n = {.verb = cases[i].verb, .argv = cases[i].argv}, o = n;
+        beside(n.bin, sizeof n.bin);
+        snprintf(o.bin, sizeof o.bin, "%s", old);
+        double rn, ro;
+        fig fn = in_child(case_exec, &n, &rn), fo = in_child(case_exec, &o, &ro);
+        char size[96];
+        snprintf(size, sizeof size, "%s, this build", cases[i].what);
+        row("against", size, &fn, rn, "s");
+        row("against", "... the other binary", &fo, ro, "s");
+        if (fn.ok && fo.ok && fo.wall > 0 && !fn.note[0] && !fo.note[0]) {
+            fig r = {.ok = true, .wall = fn.wall, .value = fn.wall / fo.wall};
+            snprintf(r.note, sizeof r.note, "this build / the other, wall time");
+            row("against", "... ratio", &r, rn, "");
+        }
+    }
 }
 
 int main(int argc, char **argv)
 {
     const char *dir = ".";
     bool quick = false, only_search = false, only_layouts = false;
+    const char *old = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = true;
         else if (!strcmp(argv[i], "--search")) only_search = true;
         else if (!strcmp(argv[i], "--layouts")) only_layouts = true;
+        else if (!strcmp(argv[i], "--against") && i + 1 < argc) old = argv[++i];
         else if (!strcmp(argv[i], "--engine") && i + 2 < argc) {
             engine_once((uint32_t)atoi(argv[i + 1]), (uint32_t)atoi(argv[i + 2]));
             return 0;
@@ -624,6 +679,10 @@ int main(int argc, char **argv)
     }
     if (only_layouts) {
         layouts(dir);
+        return 0;
+    }
+    if (old) {
+        against(dir, old);
         return 0;
     }
     eng_arg ea[] = {{8, 100000}, {1024, 1000}, {16384, 64}};
