@@ -151,15 +151,16 @@ static void qkv_bias(ab *x, plan_block *b, uint64_t n)
 }
 
 /* A memory-bound pass of `kf` kernels forward and `kb` backward moving the
- * given bytes: at least one kernel_min per kernel (launch-bound when small). */
+ * given bytes: at least one kernel_min per kernel (launch-bound when small);
+ * a side of no kernels costs nothing. */
 static void eltwise_k(ab *x, plan_block *b, uint64_t fwd_bytes, uint64_t bwd_bytes, uint32_t kf,
                       uint32_t kb)
 {
     if (!b) return;
     ss_ns kmin = x->p->s->topo.device.kernel_min_ns, f = plan_mem_ns(x->p, fwd_bytes);
     ss_ns g = plan_mem_ns(x->p, bwd_bytes);
-    b->fwd_ns += f > kf * kmin ? f : kf * kmin;
-    b->bwd_ns += g > kb * kmin ? g : kb * kmin;
+    if (kf) b->fwd_ns += f > kf * kmin ? f : kf * kmin;
+    if (kb) b->bwd_ns += g > kb * kmin ? g : kb * kmin;
 }
 
 /* A memory-bound kernel reading and writing its tensors once, forward and
@@ -346,15 +347,20 @@ static ss_ns unfused_core(ab *x, plan_block *b, double g, double core, double sc
  * output's elements. Fused and compiled kernels (Megatron, TE,
  * torch.compile) read the layouts in place: nothing. LayerNorm models
  * (GPT-2, MPT, BLOOM) come from other code bases and are left as fused. */
+static bool eager_llama(const ab *x)
+{
+    return x->eager && !x->a->layernorm;
+}
+
 static void eager_sdpa_layout(ab *x, plan_block *b, uint64_t kv, uint64_t full, uint64_t o)
 {
-    if (!x->eager || x->a->layernorm || !b) return;
+    if (!eager_llama(x) || !b) return;
     uint64_t c = x->c;
     if (full > kv) {
         eltwise_k(x, b, (kv + full) * c, (full + kv) * c, 2, 2);
         x->eager_saved += (full - kv) * c;
     }
-    b->fwd_ns += plan_mem_ns(x->p, 2 * o * c);
+    eltwise_k(x, b, 2 * o * c, 0, 1, 0);
     x->eager_saved += o * c;
 }
 
@@ -366,10 +372,7 @@ static void eager_sdpa_layout(ab *x, plan_block *b, uint64_t kv, uint64_t full, 
  * the shared input (the gathered one under sequence parallel). */
 static void eager_fanout(ab *x, plan_block *b, uint32_t k, uint64_t n)
 {
-    if (!x->eager || x->a->layernorm || !b || k < 2) return;
-    ss_ns t = plan_mem_ns(x->p, 3 * (uint64_t)(k - 1) * n * x->c);
-    ss_ns kmin = x->p->s->topo.device.kernel_min_ns * (k - 1);
-    b->bwd_ns += t > kmin ? t : kmin;
+    if (eager_llama(x) && k > 1) eltwise_k(x, b, 0, 3 * (uint64_t)(k - 1) * n * x->c, 0, k - 1);
 }
 
 /* Saved tensors of attention besides the input (bytes), and the core's
