@@ -136,8 +136,7 @@ int msnap_write(const sum_report *r, const trc *t, FILE *f, ss_err *err)
     pk_list(&m.p);
     pk_list(&m.p);
     mem_tap tap = {&m, on_event, on_block};
-    ss_bytes lim = s->capacity_bytes ? sum_usable_of(s) : 0; /* as summary.c replays */
-    mem_cfg mc = {MEM_MODEL_CACHING, s->expandable_segments, lim, false, &tap};
+    mem_cfg mc = {MEM_MODEL_CACHING, s->expandable_segments, sum_alloc_limit(s), false, &tap};
     mem_rank mr;
     int rc = mem_replay(t, 0, &mc, &mr, err);
     if (rc) return rc;

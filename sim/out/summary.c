@@ -84,9 +84,8 @@ static int rank_mem(const spec_scenario *s, const trc *t, uint32_t k, bool serie
     }
     /* the allocator runs out where cudaMalloc would refuse: at what the
      * process can use, where it frees its cached segments and retries */
-    ss_bytes lim = s->capacity_bytes ? sum_usable_of(s) : 0;
-    mem_cfg mc = {(mem_model)s->alloc_model, s->expandable_segments, lim, k == 0 || series_all,
-                  NULL};
+    mem_cfg mc = {(mem_model)s->alloc_model, s->expandable_segments, sum_alloc_limit(s),
+                  k == 0 || series_all, NULL};
     mem_view *v = NULL;
     int rc = mem_view_new(t, k, &v, err);
     uint32_t src = prog_rank_source(t->p, k);
@@ -229,6 +228,11 @@ ss_bytes sum_usable_of(const spec_scenario *s)
     if (!d->cuda_total_bytes) return cap;
     ss_bytes cuda = d->cuda_total_bytes - d->process_reserve_bytes; /* machine.c: reserve < total */
     return cuda < cap ? cuda : cap;
+}
+
+ss_bytes sum_alloc_limit(const spec_scenario *s)
+{
+    return s->capacity_bytes ? sum_usable_of(s) : 0;
 }
 
 static bool rank_fits(const sum_report *r, const sum_rank *sr)
@@ -513,16 +517,16 @@ static void text_memory(const sum_report *r, FILE *f)
             mem_model_names[r->s->alloc_model]);
     fprintf(f, "  model setup (init.mode %s) peaks at %.2f MiB before the first step\n",
             spec_init_names[r->s->init_mode], mib(max_of(r, MAX_INIT)));
+    uint64_t retries;
     if (!sum_fits(r))
         fprintf(f, "  out of memory: the peak reserved exceeds %.2f MiB on some rank\n",
                 mib(usable_bytes(r)));
-    else if (max_of(r, MAX_RETRIES))
+    else if ((retries = max_of(r, MAX_RETRIES)))
         fprintf(f, "  fits only by freeing cached blocks at the %.2f MiB limit: up to %llu "
                    "allocation %s a step (torch's num_alloc_retries; each frees the cache "
                    "and maps anew, and cudaFree waits for the device); expandable_segments or "
                    "a smaller peak avoid them\n",
-                mib(usable_bytes(r)), (unsigned long long)max_of(r, MAX_RETRIES),
-                max_of(r, MAX_RETRIES) == 1 ? "retry" : "retries");
+                mib(usable_bytes(r)), (unsigned long long)retries, retries == 1 ? "retry" : "retries");
     if (max_host_per_node(r))
         fprintf(f, "  host memory: %.2f MiB per node of offloaded states (%s; the state columns "
                    "above count them too)%s\n",

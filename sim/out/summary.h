@@ -80,6 +80,10 @@ ss_bytes sum_usable(const sum_report *r);
 /* The same from the scenario alone (UINT64_MAX: unlimited), for reports
  * on runs they hold no summary of (search's nearest miss). */
 ss_bytes sum_usable_of(const spec_scenario *s);
+/* Where the allocator replay runs out (mem_cfg.capacity): the usable bytes,
+ * where cudaMalloc would refuse the process; 0 (unlimited) without a
+ * capacity. */
+ss_bytes sum_alloc_limit(const spec_scenario *s);
 ss_bytes sum_max_peak(const sum_report *r);
 ss_bytes sum_max_peak_reserved(const sum_report *r);
 void sum_text(const sum_report *r, FILE *f);

@@ -149,11 +149,11 @@ int vfit_compute(vfit *f, ss_err *err)
     for (size_t g = 0; !rc && g < r0->ngroups; g++) {
         const char *src = r0->groups[g].source;
         vfit_source *o = &f->src[f->nsrc];
-        if (!stat_of(r0, src, false, a, s).n) continue; /* memory rows only */
+        size_t n_src = stat_of(r0, src, false, a, s).n;
+        if (!n_src) continue; /* memory rows only */
         snprintf(o->source, sizeof o->source, "%s", src);
         o->without = argmin(f, src, true, a, s);
-        val_stat in = stat_of(&f->reps[0], src, false, a, s); /* n only */
-        o->n = in.n;
+        o->n = n_src;
         f->nsrc++;
         /* its held-out rows join every other source's */
         const val_report *rh = &f->reps[o->without];

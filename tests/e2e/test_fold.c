@@ -265,7 +265,7 @@ static void test_memory_copies_equal_replays(void **state)
     uint32_t same = 0;
     ss_err err;
     for (uint32_t k = 0; k < t->nranks; k++) {
-        mem_cfg mc = {(mem_model)s.alloc_model, s.expandable_segments, sum_usable_of(&s), false, NULL};
+        mem_cfg mc = {(mem_model)s.alloc_model, s.expandable_segments, sum_alloc_limit(&s), false, NULL};
         mem_rank m;
         assert_int_equal(mem_replay(t, k, &mc, &m, &err), SS_OK);
         const mem_rank *x = &r.sum.ranks[k].mem;
