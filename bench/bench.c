@@ -37,8 +37,9 @@
  *
  * Every case runs in a child process, so that its peak RSS (from wait4)
  * is its own. Usage: shardsim-bench [SOURCE_DIR] [--quick] [--search]
- * [--layouts] [--against BIN] [--engine R OPS] (--quick: no 16,384-rank
- * rows; --search: the search rows only; --layouts: the layouts row only;
+ * [--layouts] [--engines] [--against BIN] [--engine R OPS] (--quick: no
+ * 16,384-rank rows; --search: the search rows only; --layouts: the layouts
+ * row only; --engines: the engine rows only;
  * --against: the against rows only; --engine: one engine run and its event
  * count, for bench/callgrind.sh). Wall-clock figures vary with the machine
  * and its load; compare them on one machine. */
@@ -659,12 +660,13 @@ static void against(const char *dir, const char *old)
 int main(int argc, char **argv)
 {
     const char *dir = ".";
-    bool quick = false, only_search = false, only_layouts = false;
+    bool quick = false, only_search = false, only_layouts = false, only_engine = false;
     const char *old = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = true;
         else if (!strcmp(argv[i], "--search")) only_search = true;
         else if (!strcmp(argv[i], "--layouts")) only_layouts = true;
+        else if (!strcmp(argv[i], "--engines")) only_engine = true;
         else if (!strcmp(argv[i], "--against") && i + 1 < argc) old = argv[++i];
         else if (!strcmp(argv[i], "--engine") && i + 2 < argc) {
             engine_once((uint32_t)atoi(argv[i + 1]), (uint32_t)atoi(argv[i + 2]));
@@ -693,6 +695,7 @@ int main(int argc, char **argv)
         fig f = in_child(case_engine, &ea[i], &rss);
         row("engine", size, &f, rss, "M events/s");
     }
+    if (only_engine) return 0;
     flow_arg fa[] = {{1024, false}, {1024, true}, {16384, false}, {16384, true}};
     for (size_t i = 0; i < 4; i++) {
         char size[64];

@@ -370,14 +370,15 @@ static int start_phase(net *n, uint32_t id, ss_ns now, ss_err *err)
 static void stop_flow(net *n, uint32_t id) { flow_remove(n->fs, n->in[id].flow); }
 
 /* ---- link classes (lclass.h) ----
- * A folded program's flows carry their copies' links (prog.h), which the
- * layout's symmetry loads alike: one link per class is left, and the flow
- * system solves one copy's worth. Made once, before the first flow, from
- * every shape a collective of the program can load (each (group,
+ * A ring's hops load every member's links alike, and a folded program's
+ * flows also carry their copies' links (prog.h), which the layout's
+ * symmetry loads alike: one link per class is left, and the flow system
+ * solves one hop's and one copy's worth. Made once, before the first flow,
+ * from every shape a collective of the program can load (each (group,
  * collective) with every candidate algorithm); a shape built later would
- * break it, and is an internal error. Programs without group copies keep
- * every link (an every-rank run's copies are separate flows, whose links
- * never match). */
+ * break it, and is an internal error. An every-rank run's replicas are
+ * separate flows, whose links never match across replicas, but each
+ * replica's own links still fall into classes. */
 
 /* The flow shapes the program's collectives can load: marks[s] set. */
 static int mark_shapes(net *n, unsigned char **marks, ss_err *err)
@@ -413,13 +414,6 @@ static int mark_shapes(net *n, unsigned char **marks, ss_err *err)
     return rc;
 }
 
-static bool has_copies(const prog *p)
-{
-    for (uint32_t g = 0; g < prog_ngroups(p); g++)
-        if (prog_group_ncopies(p, g)) return true;
-    return false;
-}
-
 /* A flow shape keeps one entry per class, once, so that each flow of it
  * loads that much (start_phase copies no others). What the tuner reads of
  * a shape stays: its least cap / w (a class's links have one capacity, and
@@ -437,7 +431,7 @@ static void keep_reps(net *n, algo_shape *x)
 static int classify(net *n, ss_err *err)
 {
     n->classed = true;
-    if (!n->p || n->o.every_link || !has_copies(n->p)) return SS_OK;
+    if (!n->p || n->o.every_link) return SS_OK;
     unsigned char *marks = NULL;
     int rc = mark_shapes(n, &marks, err);
     const algo_shape **sh = rc ? NULL : malloc((n->nshapes ? n->nshapes : 1) * sizeof *sh);

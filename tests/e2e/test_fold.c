@@ -139,27 +139,26 @@ static void test_layout_copies(void **state)
 
 /* Per-rank programs are not folded: ZeroRedundancyOptimizer (each rank
  * steps the parameters it owns) and use_orig_params (each rank's views). */
-/* Link classes (net.h): a folded program's flows load one link of each
- * class of links every flow loads alike. Against the same program with
- * every link solved, each op of each rank issues, starts and ends at the
- * same ns, with the events in the same order; and the classes do leave
- * links out (the 5T MoE folded over its 16 replicas: one replica's links
- * of the ones its flows and copies load). */
-static void test_link_classes_change_nothing(void **state)
+/* Link classes (net.h): flows load one link of each class of links every
+ * flow loads alike. Runs scenario `rel` (with `set`, if any) with classes
+ * and with every link solved: each op of each rank issues, starts and ends
+ * at the same ns, with the events in the same order. Fills the links the
+ * flows load and the ones solved with classes. */
+static void same_without_classes(const char *rel, const char *set, uint32_t *loaded,
+                                 uint32_t *solved)
 {
-    (void)state;
     char path[1024];
-    snprintf(path, sizeof path, "%s/scenarios/moe-5t/accel-4096-cp16-pp16-ep64.json",
-             SS_SOURCE_DIR);
+    snprintf(path, sizeof path, "%s/scenarios/%s", SS_SOURCE_DIR, rel);
     spec_scenario s;
     plan *pl = NULL;
     prog *p = NULL;
     ss_err err;
     ss_err_clear(&err);
-    if (scn_load(path, NULL, 0, &s, &err) || plan_new(&pl, &s, &err) || sched_build(pl, &p, &err))
+    if (scn_load(path, set ? &set : NULL, set ? 1 : 0, &s, &err) || plan_new(&pl, &s, &err) ||
+        sched_build(pl, &p, &err))
         fail_msg("%s: %s", err.where, err.msg);
     trc *t[2] = {NULL, NULL};
-    uint32_t loaded[2], solved[2];
+    uint32_t ld[2], sv[2];
     for (int k = 0; k < 2; k++) {
         net_opts o = {.algo = (algo_kind)s.net_algo, .proto = (algo_proto)s.net_proto,
                       .every_link = k == 1};
@@ -168,13 +167,13 @@ static void test_link_classes_change_nothing(void **state)
         eng_net e = net_eng(n, p);
         e.overlap_slowdown = s.topo.device.overlap_slowdown;
         if (eng_run(p, &e, &t[k], &err)) fail_msg("%s", err.msg);
-        net_link_classes(n, &loaded[k], &solved[k]);
+        net_link_classes(n, &ld[k], &sv[k]);
         net_free(n);
     }
-    print_message("  5T MoE folded: %u links loaded, %u solved with classes; step %llu ns\n",
-                  loaded[0], solved[0], (unsigned long long)t[0]->step_ns);
-    assert_true(solved[0] > 0 && solved[0] * 4 < loaded[0]);
-    assert_int_equal(loaded[1], 0); /* every link: no classes made */
+    print_message("  %s%s%s: %u ranks, %u links loaded, %u solved with classes; step %llu ns\n",
+                  rel, set ? " " : "", set ? set : "", prog_nranks(p), ld[0], sv[0],
+                  (unsigned long long)t[0]->step_ns);
+    assert_int_equal(ld[1], 0); /* every link: no classes made */
     assert_int_equal(t[0]->step_ns, t[1]->step_ns);
     assert_int_equal(t[0]->nevents, t[1]->nevents);
     for (uint32_t r = 0; r < t[0]->nranks; r++)
@@ -186,11 +185,30 @@ static void test_link_classes_change_nothing(void **state)
                          (unsigned long long)a->start, (unsigned long long)a->end,
                          (unsigned long long)b->start, (unsigned long long)b->end);
         }
+    *loaded = ld[0], *solved = sv[0];
     trc_free(t[0]);
     trc_free(t[1]);
     prog_free(p);
     plan_free(pl);
     spec_scenario_fini(&s);
+}
+
+/* The classes change no time and do leave links out: the 5T MoE folded
+ * over its 16 replicas (one replica's links of the ones its flows and
+ * copies load); the 70B FSDP step folded to one rank, whose one group of
+ * 64 has no copies (a ring loads every member's links alike); the same
+ * step with every rank simulated (64 programs, one group). */
+static void test_link_classes_change_nothing(void **state)
+{
+    (void)state;
+    uint32_t loaded, solved;
+    same_without_classes("moe-5t/accel-4096-cp16-pp16-ep64.json", NULL, &loaded, &solved);
+    assert_true(solved > 0 && solved * 4 < loaded);
+    same_without_classes("transformers/llama3-70b-full-shard-64xh100.json", NULL, &loaded, &solved);
+    assert_true(solved > 0 && solved * 4 < loaded);
+    same_without_classes("transformers/llama3-70b-full-shard-64xh100.json", "parallel.fold=false",
+                         &loaded, &solved);
+    assert_true(solved > 0 && solved * 4 < loaded);
 }
 
 static void test_per_rank_programs_not_folded(void **state)
