@@ -182,6 +182,9 @@ static int tt_layout_check(const spec_scenario *s, const char *where, ss_err *er
         return NOPE("%s", "training.kernels fused (Transformer Engine, Apex): torchtitan runs "
                     "eager modules or torch.compile's kernels (training.kernels eager or "
                     "compiled)");
+    if (s->loss != SPEC_LOSS_EAGER)
+        return NOPE("training.loss %s: torchtitan's loss is PyTorch's cross_entropy on the "
+                    "logits cast to fp32 (training.loss eager)", spec_loss_names[s->loss]);
     const spec_sharding *h = &s->shard;
     if (h->prefetch_k[0] || h->prefetch_k[1] || h->nprefetch[0] || h->nprefetch[1])
         return NOPE("%s", "explicit FSDP2 prefetch (modules_to_forward_prefetch / "
@@ -349,6 +352,10 @@ static int mg_check(const spec_scenario *s, const char *where, ss_err *err)
     if (s->kernels != SPEC_KERNELS_FUSED)
         return NOPE("training.kernels %s: Megatron-LM runs fused kernels (Transformer Engine)",
                     spec_kernels_names[s->kernels]);
+    if (s->loss == SPEC_LOSS_EAGER)
+        return NOPE("%s", "training.loss eager: Megatron-LM's loss is its vocab-parallel "
+                    "cross-entropy (training.loss vocab_parallel, or fused: "
+                    "--cross-entropy-loss-fusion with Transformer Engine's kernel)");
     if (s->off.params != SPEC_OFF_NONE || s->off.optimizer != SPEC_OFF_NONE)
         return NOPE("%s", "offload: not written as Megatron-LM arguments (its CPU optimizer "
                     "offload is not the one modelled here)");
@@ -452,6 +459,8 @@ int jobw_megatron(const spec_scenario *s, const char *where, const char *title, 
     /* with --bf16 Megatron reduces in fp32 unless told --grad-reduce-in-bf16 */
     if (m->grad_reduce_in_fp32) fputs("--accumulate-allreduce-grads-in-fp32\n", f);
     else if (s->prec.param == SPEC_DT_BF16) fputs("--grad-reduce-in-bf16\n", f);
+    if (s->loss == SPEC_LOSS_FUSED)
+        fputs("--cross-entropy-loss-fusion\n--cross-entropy-fusion-impl te\n", f);
     if (!rc) rc = mg_recompute(s, where, f, err);
     if (!rc) rc = mg_precision(s, where, f, err);
     if (!rc && s->opt.type == SPEC_OPT_ADAM)

@@ -1388,7 +1388,7 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
 {
     js_node par, tr;
     uint64_t dp, mb, accum, every;
-    int recomp, kern, attn, moe_gemm;
+    int recomp, kern, attn, moe_gemm, loss;
     int rc = js_need(root, "parallel", &par, err);
     if (rc || (rc = js_want_obj(par, err)) ||
         (rc = js_keys_check(par, KEYS("dp", "tp", "cp", "pp", "ep", "etp", "sequence_parallel",
@@ -1401,7 +1401,8 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
         (rc = js_u64(par, "dp", true, 0, 1, 1u << 24, &dp, err)) ||
         (rc = js_need(root, "training", &tr, err)) || (rc = js_want_obj(tr, err)) ||
         (rc = js_keys_check(tr, KEYS("micro_batch", "seq_len", "recompute", "grad_accum",
-                                     "kernels", "recompute_every", "attention", "moe_gemm"),
+                                     "kernels", "recompute_every", "attention", "moe_gemm",
+                                     "loss"),
                                err)) ||
         (rc = js_u64(tr, "grad_accum", false, 1, 1, 4096, &accum, err)) ||
         (rc = js_u64(tr, "micro_batch", true, 0, 1, 1ull << 32, &mb, err)) ||
@@ -1414,8 +1415,10 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
         (rc = js_enum(tr, "attention", false, SPEC_ATTN_FLASH, spec_attn_impl_names,
                       SPEC_NATTN_IMPLS, &attn, err)) ||
         (rc = js_enum(tr, "moe_gemm", false, SPEC_MOE_GEMM_GROUPED, spec_moe_gemm_names,
-                      SPEC_NMOE_GEMMS, &moe_gemm, err)))
+                      SPEC_NMOE_GEMMS, &moe_gemm, err)) ||
+        (rc = js_enum(tr, "loss", false, SPEC_LOSS_AUTO, spec_loss_names, SPEC_NLOSS, &loss, err)))
         return rc;
+    s->loss = (spec_loss)loss;
     s->moe_gemm = (spec_moe_gemm)moe_gemm;
     s->kernels = (spec_kernels)kern;
     s->attn_impl = (spec_attn_impl)attn;
@@ -1498,6 +1501,16 @@ static int resolve_kernels(spec_scenario *s)
     return SS_OK;
 }
 
+/* training.loss "auto": Megatron-core's vocab-parallel cross-entropy with
+ * the fused kernel set, PyTorch's eager one otherwise (spec.h). After
+ * resolve_kernels. */
+static int resolve_loss(spec_scenario *s)
+{
+    if (s->loss == SPEC_LOSS_AUTO)
+        s->loss = s->kernels == SPEC_KERNELS_FUSED ? SPEC_LOSS_VOCAB_PARALLEL : SPEC_LOSS_EAGER;
+    return SS_OK;
+}
+
 static int load_root(js_node root, spec_scenario *s, ss_err *err)
 {
     js_node a;
@@ -1520,7 +1533,7 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
         (rc = load_offload(root, s, err)) ||
         (rc = ds_optimizer_impl(root, s, err)) ||
         (rc = layout_check(root, s, err)) || (rc = resolve_kernels(s)) ||
-        (rc = load_runtime(root, s, err)) ||
+        (rc = resolve_loss(s)) || (rc = load_runtime(root, s, err)) ||
         (rc = load_network(root, s, err)) || (rc = load_calibration(root, s, err)) ||
         (rc = load_allocator(root, s, err)) || (rc = load_init(root, s, err)) ||
         (rc = load_expect(root, s, err)) || (rc = load_measured(root, s, err)))

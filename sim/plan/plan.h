@@ -94,6 +94,10 @@ typedef struct plan {
     uint64_t total_numel;
     uint64_t tokens;          /* per rank per micro-batch: micro_batch x seq_len */
     double flops_per_token;   /* the MFU convention: 6 N + 12 L H Q T */
+    /* The loss's kernels on one micro-batch's logits, forward and backward
+     * (training.loss, plan_arch.c); 0 for the linear models, whose loss
+     * reads the output once (sched/emit.c). */
+    ss_ns loss_fwd_ns, loss_bwd_ns;
     /* Layout. Without one: world = n, dense_dp = expert_dp = n. */
     bool layout;              /* spec_model_parallel: sched/mp.c runs it */
     uint32_t world;           /* tp cp pp dp ranks */

@@ -546,6 +546,38 @@ static void moe(ab *x, unsigned l)
     blk_done(x, b);
 }
 
+/* Cross-entropy over e logits of c bytes each (training.loss), as the
+ * kernels each implementation launches read and write them. The upcast to
+ * fp32 is a copy of (c + 4) e bytes each way (logits.float(), and its
+ * backward casting the gradient down), none when c is already 4.
+ *   eager (ATen's SoftMax.cu and LossNLL.cu): log_softmax forward reads
+ *     the row three times (max, sum of exponentials, the output pass) and
+ *     writes it, 16 e; nll_loss reads one element a row. Backward:
+ *     nll_loss's zero-filled gradient 4 e, log_softmax's backward reads
+ *     the gradient twice (its sum, then the output pass) and the output
+ *     once and writes, 16 e. Kernels 2 + 3, plus the casts.
+ *   vocab_parallel (Megatron-core tensor_parallel/cross_entropy.py, core
+ *     r0.8.0 baf94af3): max 4 e, in-place subtract 8 e, in-place exp 8 e,
+ *     sum 4 e, in-place divide 8 e; backward the in-place scale by the
+ *     output gradient 8 e. Kernels 5 + 1, plus the casts.
+ *   fused: the logits read twice forward (max, then the sum of
+ *     exponentials), read and the gradient written backward: 2 c e each
+ *     way, one kernel each. */
+static void loss_cost(ab *x, uint64_t e)
+{
+    uint64_t c = x->c, up = c < 4 ? (c + 4) * e : 0, f = 2 * c * e, g = 2 * c * e;
+    uint32_t kf = 1, kb = 1, cast = up ? 1 : 0;
+    if (x->p->s->loss == SPEC_LOSS_EAGER) {
+        f = up + 16 * e, g = 20 * e + up, kf = 2 + cast, kb = 3 + cast;
+    } else if (x->p->s->loss == SPEC_LOSS_VOCAB_PARALLEL) {
+        f = up + 32 * e, g = 8 * e + up, kf = 5 + cast, kb = 1 + cast;
+    }
+    ss_ns kmin = x->p->s->topo.device.kernel_min_ns, tf = plan_mem_ns(x->p, f),
+          tg = plan_mem_ns(x->p, g);
+    x->p->loss_fwd_ns = tf > kf * kmin ? tf : kf * kmin;
+    x->p->loss_bwd_ns = tg > kb * kmin ? tg : kb * kmin;
+}
+
 static void output(ab *x)
 {
     const spec_arch *a = x->a;
@@ -560,6 +592,7 @@ static void output(ab *x)
     if (!b) return;
     b->out_bytes = x->t * a->vocab / x->tp * x->c;
     b->saved_bytes = x->t * a->vocab / x->tp * 4; /* fp32 logits for the loss */
+    loss_cost(x, x->t * a->vocab / x->tp);
     blk_done(x, b);
 }
 

@@ -20,6 +20,7 @@ const char *const spec_act_names[] = {SPEC_ACTIVATIONS(SPEC_NAME2_)};
 const char *const spec_recompute_names[] = {SPEC_RECOMPUTE(SPEC_NAME2_)};
 const char *const spec_kernels_names[] = {SPEC_KERNEL_SETS(SPEC_NAME2_)};
 const char *const spec_attn_impl_names[] = {SPEC_ATTN_IMPLS(SPEC_NAME2_)};
+const char *const spec_loss_names[] = {SPEC_LOSS_IMPLS(SPEC_NAME2_)};
 const char *const spec_moe_gemm_names[] = {SPEC_MOE_GEMMS(SPEC_NAME2_)};
 const char *const spec_fp8_names[] = {SPEC_FP8_RECIPES(SPEC_NAME2_)};
 const char *const spec_vkind_names[] = {SPEC_VKINDS(SPEC_NAME2_)};

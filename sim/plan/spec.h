@@ -202,6 +202,31 @@ typedef enum { SPEC_KERNEL_SETS(SPEC_ENUM2_) SPEC_NKERNELS } spec_kernels;
 #undef SPEC_ENUM2_
 extern const char *const spec_kernels_names[SPEC_NKERNELS];
 
+/* The loss kernels (training.loss): cross-entropy over the logits.
+ *   eager           PyTorch's F.cross_entropy(logits.float(), labels)
+ *                   (torchtitan, Hugging Face, llm-foundry): the upcast,
+ *                   log_softmax, nll_loss and their backward, each its own
+ *                   kernel over the logits;
+ *   vocab_parallel  Megatron-core's unfused vocab-parallel cross-entropy
+ *                   (tensor_parallel/cross_entropy.py; Megatron-DeepSpeed
+ *                   alike): upcast, max, subtract, exp, sum and divide in
+ *                   separate passes over the fp32 logits, the softmax kept
+ *                   and scaled in place in backward;
+ *   fused           one kernel each way (Transformer Engine's or Liger's
+ *                   fused cross-entropy, a compiled loss).
+ * AUTO resolves at load: vocab_parallel for fused kernels (Megatron-core's
+ * default, cross_entropy_loss_fusion off), eager otherwise (torchtitan's
+ * torch.compile covers the transformer blocks, not the loss). */
+#define SPEC_LOSS_IMPLS(X)                                                     \
+    X(AUTO, "auto")                                                            \
+    X(EAGER, "eager")                                                          \
+    X(VOCAB_PARALLEL, "vocab_parallel")                                        \
+    X(FUSED, "fused")
+#define SPEC_ENUM2_(id, name) SPEC_LOSS_##id,
+typedef enum { SPEC_LOSS_IMPLS(SPEC_ENUM2_) SPEC_NLOSS } spec_loss;
+#undef SPEC_ENUM2_
+extern const char *const spec_loss_names[SPEC_NLOSS];
+
 /* The attention core's implementation (training.attention):
  *   flash    FlashAttention (PyTorch SDPA's flash backend, TE, FA2): tiles in
  *            on-chip memory, the causal half skipped, no s x s tensor kept;
@@ -631,6 +656,7 @@ typedef struct spec_scenario {
     uint32_t recompute_every; /* full: every N-th layer only (1: all) */
     spec_kernels kernels; /* never AUTO after loading */
     spec_attn_impl attn_impl; /* training.attention */
+    spec_loss loss;           /* training.loss; never AUTO after loading */
     spec_moe_gemm moe_gemm;   /* training.moe_gemm */
     spec_precision prec;
     spec_optimizer_cfg opt;

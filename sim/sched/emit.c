@@ -307,11 +307,10 @@ uint32_t em_loss_fwd(em *e)
     uint32_t last = e->pl->nblocks - 1;
     const plan_block *b = &e->pl->blocks[last];
     e->t_loss = em_tensor(e, PROG_MEM_ACTIVATION, 4, false, "loss");
-    /* Cross-entropy over fp32 logits: the upcast writes them, the
-     * log-softmax reads them again. */
-    ss_bytes f32 = logits_fp32_bytes(b);
+    /* Cross-entropy over the logits: the plan's kernels (training.loss). */
+    ss_ns ns = logits_fp32_bytes(b) ? e->pl->loss_fwd_ns : plan_mem_ns(e->pl, b->out_bytes);
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_FORWARD, "loss");
-    em_cost(e, em_launch_ns(e), plan_mem_ns(e->pl, b->out_bytes + 2 * f32), 0);
+    em_cost(e, em_launch_ns(e), ns, 0);
     em_mem(e, e->t_loss, PROG_ALLOC_AT_ISSUE);
     em_mem(e, e->t_act[EM_AT(e, last)], PROG_FREE_AT_ISSUE);
     return em_end(e);
@@ -324,12 +323,12 @@ uint32_t em_loss_bwd(em *e)
     size_t at = EM_AT(e, last);
     e->t_dact[at] = em_tensor(e, PROG_MEM_ACTIVATION, b->out_bytes, false, "dact.%s", b->name);
     /* The fp32 gradient of the log-softmax lives until it is cast down to
-     * the logits' dtype; the kernel reads the fp32 logits, writes that
-     * gradient and reads it back for the cast. */
+     * the logits' dtype; the kernels are the plan's (training.loss). */
     ss_bytes f32 = logits_fp32_bytes(b);
     uint32_t d32 = f32 ? em_tensor(e, PROG_MEM_ACTIVATION, f32, false, "dlogits.fp32") : EM_NONE;
+    ss_ns ns = f32 ? e->pl->loss_bwd_ns : plan_mem_ns(e->pl, b->out_bytes);
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "loss.backward");
-    em_cost(e, em_launch_ns(e), plan_mem_ns(e->pl, b->out_bytes + 3 * f32), 0);
+    em_cost(e, em_launch_ns(e), ns, 0);
     em_mem(e, d32, PROG_ALLOC_AT_ISSUE);
     em_mem(e, e->t_dact[at], PROG_ALLOC_AT_ISSUE);
     em_mem(e, d32, PROG_FREE_AT_ISSUE);

@@ -365,6 +365,61 @@ static void test_eager_kernels(void **state)
     spec_scenario_fini(&se);
 }
 
+/* The loss (training.loss) on Llama 3 8B's logits, t = 4096 tokens x V =
+ * 128,256 (bf16, c = 2), counted from the kernels each implementation
+ * launches (plan_arch.c, loss_cost):
+ *   eager, PyTorch F.cross_entropy(logits.float()) (ATen SoftMax.cu,
+ *     LossNLL.cu): forward the upcast (2 + 4) and log_softmax's three reads
+ *     and one write of fp32 (16); backward nll_loss's zero fill (4),
+ *     log_softmax's backward, two reads of the gradient, one of the
+ *     output, one write (16), the downcast (4 + 2);
+ *   vocab_parallel, Megatron-core's cross_entropy.py (core r0.8.0):
+ *     forward the upcast, max (4), subtract (8), exp (8), sum (4),
+ *     divide (8); backward the scale in place (8) and the downcast;
+ *   fused: two reads of the bf16 logits forward, a read and a write back.
+ * Auto: eager for full_shard, vocab_parallel for Megatron-core's fused
+ * kernels. Each is at least its kernels' floor; here the bytes dominate. */
+static void test_loss_kernels(void **state)
+{
+    (void)state;
+    const uint64_t e = 4096ull * 128256, c = 2;
+    struct { const char *extra; spec_loss want; uint64_t f, g; } rows[] = {
+        {"", SPEC_LOSS_EAGER, (2 + 4) * e + 16 * e, 4 * e + 16 * e + (4 + 2) * e},
+        {", \"loss\": \"vocab_parallel\"", SPEC_LOSS_VOCAB_PARALLEL,
+         (2 + 4) * e + (4 + 8 + 8 + 4 + 8) * e, 8 * e + (4 + 2) * e},
+        {", \"loss\": \"fused\"", SPEC_LOSS_FUSED, 2 * c * e, 2 * c * e},
+        {", \"kernels\": \"fused\"", SPEC_LOSS_VOCAB_PARALLEL,
+         (2 + 4) * e + (4 + 8 + 8 + 4 + 8) * e, 8 * e + (4 + 2) * e},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        spec_scenario s;
+        plan *p = load_plan_with("llama3-8b", rows[i].extra, &s);
+        assert_int_equal(s.loss, rows[i].want);
+        assert_int_equal(p->loss_fwd_ns, plan_mem_ns(p, rows[i].f));
+        assert_int_equal(p->loss_bwd_ns, plan_mem_ns(p, rows[i].g));
+        plan_free(p);
+        spec_scenario_fini(&s);
+    }
+    /* an unknown implementation is an error that names the key and the
+     * choices */
+    char text[1024];
+    snprintf(text, sizeof text,
+             "{\"name\": \"t\", \"model\": \"%s/models/llama3-8b.json\", "
+             "\"topology\": \"%s/topologies/h100x8-hgx.json\", \"parallel\": {\"dp\": 1}, "
+             "\"training\": {\"micro_batch\": 1, \"seq_len\": 16, \"loss\": \"triton\"}}",
+             SS_SOURCE_DIR, SS_SOURCE_DIR);
+    spec_scenario s;
+    ss_err err;
+    ss_err_clear(&err);
+    assert_int_not_equal(scn_load_text("t.json", text, strlen(text), NULL, 0, &s, &err), SS_OK);
+    char said[sizeof err.where + sizeof err.msg + 2];
+    snprintf(said, sizeof said, "%s: %s", err.where, err.msg);
+    print_message("  %s\n", said);
+    assert_non_null(strstr(said, "$.training.loss"));
+    assert_non_null(strstr(said, "\"vocab_parallel\""));
+    assert_non_null(strstr(said, "\"triton\""));
+}
+
 /* Float8 linears (precision.compute "fp8", torchao's tensorwise recipe,
  * eager kernels): each transformer linear runs its three GEMMs at the fp8
  * rate (the device's gemm_floor, then the FLOPs at the fp8 peak x
@@ -660,7 +715,8 @@ int main(void)
         cmocka_unit_test(test_moe_active), cmocka_unit_test(test_recompute),
         cmocka_unit_test(test_layer_costs),
         cmocka_unit_test(test_unfused_attention), cmocka_unit_test(test_sliding_window_core), cmocka_unit_test(test_a100_attention),
-        cmocka_unit_test(test_eager_kernels), cmocka_unit_test(test_recompute_every),
+        cmocka_unit_test(test_eager_kernels), cmocka_unit_test(test_loss_kernels),
+        cmocka_unit_test(test_recompute_every),
         cmocka_unit_test(test_gemm_floor_openxla),
         cmocka_unit_test(test_moe_grouped_gemm),
         cmocka_unit_test(test_activations),
