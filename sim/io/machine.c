@@ -68,29 +68,41 @@ static int load_attn_point(js_node pt, spec_attn_point *a, ss_err *err)
     return SS_OK;
 }
 
-/* "attention": {"source", "points": [{"seq", "fwd_tflops", "bwd_tflops"}...]}. */
-static int load_attention(js_node dev, spec_device *d, ss_err *err)
+/* key: {"source", "points": [{"seq", "fwd_tflops", "bwd_tflops"}...]}
+ * ("attention", FlashAttention-2's; "attention_cudnn", "attention_flash3"),
+ * into pt[0 .. *n); absent: *n = 0. */
+static int load_attention(js_node dev, const char *key, spec_device *d, spec_attn_point *pt,
+                          uint32_t *n, ss_err *err)
 {
     js_node at, pts;
-    size_t n;
-    if (!js_get(dev, "attention", &at)) return SS_OK;
+    size_t k;
+    *n = 0;
+    if (!js_get(dev, key, &at)) return SS_OK;
     int rc = js_want_obj(at, err);
     if (rc || (rc = js_keys_check(at, JS_KEYS("source", "points"), err)) ||
-        (rc = js_arr(at, "points", true, &pts, &n, err)))
+        (rc = js_arr(at, "points", true, &pts, &k, err)))
         return rc;
-    if (n == 0 || n > SPEC_ATTN_MAX)
-        return js_failf(pts, err, "expected 1 to %d points, got %zu", SPEC_ATTN_MAX, n);
-    for (size_t i = 0; i < n; i++) {
-        js_node pt = js_at(pts, i);
-        if ((rc = load_attn_point(pt, &d->attn[i], err)) ||
-            (rc = attn_vs_peak(pt, &d->attn[i], d, err)))
+    if (k == 0 || k > SPEC_ATTN_MAX)
+        return js_failf(pts, err, "expected 1 to %d points, got %zu", SPEC_ATTN_MAX, k);
+    for (size_t i = 0; i < k; i++) {
+        js_node p = js_at(pts, i);
+        if ((rc = load_attn_point(p, &pt[i], err)) || (rc = attn_vs_peak(p, &pt[i], d, err)))
             return rc;
-        if (i > 0 && d->attn[i].seq <= d->attn[i - 1].seq)
-            return js_failf(pt, err, "seq %.0f does not increase (the point before has %.0f)",
-                            d->attn[i].seq, d->attn[i - 1].seq);
+        if (i > 0 && pt[i].seq <= pt[i - 1].seq)
+            return js_failf(p, err, "seq %.0f does not increase (the point before has %.0f)",
+                            pt[i].seq, pt[i - 1].seq);
     }
-    d->nattn = (uint32_t)n;
+    *n = (uint32_t)k;
     return SS_OK;
+}
+
+static int load_attentions(js_node dev, spec_device *d, ss_err *err)
+{
+    int rc = load_attention(dev, "attention", d, d->attn, &d->nattn, err);
+    if (!rc) rc = load_attention(dev, "attention_cudnn", d, d->attn_cudnn.pt, &d->attn_cudnn.n, err);
+    if (!rc)
+        rc = load_attention(dev, "attention_flash3", d, d->attn_flash3.pt, &d->attn_flash3.n, err);
+    return rc;
 }
 
 /* An optional device constant with its source: key: {"<field>": x,
@@ -171,7 +183,8 @@ static int load_device(js_node n, spec_device *d, ss_err *err)
     int rc = js_keys_check(n, JS_KEYS("name", "source", "hbm_bytes", "hbm_bw_GBps",
                                    "peak_tflops", "gemm_efficiency", "gemm_half_dim",
                                    "mem_efficiency", "launch_us", "kernel_min_us",
-                                   "attention", "overlap", "cuda_total_bytes", "cuda_total_source",
+                                   "attention", "attention_cudnn", "attention_flash3", "overlap",
+                                   "cuda_total_bytes", "cuda_total_source",
                                    "process_reserve_bytes", "compute_capability",
                                    "gemm_floor"), err);
     double bw, launch, kmin;
@@ -184,7 +197,7 @@ static int load_device(js_node n, spec_device *d, ss_err *err)
         (rc = js_num(n, "mem_efficiency", true, 0, 1e-3, 1.0, &d->mem_efficiency, err)) ||
         (rc = js_num(n, "launch_us", true, 0, 0.0, 1e6, &launch, err)) ||
         (rc = js_num(n, "kernel_min_us", false, 0, 0.0, 1e6, &kmin, err)) ||
-        (rc = load_attention(n, d, err)) || (rc = load_sourced_constants(n, d, err)) ||
+        (rc = load_attentions(n, d, err)) || (rc = load_sourced_constants(n, d, err)) ||
         (rc = load_usable(n, d, err)) || (rc = load_cc(n, d, err)))
         return rc;
     d->hbm_bw_Bps = bw * 1e9;

@@ -1412,7 +1412,7 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
         (rc = js_enum(tr, "kernels", false, SPEC_KERNELS_AUTO, spec_kernels_names, SPEC_NKERNELS,
                       &kern, err)) ||
         (rc = js_u64(tr, "recompute_every", false, 1, 1, 1u << 20, &every, err)) ||
-        (rc = js_enum(tr, "attention", false, SPEC_ATTN_FLASH, spec_attn_impl_names,
+        (rc = js_enum(tr, "attention", false, SPEC_ATTN_AUTO, spec_attn_impl_names,
                       SPEC_NATTN_IMPLS, &attn, err)) ||
         (rc = js_enum(tr, "moe_gemm", false, SPEC_MOE_GEMM_GROUPED, spec_moe_gemm_names,
                       SPEC_NMOE_GEMMS, &moe_gemm, err)) ||
@@ -1501,6 +1501,32 @@ static int resolve_kernels(spec_scenario *s)
     return SS_OK;
 }
 
+/* training.attention "auto": cuDNN's fused attention for Megatron-core's
+ * fused kernels on a device with a cuDNN table (Transformer Engine selects
+ * FusedAttention over FlashAttention on sm90, spec.h), FlashAttention-2
+ * otherwise. An implementation the device has no table for is an error:
+ * its rates would silently be another kernel's. */
+static int resolve_attention(js_node root, spec_scenario *s, ss_err *err)
+{
+    const spec_device *d = &s->topo.device;
+    if (s->attn_impl == SPEC_ATTN_AUTO) {
+        bool te = s->shard.strategy == SPEC_MEGATRON && s->kernels == SPEC_KERNELS_FUSED;
+        s->attn_impl = te && d->attn_cudnn.n ? SPEC_ATTN_CUDNN : SPEC_ATTN_FLASH;
+        return SS_OK;
+    }
+    bool cudnn = s->attn_impl == SPEC_ATTN_CUDNN, fa3 = s->attn_impl == SPEC_ATTN_FLASH3;
+    if ((cudnn && !d->attn_cudnn.n) || (fa3 && !d->attn_flash3.n)) {
+        js_node tr, at;
+        js_get(root, "training", &tr);
+        js_get(tr, "attention", &at);
+        return js_failf(at, err, "\"%s\" needs the device's measured rates (\"%s\" in the "
+                        "device file) and %s has none: expected \"flash\" or a device with "
+                        "that table", spec_attn_impl_names[s->attn_impl],
+                        cudnn ? "attention_cudnn" : "attention_flash3", d->name);
+    }
+    return SS_OK;
+}
+
 /* training.loss "auto": Megatron-core's vocab-parallel cross-entropy with
  * the fused kernel set, PyTorch's eager one otherwise (spec.h). After
  * resolve_kernels. */
@@ -1533,7 +1559,8 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
         (rc = load_offload(root, s, err)) ||
         (rc = ds_optimizer_impl(root, s, err)) ||
         (rc = layout_check(root, s, err)) || (rc = resolve_kernels(s)) ||
-        (rc = resolve_loss(s)) || (rc = load_runtime(root, s, err)) ||
+        (rc = resolve_loss(s)) || (rc = resolve_attention(root, s, err)) ||
+        (rc = load_runtime(root, s, err)) ||
         (rc = load_network(root, s, err)) || (rc = load_calibration(root, s, err)) ||
         (rc = load_allocator(root, s, err)) || (rc = load_init(root, s, err)) ||
         (rc = load_expect(root, s, err)) || (rc = load_measured(root, s, err)))

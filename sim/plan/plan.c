@@ -69,11 +69,16 @@ double plan_attn_rate(const plan *p, double seq, double g, bool backward)
 {
     const spec_device *d = &p->s->topo.device;
     spec_dtype dt = dt16(p);
-    if (!d->nattn || (dt != SPEC_DT_BF16 && dt != SPEC_DT_FP16)) return plan_gemm_rate(p, g);
+    /* the implementation's table (the loader saw to it that there is one
+     * for cudnn and flash3) */
     const spec_attn_point *a = d->attn;
+    uint32_t n = d->nattn;
+    if (p->s->attn_impl == SPEC_ATTN_CUDNN) a = d->attn_cudnn.pt, n = d->attn_cudnn.n;
+    if (p->s->attn_impl == SPEC_ATTN_FLASH3) a = d->attn_flash3.pt, n = d->attn_flash3.n;
+    if (!n || (dt != SPEC_DT_BF16 && dt != SPEC_DT_FP16)) return plan_gemm_rate(p, g);
     uint32_t i = 0;
-    while (i + 1 < d->nattn && a[i + 1].seq < seq) i++;
-    const spec_attn_point *lo = &a[i], *hi = &a[i + 1 < d->nattn ? i + 1 : i];
+    while (i + 1 < n && a[i + 1].seq < seq) i++;
+    const spec_attn_point *lo = &a[i], *hi = &a[i + 1 < n ? i + 1 : i];
     double rlo = backward ? lo->bwd_flops : lo->fwd_flops;
     double rhi = backward ? hi->bwd_flops : hi->fwd_flops;
     if (seq <= lo->seq || lo == hi) return rlo; /* below the table, or beyond its end */

@@ -424,8 +424,8 @@ static void attention(ab *x, unsigned l)
     double q = (double)s / x->cp;
     double core = (double)bs * heads * q * s * (dqk + dv);
     double g = cbrt(q * s * dqk), rate_seq = q;
-    if (spec_arch_sliding(a, l) && x->p->s->attn_impl == SPEC_ATTN_FLASH && a->window < s) {
-        /* FlashAttention skips the blocks outside the window: a query at
+    if (spec_arch_sliding(a, l) && x->p->s->attn_impl != SPEC_ATTN_UNFUSED && a->window < s) {
+        /* The fused kernels skip the blocks outside the window: a query at
          * position i sees min(i + 1, w) keys, (w (w + 1) / 2 + (s - w) w) / s
          * on average against the causal (s + 1) / 2; each query block
          * walks ~w keys, as in a causal sequence of 2w (the rate's length) */

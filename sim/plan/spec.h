@@ -228,15 +228,26 @@ typedef enum { SPEC_LOSS_IMPLS(SPEC_ENUM2_) SPEC_NLOSS } spec_loss;
 extern const char *const spec_loss_names[SPEC_NLOSS];
 
 /* The attention core's implementation (training.attention):
- *   flash    FlashAttention (PyTorch SDPA's flash backend, TE, FA2): tiles in
- *            on-chip memory, the causal half skipped, no s x s tensor kept;
+ *   flash    FlashAttention-2 (PyTorch SDPA's flash backend, flash-attn):
+ *            tiles in on-chip memory, the causal half skipped, no s x s
+ *            tensor kept; the device's "attention" table;
  *   unfused  before FlashAttention (Megatron-LM and Megatron-DeepSpeed of
  *            2021-22): Q K^T and P V as batched GEMMs over every score, a
  *            fused scale-mask-softmax kernel between them, the
- *            probabilities kept for backward. */
+ *            probabilities kept for backward;
+ *   cudnn    cuDNN's fused attention (Transformer Engine's FusedAttention,
+ *            PyTorch SDPA's cuDNN backend): as flash, at the device's
+ *            "attention_cudnn" table;
+ *   flash3   FlashAttention-3 (Hopper): as flash, at "attention_flash3".
+ * AUTO resolves at load: cudnn for Megatron-core with fused kernels on a
+ * device with a cuDNN table (Transformer Engine prefers FusedAttention on
+ * sm90 from v1.2), flash otherwise. */
 #define SPEC_ATTN_IMPLS(X)                                                     \
+    X(AUTO, "auto")                                                            \
     X(FLASH, "flash")                                                          \
-    X(UNFUSED, "unfused")
+    X(UNFUSED, "unfused")                                                      \
+    X(CUDNN, "cudnn")                                                          \
+    X(FLASH3, "flash3")
 #define SPEC_ENUM2_(id, name) SPEC_ATTN_##id,
 typedef enum { SPEC_ATTN_IMPLS(SPEC_ENUM2_) SPEC_NATTN_IMPLS } spec_attn_impl;
 #undef SPEC_ENUM2_
@@ -276,10 +287,17 @@ typedef struct spec_attn_point {
     double seq, fwd_flops, bwd_flops;
 } spec_attn_point;
 
+/* One implementation's table (spec_device.attn_cudnn, attn_flash3). */
+typedef struct spec_attn_table {
+    spec_attn_point pt[SPEC_ATTN_MAX];
+    uint32_t n; /* 0: the device file has none */
+} spec_attn_table;
+
 typedef struct spec_device {
     char name[SPEC_NAME_MAX];
     spec_attn_point attn[SPEC_ATTN_MAX];
     uint32_t nattn;            /* 0: the attention core runs at the GEMM curve */
+    spec_attn_table attn_cudnn, attn_flash3; /* "attention_cudnn", "attention_flash3" */
     spec_gemm_cal gemm_cal[SPEC_NDT];
     uint64_t hbm_bytes;
     double hbm_bw_Bps;         /* bytes per second */
@@ -655,7 +673,7 @@ typedef struct spec_scenario {
     spec_recompute recompute;
     uint32_t recompute_every; /* full: every N-th layer only (1: all) */
     spec_kernels kernels; /* never AUTO after loading */
-    spec_attn_impl attn_impl; /* training.attention */
+    spec_attn_impl attn_impl; /* training.attention; never AUTO after loading */
     spec_loss loss;           /* training.loss; never AUTO after loading */
     spec_moe_gemm moe_gemm;   /* training.moe_gemm */
     spec_precision prec;

@@ -38,10 +38,10 @@ resv=$(python3 -c 'import json, sys; g = json.load(open(sys.argv[1]))["memory"][
 if [ $rc -ne 1 ] || ! grep -qF "max 75.00 GiB" "$out" || ! grep -qF "$resv" "$out" || ! grep -qF "1.5 s +-10%" "$out" ||
    ! grep -qF "$step" "$out"; then
   echo "FAIL: bounds with units and the amounts they miss by: exit $rc"; cat "$out"; fails=$((fails + 1)); fi
-"$bin" check $sc --set 'expect={"memory.max_peak_reserved_bytes": {"max": 80530636800}, "step_time_s": {"max": "2.5 s", "min": "2000 ms"}}' >"$out" 2>&1
+"$bin" check $sc --set 'expect={"memory.max_peak_reserved_bytes": {"max": 80530636800}, "step_time_s": {"max": "3.5 s", "min": "2000 ms"}}' >"$out" 2>&1
 rc=$?
 if [ $rc -ne 1 ] || ! grep -q "FAIL.*max_peak_reserved_bytes" "$out" || grep -q "FAIL.*step_time_s" "$out"; then
-  echo "FAIL: 75 GiB written in bytes decides as \"75 GiB\"; 2..2.5 s holds: exit $rc"; cat "$out"; fails=$((fails + 1)); fi
+  echo "FAIL: 75 GiB written in bytes decides as \"75 GiB\"; 2..3.5 s holds: exit $rc"; cat "$out"; fails=$((fails + 1)); fi
 "$bin" check $sc --set 'expect={"step_time_s": {"max": "2 GiB"}}' >"$out" 2>&1
 rc=$?
 if [ $rc -ne 2 ] || ! grep -q 'expected a number or a time like "850 ms"' "$out"; then

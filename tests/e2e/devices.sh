@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The device files derived from another part's measurements keep the
 # derivation their source states: every file whose attention table says
-# "scaled here by A / B" has each rate of the H100 SXM5 file's table times
-# A / B (to the 0.1 TFLOPS the files carry), and A is its own dense BF16
+# "scaled here by A / B" has each rate of the H100 SXM5 file's tables
+# (FlashAttention-2, cuDNN, FlashAttention-3) times A / B (to the 0.1
+# TFLOPS the files carry), the H200's are the SXM's, and A is its own dense BF16
 # peak and B the SXM's (989.4, NVIDIA H100 datasheet); the PCIe and NVL
 # parts' peaks are their datasheet columns' sparse figures halved (BF16
 # 1,513 and 1,671; FP8 3,026 and 3,341). And a step on the PCIe server
@@ -14,8 +15,13 @@ if ! command -v python3 >/dev/null; then echo "SKIP: python3 not found"; exit 0;
 python3 - >"$d/py.txt" 2>&1 <<'PY'
 import glob, json, re
 base = json.load(open("topologies/devices/h100-sxm5-80gb.json"))
-bpts = {p["seq"]: p for p in base["attention"]["points"]}
+TABLES = ("attention", "attention_cudnn", "attention_flash3")
+# the H200 has the H100's SMs and clocks: its tables are the SXM's
+h200 = json.load(open("topologies/devices/h200-sxm-141gb.json"))
 bad, seen = [], 0
+for t in TABLES:
+    if h200.get(t, {}).get("points") != base[t]["points"]:
+        bad.append(f"h200-sxm-141gb.json: {t} is not the H100 SXM's")
 for f in sorted(glob.glob("topologies/devices/*.json")):
     d = json.load(open(f))
     m = re.search(r"scaled here by ([0-9.]+) / ([0-9.]+)", d.get("attention", {}).get("source", ""))
@@ -27,11 +33,16 @@ for f in sorted(glob.glob("topologies/devices/*.json")):
         bad.append(f"{f}: scaled against {b}, the SXM's peak is {base['peak_tflops']['bf16']}")
     if d["peak_tflops"]["bf16"] != a:
         bad.append(f"{f}: scaled by {a} but its bf16 peak is {d['peak_tflops']['bf16']}")
-    for p in d["attention"]["points"]:
-        q = bpts[p["seq"]]
-        for k in ("fwd_tflops", "bwd_tflops", "fwd_full_tflops"):
-            if abs(p[k] - q[k] * a / b) > 0.051:
-                bad.append(f"{f}: seq {p['seq']} {k} {p[k]}, want {q[k] * a / b:.2f}")
+    for t in TABLES:
+        if t not in d:
+            bad.append(f"{f}: no {t} table where the SXM has one")
+            continue
+        bt = {p["seq"]: p for p in base[t]["points"]}
+        for p in d[t]["points"]:
+            q = bt[p["seq"]]
+            for k in ("fwd_tflops", "bwd_tflops", "fwd_full_tflops"):
+                if abs(p[k] - q[k] * a / b) > 0.051:
+                    bad.append(f"{f}: {t} seq {p['seq']} {k} {p[k]}, want {q[k] * a / b:.2f}")
 sheet = {"h100-pcie-80gb.json": (1513, 3026, 2000), "h100-nvl-94gb.json": (1671, 3341, 3900)}
 for f, (bf16, fp8, bw) in sheet.items():
     d = json.load(open("topologies/devices/" + f))

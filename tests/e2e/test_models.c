@@ -296,6 +296,62 @@ static void test_a100_attention(void **state)
     }
 }
 
+/* The attention implementation (training.attention). Auto gives cuDNN's
+ * fused attention to Megatron-core with Transformer Engine on an H100
+ * (TE v1.2 onwards, attention.py: "Select FusedAttention on sm90 and
+ * FlashAttention on others for performance"), FlashAttention-2 to PyTorch
+ * FSDP; the rates are the FlashAttention-3 paper's H100 charts (causal
+ * forward at 2k: cuDNN 484, FlashAttention-3 521, FlashAttention-2 298
+ * TFLOPS; backward at 2k without the mask 465 / 501 / 291, taken causal at
+ * the forward's causal / non-causal ratio, 484 / 617 for cuDNN). A
+ * kernel the device has no table for is an error naming the table. */
+static void test_attention_impls(void **state)
+{
+    (void)state;
+    struct { const char *file, *set; spec_attn_impl want; double fwd, bwd; } rows[] = {
+        {"published/megatron-core-r0.8-gpt-1.7b-tp1-pp1-dp48-48xh100.json", NULL,
+         SPEC_ATTN_CUDNN, 484e12, 465e12 * 484 / 617},
+        {"published/megatron-core-r0.8-gpt-1.7b-tp1-pp1-dp48-48xh100.json",
+         "training.attention=flash3", SPEC_ATTN_FLASH3, 521e12, 501e12 * 521 / 625},
+        {"published/megatron-core-r0.8-gpt-1.7b-tp1-pp1-dp48-48xh100.json",
+         "training.attention=flash", SPEC_ATTN_FLASH, 298e12, 291e12 * 298 / 362},
+        {"transformers/llama3-8b-full-shard-8xh100.json", NULL, SPEC_ATTN_FLASH, 298e12,
+         291e12 * 298 / 362},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        char path[1024];
+        spec_scenario s;
+        ss_err err;
+        ss_err_clear(&err);
+        snprintf(path, sizeof path, "%s/scenarios/%s", SS_SOURCE_DIR, rows[i].file);
+        const char *sets[] = {rows[i].set};
+        if (scn_load(path, rows[i].set ? sets : NULL, rows[i].set ? 1 : 0, &s, &err))
+            fail_msg("%s: %s", path, err.msg);
+        assert_int_equal(s.attn_impl, rows[i].want);
+        plan *p = NULL;
+        assert_int_equal(plan_new(&p, &s, NULL), SS_OK);
+        double g = cbrt(2048.0 * 2048 * 128);
+        assert_float_equal(plan_attn_rate(p, 2048, g, false), rows[i].fwd, 1e6);
+        assert_float_equal(plan_attn_rate(p, 2048, g, true), rows[i].bwd, 1e6);
+        plan_free(p);
+        spec_scenario_fini(&s);
+    }
+    /* the A100 has no FlashAttention-3 table (a Hopper kernel) */
+    char path[1024];
+    spec_scenario s;
+    ss_err err;
+    ss_err_clear(&err);
+    snprintf(path, sizeof path, "%s/scenarios/published/mpt-7b-fsdp1-2k-8xa100-80gb.json",
+             SS_SOURCE_DIR);
+    const char *fa3[] = {"training.attention=flash3"};
+    assert_int_not_equal(scn_load(path, fa3, 1, &s, &err), SS_OK);
+    char said[sizeof err.where + sizeof err.msg + 2];
+    snprintf(said, sizeof said, "%s: %s", err.where, err.msg);
+    print_message("  %s\n", said);
+    assert_non_null(strstr(said, "attention_flash3"));
+    assert_non_null(strstr(said, "A100"));
+}
+
 /* The same layer with PyTorch eager modules (training.kernels "eager", the
  * default for FSDP): the fused plan's costs plus, per RMSNorm, the fp32
  * composite of torch's F.rms_norm (to(fp32), pow, mean, mul by rstd,
@@ -715,6 +771,7 @@ int main(void)
         cmocka_unit_test(test_moe_active), cmocka_unit_test(test_recompute),
         cmocka_unit_test(test_layer_costs),
         cmocka_unit_test(test_unfused_attention), cmocka_unit_test(test_sliding_window_core), cmocka_unit_test(test_a100_attention),
+        cmocka_unit_test(test_attention_impls),
         cmocka_unit_test(test_eager_kernels), cmocka_unit_test(test_loss_kernels),
         cmocka_unit_test(test_recompute_every),
         cmocka_unit_test(test_gemm_floor_openxla),
