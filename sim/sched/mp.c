@@ -248,10 +248,14 @@ static bool sp_block(const mp *m, const plan_block *b)
 }
 
 /* The sequence-parallel gather of a block's input (into a buffer the block
- * frees). Under tp_comm_overlap only the first of tp chunks precedes the
- * block: the rest runs on the TP stream while the block computes (the
- * chunks pipelined with its GEMMs), and *rest is that op for whoever must
- * wait for the whole gather; else *rest is EM_NONE. */
+ * frees). Under tp_comm_overlap the block waits for none of it: Transformer
+ * Engine's all-gather + GEMM overlap computes on the rank's own chunk first
+ * while the others arrive round the ring (userbuffers' split ring
+ * exchange), so the gather runs on the TP stream while the block computes,
+ * as a first chunk of 1/tp and the rest, and *rest is the op that whoever
+ * needs the whole gather waits for (the block's consumers: a block slower
+ * than its gather exposes nothing, a faster one the difference); else the
+ * block waits for the whole gather and *rest is EM_NONE. */
 static uint32_t tp_gather(mp *m, const plan_block *b, prog_phase ph, uint32_t dep,
                           const char *what, const char *buffer, uint32_t *rest)
 {
@@ -264,7 +268,7 @@ static uint32_t tp_gather(mp *m, const plan_block *b, prog_phase ph, uint32_t de
                               what, b->name, buffer);
     *rest = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_GATHER, m->g[G_TP], bytes - bytes / tp, first,
                     "tp.overlap.all_gather", b->name);
-    return first;
+    return dep;
 }
 
 static uint32_t tp_pre(mp *m, const plan_block *b, prog_phase ph, uint32_t *rest)

@@ -600,9 +600,22 @@ static void test_recompute_collectives(void **state)
     }
 }
 
+/* Rank 0's first op named `name` (its trace record), or fail. */
+static const trc_op *op_named(const run_result *r, const char *name)
+{
+    const prog_op *ops = prog_ops(r->p, 0);
+    for (uint32_t i = 0; i < prog_nops(r->p, 0); i++)
+        if (!strcmp(prog_str_get(r->p, ops[i].name), name)) return &r->t->ops[0][i];
+    fail_msg("no op %s on rank 0", name);
+    return NULL;
+}
+
 /* tp_comm_overlap moves the same bytes (each gather and scatter cut into a
  * first or last chunk of 1/tp and the rest) and exposes less: the rest runs
- * while the block computes. */
+ * while the block computes, and the block does not wait for the gather at
+ * all (Transformer Engine computes on the rank's own chunk first): the
+ * first layer's attention starts before its gather's first chunk ends;
+ * without the overlap it starts after the whole gather. */
 static void test_tp_comm_overlap(void **state)
 {
     (void)state;
@@ -620,6 +633,10 @@ static void test_tp_comm_overlap(void **state)
         count_ops(&r, PROG_COLL_ALL_GATHER, "tp.", &bytes[k][0]);
         count_ops(&r, PROG_COLL_REDUCE_SCATTER, "tp.", &bytes[k][1]);
         exposed[k] = r.sum.exposed_comm_ns;
+        const trc_op *attn = op_named(&r, "fwd.layers.0.attn");
+        const trc_op *gather = op_named(&r, "tp.all_gather.layers.0.attn");
+        if (k == 0) assert_true(attn->start >= gather->end);
+        else assert_true(attn->start < gather->end);
         run_fini(&r);
         spec_scenario_fini(&s);
     }
