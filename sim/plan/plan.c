@@ -202,6 +202,7 @@ static int add_params(plan *p, ss_err *err)
         /* the first block computes no input gradient: its weight
          * gradient alone, about half of the pair */
         b->bwd_ns = b->dgrad ? bwd : bwd / 2;
+        b->fwd_kernels = 1, b->bwd_kernels = b->dgrad ? 2 : 1;
     }
     return SS_OK;
 }

@@ -40,6 +40,10 @@ typedef struct plan_block {
     ss_bytes recompute_bytes; /* re-materialized during backward (recompute) */
     uint64_t fwd_flops, bwd_flops;
     ss_ns fwd_ns, bwd_ns;    /* device time */
+    /* Kernels each way, each one the host issues (the device's launch_us
+     * apiece): eager composites launch many, fused ones few. 0 on a side
+     * reads as one. */
+    uint32_t fwd_kernels, bwd_kernels;
     bool dgrad;              /* backward computes the input gradient */
     bool recompute_full;     /* full recompute: its forward re-runs inside its backward */
     bool recompute_input;    /* full recompute: the input is the layer's previous
@@ -98,6 +102,7 @@ typedef struct plan {
      * (training.loss, plan_arch.c); 0 for the linear models, whose loss
      * reads the output once (sched/emit.c). */
     ss_ns loss_fwd_ns, loss_bwd_ns;
+    uint32_t loss_fwd_kernels, loss_bwd_kernels;
     /* Layout. Without one: world = n, dense_dp = expert_dp = n. */
     bool layout;              /* spec_model_parallel: sched/mp.c runs it */
     uint32_t world;           /* tp cp pp dp ranks */

@@ -119,6 +119,7 @@ static void gemm(ab *x, plan_block *b, uint64_t m, uint64_t k, uint64_t n)
     b->bwd_flops += 2 * f;
     b->fwd_ns += fwd;
     b->bwd_ns += bwd;
+    b->fwd_kernels += 1, b->bwd_kernels += 2; /* backward: input and weight gradients */
 }
 
 /* A linear layer with its parameters: weight k x n (+ bias n). */
@@ -161,6 +162,7 @@ static void eltwise_k(ab *x, plan_block *b, uint64_t fwd_bytes, uint64_t bwd_byt
     ss_ns g = plan_mem_ns(x->p, bwd_bytes);
     if (kf) b->fwd_ns += f > kf * kmin ? f : kf * kmin;
     if (kb) b->bwd_ns += g > kb * kmin ? g : kb * kmin;
+    b->fwd_kernels += kf, b->bwd_kernels += kb;
 }
 
 /* A memory-bound kernel reading and writing its tensors once, forward and
@@ -190,7 +192,7 @@ static void rms_pass(ab *x, plan_block *b, uint64_t n)
     uint64_t c = x->c;
     if (!x->eager || x->a->layernorm) {
         ss_ns t = plan_mem_ns(x->p, 3 * n * c);
-        if (b) b->fwd_ns += t, b->bwd_ns += 2 * t;
+        if (b) b->fwd_ns += t, b->bwd_ns += 2 * t, b->fwd_kernels++, b->bwd_kernels++;
         return;
     }
     eltwise_k(x, b, (28 + 4 * c) * n, (64 + 7 * c) * n, 8, 12);
@@ -288,6 +290,7 @@ static void embed(ab *x)
     b->dgrad = false;
     b->fwd_ns = plan_mem_ns(x->p, x->t * a->hidden * x->c);
     b->bwd_ns = plan_mem_ns(x->p, 2 * x->t * a->hidden * x->c);
+    b->fwd_kernels = b->bwd_kernels = 1;
     blk_done(x, b);
 }
 
@@ -303,6 +306,7 @@ static void op_sac(ab *x, plan_block *b, uint64_t keep, ss_ns kept_ns, uint64_t 
     b->saved_bytes = b->saved_bytes < keep ? b->saved_bytes : keep;
     b->bwd_ns += b->fwd_ns - x->keep_ns - kept_ns;
     b->bwd_flops += b->fwd_flops - x->keep_flops - kept_flops;
+    b->bwd_kernels += b->fwd_kernels; /* the forward re-run (kept matmuls counted too) */
 }
 
 /* The attention core without FlashAttention (training.attention
@@ -329,6 +333,7 @@ static ss_ns unfused_core(ab *x, plan_block *b, double g, double core, double sc
     b->bwd_flops += (uint64_t)(2.0 * flops);
     b->fwd_ns += fwd;
     b->bwd_ns += bwd;
+    b->fwd_kernels += 3, b->bwd_kernels += 5; /* two batched GEMMs and the softmax; four and its backward */
     *probs = (uint64_t)scores * x->c;
     return fwd;
 }
@@ -445,6 +450,9 @@ static void attention(ab *x, unsigned l)
         b->bwd_flops += (uint64_t)(2.5 * core);
         b->fwd_ns += core_ns;
         b->bwd_ns += ss_ns_from_s(2.5 * core / plan_attn_rate(x->p, rate_seq, g, true));
+        /* FlashAttention-2's backward: dot(dO, O), the main kernel, dQ's
+         * conversion (flash-attn's run_mha_bwd) */
+        b->fwd_kernels += 1, b->bwd_kernels += 3;
     }
     if (!a->kv_lora_rank && x->p->s->attn_impl != SPEC_ATTN_UNFUSED)
         eager_sdpa_layout(x, b, kv_saved, t * heads * (dqk + dv), t * heads * dv);
@@ -526,6 +534,8 @@ static void moe(ab *x, unsigned l)
     if (b) {
         b->fwd_ns += one.fwd_ns * times;
         b->bwd_ns += one.bwd_ns * times;
+        b->fwd_kernels += one.fwd_kernels * (uint32_t)times;
+        b->bwd_kernels += one.bwd_kernels * (uint32_t)times;
         b->fwd_flops += one.fwd_flops * times;
         b->bwd_flops += one.bwd_flops * times;
     }
@@ -576,6 +586,7 @@ static void loss_cost(ab *x, uint64_t e)
           tg = plan_mem_ns(x->p, g);
     x->p->loss_fwd_ns = tf > kf * kmin ? tf : kf * kmin;
     x->p->loss_bwd_ns = tg > kb * kmin ? tg : kb * kmin;
+    x->p->loss_fwd_kernels = kf, x->p->loss_bwd_kernels = kb;
 }
 
 static void output(ab *x)
@@ -620,6 +631,7 @@ static void apply_recompute(plan *p)
             b->recompute_input = i > 0 && strcmp(p->blocks[i - 1].group, b->group) == 0;
             b->bwd_ns += b->fwd_ns;
             b->bwd_flops += b->fwd_flops;
+            b->bwd_kernels += b->fwd_kernels;
         } else if (r == SPEC_RECOMP_SELECTIVE && b->recompute_bytes) {
             b->saved_bytes -= b->recompute_bytes;
         } else if (r == SPEC_RECOMP_SELECTIVE_OP) {

@@ -476,6 +476,72 @@ static void test_loss_kernels(void **state)
     assert_non_null(strstr(said, "\"triton\""));
 }
 
+/* Host dispatch: the host issues every kernel a block launches, the
+ * device's launch_us each. Llama 3 8B's layer, eager (no recompute),
+ * counted kernel by kernel: attention forward RMSNorm's 8, wq/wk/wv 3,
+ * rotary's 6 (3 per tensor), repeat_kv's 2 copies, SDPA 1, the output's
+ * contiguous copy 1, wo 1, the residual add 1 = 23; backward 12 + 3 x 2
+ * GEMMs + 6 + 2 + FlashAttention-2's 3 + wo's 2 + 1 + autograd's 2 sums
+ * = 34. MLP forward 8 + w1, w3 + silu, mul + w2 + add = 14; backward 12 +
+ * 3 x 2 + 3 + 1 + 1 sum = 23. Fused: one kernel per norm, rotary, add and
+ * activation: attention 8 and 14 (2 x 4 GEMMs + 1 + 1 + 3 + 1), MLP 6
+ * and 9 (2 x 3 GEMMs + 1 + 1 + 1). A small model with short sequences is then launch-bound: its
+ * step lasts at least the host's issue of every kernel, which eager
+ * kernels make longer than fused ones. */
+static void test_host_dispatch(void **state)
+{
+    (void)state;
+    spec_scenario se, sf;
+    plan *pe = load_plan("llama3-8b", &se);
+    plan *pf = load_plan_with("llama3-8b", ", \"kernels\": \"fused\"", &sf);
+    const plan_block *ae = plan_find(pe, "layers.0.attn"), *me = plan_find(pe, "layers.0.mlp");
+    const plan_block *af = plan_find(pf, "layers.0.attn"), *mf = plan_find(pf, "layers.0.mlp");
+    assert_int_equal(ae->fwd_kernels, 23);
+    assert_int_equal(ae->bwd_kernels, 34);
+    assert_int_equal(me->fwd_kernels, 14);
+    assert_int_equal(me->bwd_kernels, 23);
+    assert_int_equal(af->fwd_kernels, 8);
+    assert_int_equal(af->bwd_kernels, 14);
+    assert_int_equal(mf->fwd_kernels, 6);
+    assert_int_equal(mf->bwd_kernels, 9);
+    plan_free(pe);
+    plan_free(pf);
+    spec_scenario_fini(&se);
+    spec_scenario_fini(&sf);
+    /* 4 layers of hidden 256 on 64 tokens, one H100 */
+    ss_ns step[2];
+    const char *kern[] = {"eager", "fused"};
+    for (int k = 0; k < 2; k++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "{\"name\": \"t\", \"model\": {\"name\": \"tiny\", \"architecture\": "
+                 "{\"type\": \"transformer\", \"layers\": 4, \"hidden\": 256, \"heads\": 4, "
+                 "\"kv_heads\": 2, \"ffn_hidden\": 512, \"vocab\": 1024, \"norm\": \"rmsnorm\"}}, "
+                 "\"topology\": \"%s/topologies/h100x8-hgx.json\", \"parallel\": {\"dp\": 1}, "
+                 "\"training\": {\"micro_batch\": 1, \"seq_len\": 64, \"kernels\": \"%s\"}, "
+                 "\"precision\": {\"param\": \"bf16\", \"master\": \"fp32\"}, "
+                 "\"optimizer\": {\"type\": \"adamw\"}, \"sharding\": {\"strategy\": \"ddp\"}}",
+                 SS_SOURCE_DIR, kern[k]);
+        spec_scenario s;
+        ss_err err;
+        ss_err_clear(&err);
+        if (scn_load_text("t.json", text, strlen(text), NULL, 0, &s, &err))
+            fail_msg("%s: %s", err.where, err.msg);
+        run_result r;
+        if (run_step(&s, NULL, &r, &err)) fail_msg("%s", err.msg);
+        uint64_t kernels = 0;
+        for (uint32_t i = 0; i < r.pl->nblocks; i++)
+            kernels += r.pl->blocks[i].fwd_kernels + r.pl->blocks[i].bwd_kernels;
+        step[k] = r.sum.step_ns;
+        print_message("  tiny model, %s kernels: %llu block kernels, step %.3f ms\n", kern[k],
+                      (unsigned long long)kernels, step[k] * 1e-6);
+        assert_true(step[k] >= kernels * s.topo.device.launch_ns);
+        run_fini(&r);
+        spec_scenario_fini(&s);
+    }
+    assert_true(step[0] > step[1]);
+}
+
 /* Float8 linears (precision.compute "fp8", torchao's tensorwise recipe,
  * eager kernels): each transformer linear runs its three GEMMs at the fp8
  * rate (the device's gemm_floor, then the FLOPs at the fp8 peak x
@@ -773,6 +839,7 @@ int main(void)
         cmocka_unit_test(test_unfused_attention), cmocka_unit_test(test_sliding_window_core), cmocka_unit_test(test_a100_attention),
         cmocka_unit_test(test_attention_impls),
         cmocka_unit_test(test_eager_kernels), cmocka_unit_test(test_loss_kernels),
+        cmocka_unit_test(test_host_dispatch),
         cmocka_unit_test(test_recompute_every),
         cmocka_unit_test(test_gemm_floor_openxla),
         cmocka_unit_test(test_moe_grouped_gemm),
