@@ -73,3 +73,15 @@ size_t span_rank(const trc *t, uint32_t rank, span_kind k, span *out)
     }
     return span_merge(out, n);
 }
+
+size_t span_rank_stream(const trc *t, uint32_t rank, prog_stream s, span *out)
+{
+    const prog_op *ops = prog_ops(t->p, rank);
+    size_t n = 0;
+    for (uint32_t i = 0; i < prog_nops(t->p, rank); i++) {
+        const trc_op *x = &t->ops[rank][i];
+        if (ops[i].kind == PROG_OP_COLL && ops[i].stream == s && x->end > x->start)
+            out[n++] = (span){x->start, x->end};
+    }
+    return span_merge(out, n);
+}

@@ -29,5 +29,7 @@ size_t span_minus(const span *m, size_t nm, const span *c, size_t nc, span *out)
  * rank's op count): its compute stream, its collectives, or its host. */
 typedef enum { SPAN_COMPUTE, SPAN_COMM, SPAN_HOST } span_kind;
 size_t span_rank(const trc *t, uint32_t rank, span_kind k, span *out);
+/* The rank's collectives on one stream, as merged spans (room as above). */
+size_t span_rank_stream(const trc *t, uint32_t rank, prog_stream s, span *out);
 
 #endif

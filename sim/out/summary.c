@@ -37,6 +37,10 @@ static int busy_times(const trc *t, sum_report *r, ss_err *err)
     r->comm_ns = span_total(m, nm);
     r->overlap_ns = span_overlap(c, nc, m, nm);
     r->exposed_comm_ns = r->comm_ns - r->overlap_ns;
+    for (int k = 0; k < PROG_NSTREAMS; k++) {
+        size_t ns = span_rank_stream(t, 0, (prog_stream)k, m);
+        r->exposed_by_stream[k] = span_total(m, ns) - span_overlap(c, nc, m, ns);
+    }
     size_t nh = span_rank(t, 0, SPAN_HOST, c);
     r->host_ns = span_total(c, nh);
     r->interference_ns = interference(t);
@@ -390,6 +394,23 @@ static void json_layout(cJSON *root, const sum_report *r)
                             sum_bubble_fraction(p, r->s->grad_accum));
 }
 
+/* "exposed by       tp 12.000, reduce 3.000 ms": where the exposed
+ * communication sits (unshard and reduce: the data-parallel runtime's
+ * streams; tp: tensor, context and expert parallel; p2p: the pipeline). */
+static void text_exposed_by_stream(FILE *f, const sum_report *r)
+{
+    if (!r->exposed_comm_ns) return;
+    const char *sep = "";
+    fprintf(f, "  exposed by       ");
+    for (int k = 0; k < PROG_NSTREAMS; k++) {
+        if (!r->exposed_by_stream[k]) continue;
+        fprintf(f, "%s%s %.3f", sep, prog_stream_name((prog_stream)k),
+                secs(r->exposed_by_stream[k]) * 1e3);
+        sep = ", ";
+    }
+    fprintf(f, " ms\n");
+}
+
 static void json_time(cJSON *root, const sum_report *r)
 {
     cJSON *t = cJSON_AddObjectToObject(root, "time");
@@ -397,6 +418,11 @@ static void json_time(cJSON *root, const sum_report *r)
     cJSON_AddNumberToObject(t, "communication_s", secs(r->comm_ns));
     cJSON_AddNumberToObject(t, "overlap_s", secs(r->overlap_ns));
     cJSON_AddNumberToObject(t, "exposed_communication_s", secs(r->exposed_comm_ns));
+    cJSON *by = cJSON_AddObjectToObject(t, "exposed_by_stream_s");
+    for (int k = 0; k < PROG_NSTREAMS; k++)
+        if (r->exposed_by_stream[k])
+            cJSON_AddNumberToObject(by, prog_stream_name((prog_stream)k),
+                                    secs(r->exposed_by_stream[k]));
     cJSON_AddNumberToObject(t, "host_s", secs(r->host_ns));
     cJSON_AddNumberToObject(t, "interference_s", secs(r->interference_ns));
     cJSON_AddStringToObject(t, "kernels", spec_kernels_names[r->s->kernels]);
@@ -587,6 +613,7 @@ void sum_text(const sum_report *r, FILE *f)
             secs(r->interference_ns) * 1e3);
     fprintf(f, "  comm busy        %10.3f ms  (overlapped %.3f, exposed %.3f)\n",
             secs(r->comm_ns) * 1e3, secs(r->overlap_ns) * 1e3, secs(r->exposed_comm_ns) * 1e3);
+    text_exposed_by_stream(f, r);
     fprintf(f, "  host busy        %10.3f ms\n", secs(r->host_ns) * 1e3);
     if (r->step_ns && r->peak_flops > 0) {
         double tps = (double)r->tokens / secs(r->step_ns);

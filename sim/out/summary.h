@@ -37,6 +37,10 @@ typedef struct sum_report {
     ss_ns step_ns;
     ss_ns compute_ns, comm_ns, overlap_ns, exposed_comm_ns, host_ns; /* rank 0 */
     ss_ns interference_ns; /* rank 0: compute time added by collectives beside it */
+    /* rank 0: each stream's collectives while its compute stream is idle
+     * (a period two streams share counts for both); 0 for streams that
+     * carry none */
+    ss_ns exposed_by_stream[PROG_NSTREAMS];
     sum_coll coll[PROG_NCOLLS]; /* rank 0, per step */
     uint32_t nranks;        /* ranks reported: every rank, or (a layout) those simulated */
     uint32_t nsim;          /* ranks simulated (the trace's) */

@@ -620,7 +620,7 @@ static void test_tp_comm_overlap(void **state)
 {
     (void)state;
     uint64_t bytes[2][2];
-    ss_ns exposed[2];
+    ss_ns exposed[2], tp_exposed[2];
     static const char *const par[] = {
         "{\"dp\": 2, \"tp\": 4, \"sequence_parallel\": true}",
         "{\"dp\": 2, \"tp\": 4, \"sequence_parallel\": true, \"tp_comm_overlap\": true}",
@@ -633,6 +633,16 @@ static void test_tp_comm_overlap(void **state)
         count_ops(&r, PROG_COLL_ALL_GATHER, "tp.", &bytes[k][0]);
         count_ops(&r, PROG_COLL_REDUCE_SCATTER, "tp.", &bytes[k][1]);
         exposed[k] = r.sum.exposed_comm_ns;
+        /* the exposed time by stream: each within the total, together at
+         * least it (time.exposed_by_stream_s); the overlap cuts the TP
+         * stream's */
+        ss_ns sum = 0, most = 0;
+        for (int q = 0; q < PROG_NSTREAMS; q++) {
+            sum += r.sum.exposed_by_stream[q];
+            if (r.sum.exposed_by_stream[q] > most) most = r.sum.exposed_by_stream[q];
+        }
+        assert_true(most <= exposed[k] && sum >= exposed[k]);
+        tp_exposed[k] = r.sum.exposed_by_stream[PROG_TP];
         const trc_op *attn = op_named(&r, "fwd.layers.0.attn");
         const trc_op *gather = op_named(&r, "tp.all_gather.layers.0.attn");
         if (k == 0) assert_true(attn->start >= gather->end);
@@ -645,6 +655,7 @@ static void test_tp_comm_overlap(void **state)
     print_message("  exposed communication %.3f ms -> %.3f ms with tp_comm_overlap\n",
                   exposed[0] * 1e-6, exposed[1] * 1e-6);
     assert_true(exposed[1] < exposed[0]);
+    assert_true(tp_exposed[0] > 0 && tp_exposed[1] < tp_exposed[0]);
 }
 
 /* Ring attention (cp_comm_type p2p) over cp = 4: each attention block
