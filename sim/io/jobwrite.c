@@ -185,6 +185,9 @@ static int tt_layout_check(const spec_scenario *s, const char *where, ss_err *er
     if (s->loss != SPEC_LOSS_EAGER)
         return NOPE("training.loss %s: torchtitan's loss is PyTorch's cross_entropy on the "
                     "logits cast to fp32 (training.loss eager)", spec_loss_names[s->loss]);
+    if (s->attn_impl != SPEC_ATTN_FLASH)
+        return NOPE("training.attention %s: torchtitan's attention is PyTorch SDPA's flash "
+                    "backend (training.attention flash)", spec_attn_impl_names[s->attn_impl]);
     const spec_sharding *h = &s->shard;
     if (h->prefetch_k[0] || h->prefetch_k[1] || h->nprefetch[0] || h->nprefetch[1])
         return NOPE("%s", "explicit FSDP2 prefetch (modules_to_forward_prefetch / "
@@ -461,6 +464,11 @@ int jobw_megatron(const spec_scenario *s, const char *where, const char *title, 
     else if (s->prec.param == SPEC_DT_BF16) fputs("--grad-reduce-in-bf16\n", f);
     if (s->loss == SPEC_LOSS_FUSED)
         fputs("--cross-entropy-loss-fusion\n--cross-entropy-fusion-impl te\n", f);
+    /* Transformer Engine's backends: FusedAttention (cuDNN), FlashAttention
+     * (FlashAttention-3 where it is installed), or unfused */
+    fprintf(f, "--attention-backend %s\n", s->attn_impl == SPEC_ATTN_CUDNN     ? "fused"
+                                          : s->attn_impl == SPEC_ATTN_UNFUSED ? "unfused"
+                                                                              : "flash");
     if (!rc) rc = mg_recompute(s, where, f, err);
     if (!rc) rc = mg_precision(s, where, f, err);
     if (!rc && s->opt.type == SPEC_OPT_ADAM)

@@ -99,8 +99,8 @@ check "an fp32 master copy as torchtitan: refused, naming the precision" \
     '[ $? -eq 2 ] && grep -q "precision param fp32, grad fp32, optimizer fp32, master fp32: torchtitan keeps" "$d/e3" && [ ! -e "$d/x.toml" ]'
 
 # The Megatron side: the tiny GPT example (TP 2 + SP, PP 2, DP 2, both
-# overlaps, buckets of 2M parameters, full recompute, bf16), in Megatron's
-# rank order.
+# overlaps, buckets of 2M parameters, full recompute, bf16, Transformer
+# Engine's fused attention on the H100), in Megatron's rank order.
 m=scenarios/examples/tiny-gpt-megatron-tp2-pp2-overlap.json
 mp=(--tp 2 --cp 1 --pp 2 --quiet --set parallel.order=tp-cp-ep-dp-pp)
 "$bin" search "$m" "${mp[@]}" --write-megatron "$d/mg.args" >/dev/null
@@ -120,6 +120,7 @@ cat >"$d/mg.want" <<EOF
 --overlap-param-gather
 --ddp-bucket-size 2000000
 --accumulate-allreduce-grads-in-fp32
+--attention-backend fused
 --recompute-granularity full
 --recompute-method uniform
 --recompute-num-layers 1

@@ -105,6 +105,20 @@ static void test_torchtitan_refusals(void **state)
         if (!strstr(err.msg, cases[k].msg)) fail_msg("case %zu: %s", k, err.msg);
         spec_scenario_fini(&s);
     }
+    /* an attention kernel other than SDPA's flash backend */
+    spec_scenario s;
+    char *text = NULL;
+    assert_int_equal(load("llama3-8b.json",
+                          "\"training\": {\"micro_batch\": 1, \"seq_len\": 1024, "
+                          "\"attention\": \"cudnn\"}, \"parallel\": {\"dp\": 8}, "
+                          "\"optimizer\": {\"type\": \"adamw\"}, "
+                          "\"sharding\": {\"strategy\": \"fsdp2\"}", &s), SS_OK);
+    ss_err err;
+    ss_err_clear(&err);
+    assert_int_equal(jobw_torchtitan(&s, "--w", "job", &text, &err), SS_E_INPUT);
+    assert_null(text);
+    assert_non_null(strstr(err.msg, "training.attention cudnn"));
+    spec_scenario_fini(&s);
 }
 
 #define MG_TRAINING(extra)                                                                        \
@@ -123,7 +137,8 @@ static const char mg_eager[] =
  * GPT's 4 layers (1 layer a chunk), cp 1, dp 2, Megatron's rank order;
  * distributed optimizer without overlaps and its default buckets of 40M
  * parameters (written out: Megatron's own default depends on dp), bf16
- * reduce. */
+ * reduce, Transformer Engine's fused (cuDNN) attention that auto gives
+ * Megatron-core on the H100. */
 static void test_megatron_text(void **state)
 {
     (void)state;
@@ -144,7 +159,7 @@ static void test_megatron_text(void **state)
         "--num-layers-per-virtual-pipeline-stage 1\n--context-parallel-size 1\n"
         "--expert-model-parallel-size 1\n--micro-batch-size 1\n--global-batch-size 8\n"
         "--seq-length 512\n--use-distributed-optimizer\n--ddp-bucket-size 40000000\n"
-        "--grad-reduce-in-bf16\n"
+        "--grad-reduce-in-bf16\n--attention-backend fused\n"
         "--recompute-granularity selective\n--bf16\n--optimizer adam\n");
     free(text);
     spec_scenario_fini(&s);
