@@ -70,13 +70,14 @@ static int load_attn_point(js_node pt, spec_attn_point *a, ss_err *err)
 
 /* key: {"source", "points": [{"seq", "fwd_tflops", "bwd_tflops"}...]}
  * ("attention", FlashAttention-2's; "attention_cudnn", "attention_flash3"),
- * into pt[0 .. *n); absent: *n = 0. */
-static int load_attention(js_node dev, const char *key, spec_device *d, spec_attn_point *pt,
-                          uint32_t *n, ss_err *err)
+ * into *t; absent: t->n = 0. */
+static int load_attention(js_node dev, const char *key, spec_device *d, spec_attn_table *t,
+                          ss_err *err)
 {
     js_node at, pts;
     size_t k;
-    *n = 0;
+    spec_attn_point *pt = t->pt;
+    t->n = 0;
     if (!js_get(dev, key, &at)) return SS_OK;
     int rc = js_want_obj(at, err);
     if (rc || (rc = js_keys_check(at, JS_KEYS("source", "points"), err)) ||
@@ -92,16 +93,15 @@ static int load_attention(js_node dev, const char *key, spec_device *d, spec_att
             return js_failf(p, err, "seq %.0f does not increase (the point before has %.0f)",
                             pt[i].seq, pt[i - 1].seq);
     }
-    *n = (uint32_t)k;
+    t->n = (uint32_t)k;
     return SS_OK;
 }
 
 static int load_attentions(js_node dev, spec_device *d, ss_err *err)
 {
-    int rc = load_attention(dev, "attention", d, d->attn, &d->nattn, err);
-    if (!rc) rc = load_attention(dev, "attention_cudnn", d, d->attn_cudnn.pt, &d->attn_cudnn.n, err);
-    if (!rc)
-        rc = load_attention(dev, "attention_flash3", d, d->attn_flash3.pt, &d->attn_flash3.n, err);
+    int rc = load_attention(dev, "attention", d, &d->attn, err);
+    if (!rc) rc = load_attention(dev, "attention_cudnn", d, &d->attn_cudnn, err);
+    if (!rc) rc = load_attention(dev, "attention_flash3", d, &d->attn_flash3, err);
     return rc;
 }
 

@@ -16,6 +16,12 @@ ss_ns plan_mem_ns(const plan *p, ss_bytes bytes)
     return dev_floor(d, ss_ns_from_s((double)bytes / (d->hbm_bw_Bps * d->mem_efficiency)));
 }
 
+ss_ns plan_kernels_ns(const plan *p, ss_bytes bytes, uint32_t k)
+{
+    ss_ns t = plan_mem_ns(p, bytes), floor = k * p->s->topo.device.kernel_min_ns;
+    return t > floor ? t : floor;
+}
+
 /* Elementwise passes over one element's bytes per optimizer step, counted
  * from torch's foreach AdamW: lerp (3), mul (2), addcmul (3), sqrt (2),
  * div (2), add (2), weight-decay mul (2), addcdiv (4) = 20 accesses; SGD
@@ -71,10 +77,11 @@ double plan_attn_rate(const plan *p, double seq, double g, bool backward)
     spec_dtype dt = dt16(p);
     /* the implementation's table (the loader saw to it that there is one
      * for cudnn and flash3) */
-    const spec_attn_point *a = d->attn;
-    uint32_t n = d->nattn;
-    if (p->s->attn_impl == SPEC_ATTN_CUDNN) a = d->attn_cudnn.pt, n = d->attn_cudnn.n;
-    if (p->s->attn_impl == SPEC_ATTN_FLASH3) a = d->attn_flash3.pt, n = d->attn_flash3.n;
+    const spec_attn_table *t = p->s->attn_impl == SPEC_ATTN_CUDNN    ? &d->attn_cudnn
+                               : p->s->attn_impl == SPEC_ATTN_FLASH3 ? &d->attn_flash3
+                                                                     : &d->attn;
+    const spec_attn_point *a = t->pt;
+    uint32_t n = t->n;
     if (!n || (dt != SPEC_DT_BF16 && dt != SPEC_DT_FP16)) return plan_gemm_rate(p, g);
     uint32_t i = 0;
     while (i + 1 < n && a[i + 1].seq < seq) i++;
@@ -141,8 +148,7 @@ static ss_ns cast8_ns(const plan *p, uint64_t e, uint32_t ways)
 {
     bool fused = p->s->kernels != SPEC_KERNELS_EAGER || p->s->prec.fp8_recipe == SPEC_FP8_DELAYED;
     uint64_t bytes = e * ((fused ? 2 : 4) + ways);
-    ss_ns t = plan_mem_ns(p, bytes), kmin = p->s->topo.device.kernel_min_ns;
-    return fused || t > 2 * kmin ? t : 2 * kmin;
+    return plan_kernels_ns(p, bytes, fused ? 1 : 2);
 }
 
 void plan_linear(const plan *p, bool hp, uint64_t groups, uint64_t m, uint64_t k, uint64_t n,

@@ -168,6 +168,9 @@ const char *plan_unit_name(const plan *p, uint32_t u);
 
 /* Device time of an elementwise kernel touching `bytes` of HBM. */
 ss_ns plan_mem_ns(const plan *p, ss_bytes bytes);
+/* Memory-bound work of k kernels moving `bytes`: plan_mem_ns, but at least
+ * the device's kernel_min for each kernel (launch-bound when small). */
+ss_ns plan_kernels_ns(const plan *p, ss_bytes bytes, uint32_t k);
 /* Device time of the optimizer step over `numel` elements per rank. */
 ss_ns plan_optim_ns(const plan *p, uint64_t numel);
 

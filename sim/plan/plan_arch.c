@@ -158,10 +158,8 @@ static void eltwise_k(ab *x, plan_block *b, uint64_t fwd_bytes, uint64_t bwd_byt
                       uint32_t kb)
 {
     if (!b) return;
-    ss_ns kmin = x->p->s->topo.device.kernel_min_ns, f = plan_mem_ns(x->p, fwd_bytes);
-    ss_ns g = plan_mem_ns(x->p, bwd_bytes);
-    if (kf) b->fwd_ns += f > kf * kmin ? f : kf * kmin;
-    if (kb) b->bwd_ns += g > kb * kmin ? g : kb * kmin;
+    if (kf) b->fwd_ns += plan_kernels_ns(x->p, fwd_bytes, kf);
+    if (kb) b->bwd_ns += plan_kernels_ns(x->p, bwd_bytes, kb);
     b->fwd_kernels += kf, b->bwd_kernels += kb;
 }
 
@@ -582,10 +580,8 @@ static void loss_cost(ab *x, uint64_t e)
     } else if (x->p->s->loss == SPEC_LOSS_VOCAB_PARALLEL) {
         f = up + 32 * e, g = 8 * e + up, kf = 5 + cast, kb = 1 + cast;
     }
-    ss_ns kmin = x->p->s->topo.device.kernel_min_ns, tf = plan_mem_ns(x->p, f),
-          tg = plan_mem_ns(x->p, g);
-    x->p->loss_fwd_ns = tf > kf * kmin ? tf : kf * kmin;
-    x->p->loss_bwd_ns = tg > kb * kmin ? tg : kb * kmin;
+    x->p->loss_fwd_ns = plan_kernels_ns(x->p, f, kf);
+    x->p->loss_bwd_ns = plan_kernels_ns(x->p, g, kb);
     x->p->loss_fwd_kernels = kf, x->p->loss_bwd_kernels = kb;
 }
 

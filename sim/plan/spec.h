@@ -287,7 +287,7 @@ typedef struct spec_attn_point {
     double seq, fwd_flops, bwd_flops;
 } spec_attn_point;
 
-/* One implementation's table (spec_device.attn_cudnn, attn_flash3). */
+/* One implementation's table (spec_device.attn, attn_cudnn, attn_flash3). */
 typedef struct spec_attn_table {
     spec_attn_point pt[SPEC_ATTN_MAX];
     uint32_t n; /* 0: the device file has none */
@@ -295,9 +295,9 @@ typedef struct spec_attn_table {
 
 typedef struct spec_device {
     char name[SPEC_NAME_MAX];
-    spec_attn_point attn[SPEC_ATTN_MAX];
-    uint32_t nattn;            /* 0: the attention core runs at the GEMM curve */
-    spec_attn_table attn_cudnn, attn_flash3; /* "attention_cudnn", "attention_flash3" */
+    /* "attention" (FlashAttention-2; none: the core runs at the GEMM
+     * curve), "attention_cudnn", "attention_flash3" */
+    spec_attn_table attn, attn_cudnn, attn_flash3;
     spec_gemm_cal gemm_cal[SPEC_NDT];
     uint64_t hbm_bytes;
     double hbm_bw_Bps;         /* bytes per second */

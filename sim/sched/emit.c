@@ -49,6 +49,9 @@ int em_done(em *e) { return e->rc; }
 
 ss_ns em_launch_ns(const em *e) { return e->pl->s->topo.device.launch_ns; }
 
+/* The host's time to issue k kernels (a count of 0 reads as one). */
+static ss_ns launches_ns(const em *e, uint64_t k) { return em_launch_ns(e) * (k ? k : 1); }
+
 bool em_syncs(const em *e, uint32_t m)
 {
     return m + 1 == e->pl->s->grad_accum || !e->pl->s->shard.no_sync;
@@ -284,7 +287,7 @@ uint32_t em_fwd_block(em *e, uint32_t i, uint32_t dep)
                                                 "saved.%s", b->name)
                                     : EM_NONE;
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_FORWARD, "fwd.%s", b->name);
-    em_cost(e, em_launch_ns(e) * (b->fwd_kernels ? b->fwd_kernels : 1), b->fwd_ns, b->fwd_flops);
+    em_cost(e, launches_ns(e, b->fwd_kernels), b->fwd_ns, b->fwd_flops);
     em_dep(e, dep);
     em_mem(e, e->t_act[at], PROG_ALLOC_AT_ISSUE);
     em_mem(e, e->t_saved[at], PROG_ALLOC_AT_ISSUE);
@@ -310,7 +313,7 @@ uint32_t em_loss_fwd(em *e)
     /* Cross-entropy over the logits: the plan's kernels (training.loss). */
     ss_ns ns = logits_fp32_bytes(b) ? e->pl->loss_fwd_ns : plan_mem_ns(e->pl, b->out_bytes);
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_FORWARD, "loss");
-    em_cost(e, em_launch_ns(e) * (e->pl->loss_fwd_kernels ? e->pl->loss_fwd_kernels : 1), ns, 0);
+    em_cost(e, launches_ns(e, e->pl->loss_fwd_kernels), ns, 0);
     em_mem(e, e->t_loss, PROG_ALLOC_AT_ISSUE);
     em_mem(e, e->t_act[EM_AT(e, last)], PROG_FREE_AT_ISSUE);
     return em_end(e);
@@ -328,7 +331,7 @@ uint32_t em_loss_bwd(em *e)
     uint32_t d32 = f32 ? em_tensor(e, PROG_MEM_ACTIVATION, f32, false, "dlogits.fp32") : EM_NONE;
     ss_ns ns = f32 ? e->pl->loss_bwd_ns : plan_mem_ns(e->pl, b->out_bytes);
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "loss.backward");
-    em_cost(e, em_launch_ns(e) * (e->pl->loss_bwd_kernels ? e->pl->loss_bwd_kernels : 1), ns, 0);
+    em_cost(e, launches_ns(e, e->pl->loss_bwd_kernels), ns, 0);
     em_mem(e, d32, PROG_ALLOC_AT_ISSUE);
     em_mem(e, e->t_dact[at], PROG_ALLOC_AT_ISSUE);
     em_mem(e, d32, PROG_FREE_AT_ISSUE);
@@ -379,7 +382,7 @@ uint32_t em_bwd_block(em *e, uint32_t i, uint32_t dep, const uint32_t *grads,
                                                               "recomputed.%s", b->name)
                                                   : EM_NONE;
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "bwd.%s", b->name);
-    em_cost(e, em_launch_ns(e) * (b->bwd_kernels ? b->bwd_kernels : b->dgrad ? 2 : 1), b->bwd_ns,
+    em_cost(e, launches_ns(e, b->bwd_kernels ? b->bwd_kernels : b->dgrad ? 2 : 1), b->bwd_ns,
             b->bwd_flops);
     em_dep(e, dep);
     if (b->dgrad) em_mem(e, e->t_dact[at - 1], PROG_ALLOC_AT_ISSUE);

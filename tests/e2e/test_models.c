@@ -283,7 +283,7 @@ static void test_a100_attention(void **state)
         if (scn_load(path, NULL, 0, &s, &err)) fail_msg("%s: %s", path, err.msg);
         plan *p = NULL;
         assert_int_equal(plan_new(&p, &s, NULL), SS_OK);
-        assert_int_equal(s.topo.device.nattn, 6);
+        assert_int_equal(s.topo.device.attn.n, 6);
         double g = cbrt(2048.0 * 2048 * 128);
         assert_float_equal(plan_attn_rate(p, 2048, g, false), 187e12, 1e6);
         assert_float_equal(plan_attn_rate(p, 2048, g, true), 145e12, 1e6);

@@ -161,10 +161,10 @@ static void test_attention_rate(void **state)
     (void)state;
     spec_scenario s = make(4, SPEC_WRAP_PER_BLOCK);
     spec_device *d = &s.topo.device;
-    d->attn[0] = (spec_attn_point){1024, 100e12, 80e12};
-    d->attn[1] = (spec_attn_point){4096, 300e12, 200e12};
-    d->attn[2] = (spec_attn_point){16384, 340e12, 240e12};
-    d->nattn = 3;
+    d->attn.pt[0] = (spec_attn_point){1024, 100e12, 80e12};
+    d->attn.pt[1] = (spec_attn_point){4096, 300e12, 200e12};
+    d->attn.pt[2] = (spec_attn_point){16384, 340e12, 240e12};
+    d->attn.n = 3;
     s.prec.compute = SPEC_DT_BF16;
     d->peak_flops[SPEC_DT_BF16] = 1000e12;
     plan *p;
