@@ -60,7 +60,9 @@ size_t span_minus(const span *m, size_t nm, const span *c, size_t nc, span *out)
     return k;
 }
 
-size_t span_rank(const trc *t, uint32_t rank, span_kind k, span *out)
+/* Rank's ops of kind k as merged spans, on stream `only` alone when it is
+ * a stream (PROG_NSTREAMS: any). */
+static size_t rank_spans(const trc *t, uint32_t rank, span_kind k, prog_stream only, span *out)
 {
     const prog_op *ops = prog_ops(t->p, rank);
     size_t n = 0;
@@ -69,19 +71,18 @@ size_t span_rank(const trc *t, uint32_t rank, span_kind k, span *out)
                     : k == SPAN_HOST ? ops[i].kind == PROG_OP_HOST
                                      : ops[i].stream == PROG_COMPUTE;
         const trc_op *x = &t->ops[rank][i];
-        if (want && x->end > x->start) out[n++] = (span){x->start, x->end};
+        if (want && (only == PROG_NSTREAMS || ops[i].stream == only) && x->end > x->start)
+            out[n++] = (span){x->start, x->end};
     }
     return span_merge(out, n);
 }
 
+size_t span_rank(const trc *t, uint32_t rank, span_kind k, span *out)
+{
+    return rank_spans(t, rank, k, PROG_NSTREAMS, out);
+}
+
 size_t span_rank_stream(const trc *t, uint32_t rank, prog_stream s, span *out)
 {
-    const prog_op *ops = prog_ops(t->p, rank);
-    size_t n = 0;
-    for (uint32_t i = 0; i < prog_nops(t->p, rank); i++) {
-        const trc_op *x = &t->ops[rank][i];
-        if (ops[i].kind == PROG_OP_COLL && ops[i].stream == s && x->end > x->start)
-            out[n++] = (span){x->start, x->end};
-    }
-    return span_merge(out, n);
+    return rank_spans(t, rank, SPAN_COMM, s, out);
 }
