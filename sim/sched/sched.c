@@ -47,6 +47,7 @@ int sched_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err)
     uint64_t *rows = fsdp2 ? malloc((count ? count : 1) * sizeof *rows) : NULL;
     if (!numels || (fsdp2 && !rows)) {
         free(numels);
+        free(rows);
         return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     }
     for (uint32_t i = 0; i < count; i++) {

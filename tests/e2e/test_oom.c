@@ -33,15 +33,20 @@ void *__wrap_malloc(size_t n) { return inject() ? NULL : __real_malloc(n); }
 void *__wrap_calloc(size_t k, size_t n) { return inject() ? NULL : __real_calloc(k, n); }
 void *__wrap_realloc(void *p, size_t n) { return inject() ? NULL : __real_realloc(p, n); }
 
+/* A scenario under scenarios/, with one --set (NULL: none). */
+typedef struct {
+    const char *rel, *set;
+} scenario_ref;
+
 /* Load, run and render; *json and *trace are the caller's (NULL on error). */
-static int pipeline(const char *rel, char **json, char **trace, ss_err *err)
+static int pipeline(scenario_ref sc, char **json, char **trace, ss_err *err)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/scenarios/%s", SS_SOURCE_DIR, rel);
+    snprintf(path, sizeof path, "%s/scenarios/%s", SS_SOURCE_DIR, sc.rel);
     spec_scenario s;
     run_result r;
     *json = *trace = NULL;
-    int rc = scn_load(path, NULL, 0, &s, err);
+    int rc = scn_load(path, &sc.set, sc.set ? 1 : 0, &s, err);
     if (rc) return rc;
     rc = run_step(&s, NULL, &r, err);
     if (!rc) {
@@ -61,14 +66,15 @@ static int pipeline(const char *rel, char **json, char **trace, ss_err *err)
 
 /* Fail allocation k for every k the run makes, or for `runs` of them
  * spread evenly (0: all), to keep the loop short on larger scenarios. */
-static void every_failure(const char *rel, long runs)
+static void every_failure(scenario_ref sc, long runs)
 {
+    const char *rel = sc.rel;
     ss_err err;
     ss_err_clear(&err);
     char *ref_json, *ref_trace;
     calls = 0;
     fail_at = -1;
-    if (pipeline(rel, &ref_json, &ref_trace, &err)) fail_msg("%s: %s", err.where, err.msg);
+    if (pipeline(sc, &ref_json, &ref_trace, &err)) fail_msg("%s: %s", err.where, err.msg);
     long total = calls, failed = 0;
     long step = runs && total / runs > 1 ? total / runs : 1;
     for (long k = 0;; k += step) {
@@ -76,7 +82,7 @@ static void every_failure(const char *rel, long runs)
         calls = 0;
         fail_at = k;
         ss_err_clear(&err);
-        int rc = pipeline(rel, &json, &trace, &err);
+        int rc = pipeline(sc, &json, &trace, &err);
         fail_at = -1;
         if (calls <= k) { /* the run made fewer allocations: all were tried */
             assert_int_equal(rc, SS_OK);
@@ -96,23 +102,30 @@ static void every_failure(const char *rel, long runs)
         free(json);
         free(trace);
     }
-    print_message("%s: %ld allocations, one in %ld made to fail: %ld runs ended in out of memory\n",
-                  rel, total, step, failed);
+    print_message("%s%s%s: %ld allocations, one in %ld made to fail: %ld runs ended in out of "
+                  "memory\n",
+                  rel, sc.set ? " --set " : "", sc.set ? sc.set : "", total, step, failed);
     assert_true(failed > 0); /* the injection reached the pipeline */
     free(ref_json);
     free(ref_trace);
 }
 
-/* One scenario per runtime family and the layouts: small models, so every
- * allocation is tried (a few hundred runs each, about a second in all). */
+/* One scenario per runtime family, with and without a layout: small
+ * models, so every allocation is tried (a few hundred runs each, about a
+ * second in all). FSDP2 without a layout (sched.c's states) takes another
+ * path than inside one (mp.c), so each gets a run. */
 static void test_oom_runtimes(void **state)
 {
     (void)state;
-    static const char *const files[] = {
-        "seed002/zero3_full_shard_pre.json",            "seed002/zero0_ddp.json",
-        "examples/mlp7-zero1-bucket-view.json",         "examples/mlp7-shard-grad-op-size-wrap.json",
-        "examples/tiny-gpt-megatron-tp2-pp2-overlap.json", "examples/tiny-gpt-fsdp2-tp2-cp2-ring.json",
-        "examples/tiny-gpt-deepspeed-zero1-pp2-uneven.json"};
+    static const scenario_ref files[] = {
+        {"seed002/zero3_full_shard_pre.json", NULL},
+        {"seed002/zero0_ddp.json", NULL},
+        {"examples/mlp7-zero1-bucket-view.json", NULL},
+        {"examples/mlp7-shard-grad-op-size-wrap.json", NULL},
+        {"examples/mlp7-full-shard-per-block.json", "sharding.strategy=fsdp2"},
+        {"examples/tiny-gpt-megatron-tp2-pp2-overlap.json", NULL},
+        {"examples/tiny-gpt-fsdp2-tp2-cp2-ring.json", NULL},
+        {"examples/tiny-gpt-deepspeed-zero1-pp2-uneven.json", NULL}};
     for (size_t k = 0; k < sizeof files / sizeof *files; k++) every_failure(files[k], 0);
 }
 
@@ -122,10 +135,11 @@ static void test_oom_runtimes(void **state)
 static void test_oom_full_size(void **state)
 {
     (void)state;
-    static const char *const files[] = {
-        "fsdp2/llama3-8b-fsdp2-sac-8xh100.json", "fsdp2/llama3-8b-hsdp-2x16-raf8-4x8xh100.json",
-        "deepspeed/llama3-8b-zero3-8xh100.json",  "deepspeed/llama3-8b-zeropp-4x8xh100.json",
-        "offload/llama3-70b-fsdp1-cpu-offload-8xh100.json"};
+    static const scenario_ref files[] = {{"fsdp2/llama3-8b-fsdp2-sac-8xh100.json", NULL},
+                                         {"fsdp2/llama3-8b-hsdp-2x16-raf8-4x8xh100.json", NULL},
+                                         {"deepspeed/llama3-8b-zero3-8xh100.json", NULL},
+                                         {"deepspeed/llama3-8b-zeropp-4x8xh100.json", NULL},
+                                         {"offload/llama3-70b-fsdp1-cpu-offload-8xh100.json", NULL}};
     for (size_t k = 0; k < sizeof files / sizeof *files; k++) every_failure(files[k], 12);
 }
 
