@@ -198,7 +198,7 @@ static void same_without_classes(const char *rel, const char *set, uint32_t *loa
  * copies load); the 70B FSDP step folded to one rank, whose one group of
  * 64 has no copies (a ring loads every member's links alike); the same
  * step with every rank simulated (64 programs, one group). */
-static void test_link_classes_change_nothing(void **state)
+static void test_link_classes_change_nothing_heavy(void **state)
 {
     (void)state;
     uint32_t loaded, solved;
@@ -272,7 +272,7 @@ static void test_variation_simulates_every_rank(void **state)
  * rank's figures equal its own replay, field by field and tensor by
  * tensor, and the copy is taken: on the 405B Megatron-Bridge row (tp 8,
  * cp 2, pp 8: 128 simulated ranks, 8 programs) most ranks' views match. */
-static void test_memory_copies_equal_replays(void **state)
+static void test_memory_copies_equal_replays_heavy(void **state)
 {
     (void)state;
     spec_scenario s;
@@ -317,17 +317,20 @@ static void test_memory_copies_equal_replays(void **state)
     spec_scenario_fini(&s);
 }
 
+/* SS_SKIP_TESTS (a cmocka pattern, e.g. "*_heavy"): the tests the suite's
+ * valgrind pass leaves to the plain and sanitizer passes (scripts/test.sh). */
 int main(void)
 {
+    cmocka_set_skip_filter(getenv("SS_SKIP_TESTS"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_symmetric_one_rank),
         cmocka_unit_test(test_hybrid_copies),
         cmocka_unit_test(test_layout_copies),
         cmocka_unit_test(test_per_rank_programs_not_folded),
         cmocka_unit_test(test_fsdp2_even_folds),
-        cmocka_unit_test(test_link_classes_change_nothing),
+        cmocka_unit_test(test_link_classes_change_nothing_heavy),
         cmocka_unit_test(test_variation_simulates_every_rank),
-        cmocka_unit_test(test_memory_copies_equal_replays),
+        cmocka_unit_test(test_memory_copies_equal_replays_heavy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -346,7 +346,7 @@ static int bound_both(const char *file, const char *const *sets, size_t nsets)
     return shared;
 }
 
-static void test_bound_one_rank_per_program(void **state)
+static void test_bound_one_rank_per_program_heavy(void **state)
 {
     (void)state;
     static const char *const files[] = {
@@ -463,7 +463,7 @@ static void check_space(const space_case *c, size_t *ran, size_t *rejected)
  * commit 190 points run, 33 of them rejected; the floors below leave room
  * for scenarios that change, not for a bound that breaks (any one point
  * over fails the test). */
-static void test_checks_against_runs(void **state)
+static void test_checks_against_runs_heavy(void **state)
 {
     (void)state;
     static const space_case cases[] = {
@@ -621,16 +621,19 @@ static void test_nearest_miss(void **state)
     assert_false(search_nearest_miss(f, c, 6, 100, &m));
 }
 
+/* SS_SKIP_TESTS (a cmocka pattern, e.g. "*_heavy"): the tests the suite's
+ * valgrind pass leaves to the plain and sanitizer passes (scripts/test.sh). */
 int main(void)
 {
+    cmocka_set_skip_filter(getenv("SS_SKIP_TESTS"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),         cmocka_unit_test(test_enumerate_world8),
         cmocka_unit_test(test_enumerate_order),  cmocka_unit_test(test_enumerate_divisibility),
         cmocka_unit_test(test_enumerate_bound),  cmocka_unit_test(test_sweep_lists),
         cmocka_unit_test(test_front),            cmocka_unit_test(test_bound_coll),
-        cmocka_unit_test(test_bound_by_hand),    cmocka_unit_test(test_checks_against_runs),
+        cmocka_unit_test(test_bound_by_hand),    cmocka_unit_test(test_checks_against_runs_heavy),
         cmocka_unit_test(test_pruner),           cmocka_unit_test(test_pruner_order_independent),
         cmocka_unit_test(test_nearest_miss),
-        cmocka_unit_test(test_bound_one_rank_per_program)};
+        cmocka_unit_test(test_bound_one_rank_per_program_heavy)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
