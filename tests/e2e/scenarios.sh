@@ -26,34 +26,53 @@ small() { case $1 in scenarios/examples/*|scenarios/seed002/*) return 0;; esac; 
 # has compared; their hash lines are left out of the comparison too.
 skip_published() { if [ "${SS_SKIP_PUBLISHED:-}" = 1 ]; then grep -v '^scenarios/published/'; else cat; fi; }
 oplist() { sed 's/},{"name"/}\n{"name"/g' "$1"; echo; }
-while IFS= read -r f; do
-  total=$((total + 1))
-  if ! "$bin" run "$f" --quiet --json "$out/a.json" --dot "$out/a.dot" --trace "$out/a.trace" 2>"$out/err"; then
-    echo "FAIL: $f"; sed 's/^/    /' "$out/err"; fails=$((fails + 1)); continue
+# One scenario, number $1, file $2, in its own folder $out/$1: what it
+# prints goes to $out/$1/log, its hash lines to $out/$1/hashes, and a file
+# $out/$1/failed counts each failure (the loop below reads them in order).
+one() {
+  local d="$out/$1" f=$2 rel=${2#scenarios/}
+  mkdir -p "$d"
+  exec >"$d/log"
+  : >"$d/hashes"
+  if ! "$bin" run "$f" --quiet --json "$d/a.json" --dot "$d/a.dot" --trace "$d/a.trace" 2>"$d/err"; then
+    echo "FAIL: $f"; sed 's/^/    /' "$d/err"; echo >>"$d/failed"; rm -f "$d"/a.*; return
   fi
-  rel=${f#scenarios/}
-  echo "$(sha256sum <"$out/a.dot" | cut -c1-64)  $rel.dot" >>"$hashes"
-  echo "$(sha256sum <"$out/a.trace" | cut -c1-64)  $rel.trace" >>"$hashes"
+  echo "$(sha256sum <"$d/a.dot" | cut -c1-64)  $rel.dot" >>"$d/hashes"
+  echo "$(sha256sum <"$d/a.trace" | cut -c1-64)  $rel.trace" >>"$d/hashes"
   if [ "$update" = --update ]; then
     mkdir -p "$(dirname "$g/$rel")"
-    cp "$out/a.json" "$g/$rel"
-    if small "$f"; then mkdir -p "$(dirname "$g/ops/$rel")"; oplist "$out/a.trace" >"$g/ops/$rel.txt"; fi
-    continue
+    cp "$d/a.json" "$g/$rel"
+    if small "$f"; then mkdir -p "$(dirname "$g/ops/$rel")"; oplist "$d/a.trace" >"$g/ops/$rel.txt"; fi
+    rm -f "$d"/a.*; return
   fi
-  if ! cmp -s "$out/a.json" "$g/$rel"; then
+  if ! cmp -s "$d/a.json" "$g/$rel"; then
     echo "FAIL: $f: summary differs from $g/$rel"
-    diff "$g/$rel" "$out/a.json" 2>&1 | head -20 | sed 's/^/    /'
-    fails=$((fails + 1))
+    diff "$g/$rel" "$d/a.json" 2>&1 | head -20 | sed 's/^/    /'
+    echo >>"$d/failed"
   fi
   if small "$f"; then
-    oplist "$out/a.trace" >"$out/ops.txt"
-    if ! cmp -s "$out/ops.txt" "$g/ops/$rel.txt"; then
+    oplist "$d/a.trace" >"$d/ops.txt"
+    if ! cmp -s "$d/ops.txt" "$g/ops/$rel.txt"; then
       echo "FAIL: $f: ops differ from $g/ops/$rel.txt"
-      diff "$g/ops/$rel.txt" "$out/ops.txt" 2>&1 | head -10 | sed 's/^/    /'
-      fails=$((fails + 1))
+      diff "$g/ops/$rel.txt" "$d/ops.txt" 2>&1 | head -10 | sed 's/^/    /'
+      echo >>"$d/failed"
     fi
   fi
-done < <(find scenarios -name '*.json' | LC_ALL=C sort | skip_published)
+  rm -f "$d"/a.* "$d/ops.txt" # the traces run to hundreds of MB
+}
+export -f one small oplist
+export bin out g update
+# Two scenarios at a time (SS_JOBS to change): the largest runs take most
+# of the pass, and ctest gives this script one of its slots.
+find scenarios -name '*.json' | LC_ALL=C sort | skip_published | awk '{print NR, $0}' >"$out/list"
+xargs -P "${SS_JOBS:-2}" -n 2 bash -c 'one "$1" "$2"' one <"$out/list"
+total=$(wc -l <"$out/list")
+while read -r i f; do
+  if [ ! -f "$out/$i/log" ]; then echo "FAIL: $f: not run"; fails=$((fails + 1)); continue; fi
+  cat "$out/$i/log"
+  cat "$out/$i/hashes" >>"$hashes"
+  if [ -f "$out/$i/failed" ]; then fails=$((fails + $(wc -l <"$out/$i/failed"))); fi
+done <"$out/list"
 if [ "$update" = --update ]; then
   cp "$hashes" "$g/hashes.txt"
   echo "goldens written for $total scenarios ($fails failed to run)"
