@@ -101,8 +101,18 @@ typedef struct plan {
     /* The loss's kernels on one micro-batch's logits, forward and backward
      * (training.loss, plan_arch.c); 0 for the linear models, whose loss
      * reads the output once (sched/emit.c). */
-    ss_ns loss_fwd_ns, loss_bwd_ns;
+    ss_ns loss_fwd_ns, loss_bwd_ns, loss_cast_ns;
     uint32_t loss_fwd_kernels, loss_bwd_kernels;
+    /* Its tensors, as the implementation's autograd holds them: `saved`
+     * from forward to backward; the forward's temporary (the fp32 upcast
+     * of the logits); the backward's, freed when its kernels end (the
+     * log-probabilities' gradient); `grad32`, the fp32 gradient the cast
+     * (loss_cast_ns, 0: no cast) turns into the logits' dtype. grad_in_saved:
+     * the gradient is formed in place in the saved tensor (freed after the
+     * cast); grad_in_logits: in place in the logits themselves (nothing is
+     * allocated, the logits become their gradient). */
+    ss_bytes loss_saved, loss_fwd_tmp, loss_bwd_tmp, loss_grad32;
+    bool loss_grad_in_saved, loss_grad_in_logits;
     /* Layout. Without one: world = n, dense_dp = expert_dp = n. */
     bool layout;              /* spec_model_parallel: sched/mp.c runs it */
     uint32_t world;           /* tp cp pp dp ranks */

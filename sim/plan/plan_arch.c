@@ -555,34 +555,54 @@ static void moe(ab *x, unsigned l)
 }
 
 /* Cross-entropy over e logits of c bytes each (training.loss), as the
- * kernels each implementation launches read and write them. The upcast to
- * fp32 is a copy of (c + 4) e bytes each way (logits.float(), and its
- * backward casting the gradient down), none when c is already 4.
+ * kernels each implementation launches read and write them, and the
+ * tensors its autograd holds. The upcast to fp32 is a copy of (c + 4) e
+ * bytes each way (logits.float(), and its backward casting the gradient
+ * down: the loss's last backward kernel, loss_cast_ns), none when c is
+ * already 4.
  *   eager (ATen's SoftMax.cu and LossNLL.cu): log_softmax forward reads
  *     the row three times (max, sum of exponentials, the output pass) and
  *     writes it, 16 e; nll_loss reads one element a row. Backward:
  *     nll_loss's zero-filled gradient 4 e, log_softmax's backward reads
  *     the gradient twice (its sum, then the output pass) and the output
- *     once and writes, 16 e. Kernels 2 + 3, plus the casts.
+ *     once and writes, 16 e. Kernels 2 + 3, plus the casts. Memory:
+ *     log_softmax saves its fp32 output; the fp32 copy of the logits lives
+ *     through the forward; nll_loss's gradient and log_softmax's (fp32)
+ *     are live together with the saved output, 12 e, before the cast.
  *   vocab_parallel (Megatron-core tensor_parallel/cross_entropy.py, core
  *     r0.8.0 baf94af3): max 4 e, in-place subtract 8 e, in-place exp 8 e,
  *     sum 4 e, in-place divide 8 e; backward the in-place scale by the
- *     output gradient 8 e. Kernels 5 + 1, plus the casts.
+ *     output gradient 8 e. Kernels 5 + 1, plus the casts. Memory: the fp32
+ *     copy becomes the saved softmax (ctx.save_for_backward(exp_logits))
+ *     and then, in place, the gradient the cast reads.
  *   fused: the logits read twice forward (max, then the sum of
  *     exponentials), read and the gradient written backward: 2 c e each
- *     way, one kernel each. */
+ *     way, one kernel each. Memory: none besides the logits, which the
+ *     kernel overwrites with their gradient (Transformer Engine's
+ *     cross_entropy.py, the kernel Megatron's --cross-entropy-fusion-impl
+ *     te runs). */
 static void loss_cost(ab *x, uint64_t e)
 {
-    uint64_t c = x->c, up = c < 4 ? (c + 4) * e : 0, f = 2 * c * e, g = 2 * c * e;
-    uint32_t kf = 1, kb = 1, cast = up ? 1 : 0;
-    if (x->p->s->loss == SPEC_LOSS_EAGER) {
-        f = up + 16 * e, g = 20 * e + up, kf = 2 + cast, kb = 3 + cast;
-    } else if (x->p->s->loss == SPEC_LOSS_VOCAB_PARALLEL) {
-        f = up + 32 * e, g = 8 * e + up, kf = 5 + cast, kb = 1 + cast;
+    plan *p = x->p;
+    spec_loss impl = p->s->loss;
+    uint64_t c = x->c, up = c < 4 && impl != SPEC_LOSS_FUSED ? (c + 4) * e : 0;
+    uint64_t f = 2 * c * e, g = 2 * c * e;
+    uint32_t kf = 1, kb = 1;
+    p->loss_saved = p->loss_fwd_tmp = p->loss_bwd_tmp = p->loss_grad32 = 0;
+    p->loss_grad_in_saved = impl == SPEC_LOSS_VOCAB_PARALLEL;
+    p->loss_grad_in_logits = impl == SPEC_LOSS_FUSED;
+    if (impl == SPEC_LOSS_EAGER) {
+        f = up + 16 * e, g = 20 * e, kf = up ? 3 : 2, kb = 3;
+        p->loss_saved = 4 * e, p->loss_bwd_tmp = 4 * e;
+        p->loss_fwd_tmp = p->loss_grad32 = up ? 4 * e : 0;
+    } else if (impl == SPEC_LOSS_VOCAB_PARALLEL) {
+        f = up + 32 * e, g = 8 * e, kf = up ? 6 : 5, kb = 1;
+        p->loss_saved = 4 * e;
     }
-    x->p->loss_fwd_ns = plan_kernels_ns(x->p, f, kf);
-    x->p->loss_bwd_ns = plan_kernels_ns(x->p, g, kb);
-    x->p->loss_fwd_kernels = kf, x->p->loss_bwd_kernels = kb;
+    p->loss_fwd_ns = plan_kernels_ns(p, f, kf);
+    p->loss_bwd_ns = plan_kernels_ns(p, g, kb);
+    p->loss_cast_ns = up ? plan_kernels_ns(p, up, 1) : 0;
+    p->loss_fwd_kernels = kf, p->loss_bwd_kernels = kb;
 }
 
 static void output(ab *x)
@@ -598,7 +618,7 @@ static void output(ab *x)
     else linear_col(x, b, a->hidden, a->vocab, x->t);
     if (!b) return;
     b->out_bytes = x->t * a->vocab / x->tp * x->c;
-    b->saved_bytes = x->t * a->vocab / x->tp * 4; /* fp32 logits for the loss */
+    b->saved_bytes = 0; /* the Linear keeps its input; the loss its own (loss_cost) */
     loss_cost(x, x->t * a->vocab / x->tp);
     blk_done(x, b);
 }

@@ -263,7 +263,12 @@ bool search_nearest_miss(const sweep_fig *figs, const search_check *chk, size_t 
 
 /* ---- checks before simulating ---- */
 
-/* The largest rank's state bytes on the device (offloaded parts excluded). */
+/* The largest rank's state bytes on the device (offloaded parts excluded),
+ * a floor under its peak: all four states are live together at the end of
+ * backward. DeepSpeed's fp32 gradient partition is not with them: the step
+ * builds it from the reduced gradients one group at a time (deepspeed.c),
+ * so it is left out, or a step whose peak comes before the optimizer (a
+ * small model under a vocab-parallel loss) would sit below its floor. */
 static int device_states(const plan *pl, uint64_t *out, ss_err *err)
 {
     *out = 0;
@@ -271,7 +276,9 @@ static int device_states(const plan *pl, uint64_t *out, ss_err *err)
         st_bytes st;
         int rc = sched_states(pl, k, &st, err);
         if (rc) return rc;
-        uint64_t dev = st.total_physical > st.host ? st.total_physical - st.host : 0;
+        uint64_t g32 = st.grad32.physical - st.grad32.host;
+        uint64_t on = st.total_physical - st.host;
+        uint64_t dev = on > g32 ? on - g32 : 0;
         if (dev > *out) *out = dev;
     }
     return SS_OK;

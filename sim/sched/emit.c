@@ -296,46 +296,73 @@ uint32_t em_fwd_block(em *e, uint32_t i, uint32_t dep)
     return em_end(e);
 }
 
-/* A transformer's loss is cross-entropy on the logits upcast to fp32 (the
- * head's saved tensor); 0 for the linear models, whose loss reads the output. */
-static ss_bytes logits_fp32_bytes(const plan_block *head)
+/* A transformer's loss is cross-entropy over the logits (the plan's
+ * kernels and tensors, training.loss); the linear models' loss is a
+ * reduction of their output. */
+static bool cross_entropy(const plan *pl) { return !pl->blocks[pl->nblocks - 1].spec; }
+
+static uint32_t loss_tensor(em *e, ss_bytes n, const char *name)
 {
-    return head->spec ? 0 : head->saved_bytes;
+    return n ? em_tensor(e, PROG_MEM_ACTIVATION, n, false, "%s", name) : EM_NONE;
 }
 
-/* loss = reduction of the last output; its backward allocates the gradient
- * of that output. Two small kernels. */
+/* The loss's saved tensor is kept in the head's saved slot (the head keeps
+ * none of its own), so each micro-batch in flight has its own. */
 uint32_t em_loss_fwd(em *e)
 {
-    uint32_t last = e->pl->nblocks - 1;
-    const plan_block *b = &e->pl->blocks[last];
+    const plan *pl = e->pl;
+    uint32_t last = pl->nblocks - 1;
+    size_t at = EM_AT(e, last);
+    bool ce = cross_entropy(pl);
     e->t_loss = em_tensor(e, PROG_MEM_ACTIVATION, 4, false, "loss");
-    /* Cross-entropy over the logits: the plan's kernels (training.loss). */
-    ss_ns ns = logits_fp32_bytes(b) ? e->pl->loss_fwd_ns : plan_mem_ns(e->pl, b->out_bytes);
+    uint32_t tmp = ce ? loss_tensor(e, pl->loss_fwd_tmp, "logits.fp32") : EM_NONE;
+    if (ce && pl->loss_saved) e->t_saved[at] = loss_tensor(e, pl->loss_saved, "saved.loss");
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_FORWARD, "loss");
-    em_cost(e, launches_ns(e, e->pl->loss_fwd_kernels), ns, 0);
+    em_cost(e, launches_ns(e, pl->loss_fwd_kernels),
+            ce ? pl->loss_fwd_ns : plan_mem_ns(pl, pl->blocks[last].out_bytes), 0);
     em_mem(e, e->t_loss, PROG_ALLOC_AT_ISSUE);
-    em_mem(e, e->t_act[EM_AT(e, last)], PROG_FREE_AT_ISSUE);
+    em_mem(e, tmp, PROG_ALLOC_AT_ISSUE);
+    if (ce && pl->loss_saved) em_mem(e, e->t_saved[at], PROG_ALLOC_AT_ISSUE);
+    em_mem(e, tmp, PROG_FREE_AT_ISSUE);
+    /* the logits: dropped (torchtitan's `del pred`), unless the loss
+     * writes their gradient into them */
+    if (!(ce && pl->loss_grad_in_logits)) em_mem(e, e->t_act[at], PROG_FREE_AT_ISSUE);
     return em_end(e);
 }
 
+/* The loss's backward kernels, then (when the logits are not fp32) the
+ * cast of its fp32 gradient to the logits' dtype as an op of its own: what
+ * the first holds is freed before the second allocates. */
 uint32_t em_loss_bwd(em *e)
 {
-    uint32_t last = e->pl->nblocks - 1;
-    const plan_block *b = &e->pl->blocks[last];
+    const plan *pl = e->pl;
+    uint32_t last = pl->nblocks - 1;
     size_t at = EM_AT(e, last);
-    e->t_dact[at] = em_tensor(e, PROG_MEM_ACTIVATION, b->out_bytes, false, "dact.%s", b->name);
-    /* The fp32 gradient of the log-softmax lives until it is cast down to
-     * the logits' dtype; the kernels are the plan's (training.loss). */
-    ss_bytes f32 = logits_fp32_bytes(b);
-    uint32_t d32 = f32 ? em_tensor(e, PROG_MEM_ACTIVATION, f32, false, "dlogits.fp32") : EM_NONE;
-    ss_ns ns = f32 ? e->pl->loss_bwd_ns : plan_mem_ns(e->pl, b->out_bytes);
+    const plan_block *b = &pl->blocks[last];
+    bool ce = cross_entropy(pl), cast = ce && pl->loss_cast_ns;
+    uint32_t saved = ce ? e->t_saved[at] : EM_NONE;
+    if (ce) e->t_saved[at] = EM_NONE; /* freed here, not by the head's backward */
+    if (ce && pl->loss_grad_in_logits) e->t_dact[at] = e->t_act[at];
+    else e->t_dact[at] = em_tensor(e, PROG_MEM_ACTIVATION, b->out_bytes, false, "dact.%s", b->name);
+    uint32_t tmp = ce ? loss_tensor(e, pl->loss_bwd_tmp, "dlogprobs.fp32") : EM_NONE;
+    uint32_t g32 = cast ? loss_tensor(e, pl->loss_grad32, "dlogits.fp32") : EM_NONE;
+    uint32_t late = cast && pl->loss_grad_in_saved ? saved : EM_NONE; /* the cast reads it */
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "loss.backward");
-    em_cost(e, launches_ns(e, e->pl->loss_bwd_kernels), ns, 0);
-    em_mem(e, d32, PROG_ALLOC_AT_ISSUE);
-    em_mem(e, e->t_dact[at], PROG_ALLOC_AT_ISSUE);
-    em_mem(e, d32, PROG_FREE_AT_ISSUE);
+    em_cost(e, launches_ns(e, pl->loss_bwd_kernels),
+            ce ? pl->loss_bwd_ns : plan_mem_ns(pl, b->out_bytes), 0);
+    em_mem(e, tmp, PROG_ALLOC_AT_ISSUE);
+    em_mem(e, g32, PROG_ALLOC_AT_ISSUE);
+    if (!cast && !(ce && pl->loss_grad_in_logits)) em_mem(e, e->t_dact[at], PROG_ALLOC_AT_ISSUE);
+    em_mem(e, tmp, PROG_FREE_AT_ISSUE);
+    if (late == EM_NONE) em_mem(e, saved, PROG_FREE_AT_ISSUE);
     em_mem(e, e->t_loss, PROG_FREE_AT_ISSUE);
+    uint32_t id = em_end(e);
+    if (!cast) return id;
+    em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "loss.backward.cast");
+    em_cost(e, launches_ns(e, 1), pl->loss_cast_ns, 0);
+    em_mem(e, e->t_dact[at], PROG_ALLOC_AT_ISSUE);
+    em_mem(e, g32, PROG_FREE_AT_ISSUE);
+    em_mem(e, late, PROG_FREE_AT_ISSUE);
     return em_end(e);
 }
 

@@ -439,13 +439,13 @@ static void test_loss_kernels(void **state)
 {
     (void)state;
     const uint64_t e = 4096ull * 128256, c = 2;
-    struct { const char *extra; spec_loss want; uint64_t f, g; } rows[] = {
-        {"", SPEC_LOSS_EAGER, (2 + 4) * e + 16 * e, 4 * e + 16 * e + (4 + 2) * e},
+    struct { const char *extra; spec_loss want; uint64_t f, g, cast; } rows[] = {
+        {"", SPEC_LOSS_EAGER, (2 + 4) * e + 16 * e, 4 * e + 16 * e, (4 + 2) * e},
         {", \"loss\": \"vocab_parallel\"", SPEC_LOSS_VOCAB_PARALLEL,
-         (2 + 4) * e + (4 + 8 + 8 + 4 + 8) * e, 8 * e + (4 + 2) * e},
-        {", \"loss\": \"fused\"", SPEC_LOSS_FUSED, 2 * c * e, 2 * c * e},
+         (2 + 4) * e + (4 + 8 + 8 + 4 + 8) * e, 8 * e, (4 + 2) * e},
+        {", \"loss\": \"fused\"", SPEC_LOSS_FUSED, 2 * c * e, 2 * c * e, 0},
         {", \"kernels\": \"fused\"", SPEC_LOSS_VOCAB_PARALLEL,
-         (2 + 4) * e + (4 + 8 + 8 + 4 + 8) * e, 8 * e + (4 + 2) * e},
+         (2 + 4) * e + (4 + 8 + 8 + 4 + 8) * e, 8 * e, (4 + 2) * e},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         spec_scenario s;
@@ -453,6 +453,7 @@ static void test_loss_kernels(void **state)
         assert_int_equal(s.loss, rows[i].want);
         assert_int_equal(p->loss_fwd_ns, plan_mem_ns(p, rows[i].f));
         assert_int_equal(p->loss_bwd_ns, plan_mem_ns(p, rows[i].g));
+        assert_int_equal(p->loss_cast_ns, rows[i].cast ? plan_mem_ns(p, rows[i].cast) : 0);
         plan_free(p);
         spec_scenario_fini(&s);
     }
@@ -474,6 +475,50 @@ static void test_loss_kernels(void **state)
     assert_non_null(strstr(said, "$.training.loss"));
     assert_non_null(strstr(said, "\"vocab_parallel\""));
     assert_non_null(strstr(said, "\"triton\""));
+}
+
+/* The tensors each loss holds, on a model whose logits dominate its
+ * memory (one layer 256 wide, Llama 3's 128,256-entry vocabulary, 4,096
+ * tokens: e = 525 M logits, 1 GiB at bf16) under the ideal allocator (the
+ * sum of live requests), from the autograd of each implementation:
+ *   eager, F.cross_entropy(logits.float()) as torchtitan calls it and then
+ *     `del pred`: log_softmax saves its fp32 output (ATen derivatives.yaml,
+ *     _log_softmax: result); at backward nll_loss's dense gradient and
+ *     log_softmax's fp32 gradient are live with it, 12 e, the bf16 logits
+ *     (2 e) gone: the peak is L + 10 e, L the forward's end with the logits;
+ *   vocab_parallel (Megatron-core cross_entropy.py): the fp32 copy becomes
+ *     the saved softmax and, in place, the gradient the cast reads: L + 4 e
+ *     at the forward (the logits and the copy) and at the cast (the copy
+ *     and the bf16 gradient).
+ * So the peaks differ by exactly 6 e, eager's at loss.backward. (Counted as
+ * one fp32 copy saved and one transient, the two peaks were equal.) */
+static void test_loss_memory(void **state)
+{
+    (void)state;
+    const uint64_t e = 4096ull * 128256;
+    const char *sets[] = {
+        "model={\"name\": \"wide-vocab\", \"architecture\": {\"type\": \"transformer\", "
+        "\"layers\": 1, \"hidden\": 256, \"heads\": 2, \"kv_heads\": 2, \"ffn_hidden\": 1024, "
+        "\"activation\": \"swiglu\", \"vocab\": 128256, \"norm\": \"rmsnorm\"}}",
+        "allocator.model=ideal", NULL};
+    const char *impl[] = {", \"loss\": \"eager\"", ", \"loss\": \"vocab_parallel\""};
+    const char *name[] = {"eager", "vocab_parallel"};
+    ss_bytes peak[2];
+    for (int i = 0; i < 2; i++) {
+        spec_scenario s;
+        run_result r;
+        ss_err err;
+        ss_err_clear(&err);
+        load_sets("llama3-8b", impl[i], sets, 2, &s);
+        if (run_step(&s, NULL, &r, &err)) fail_msg("%s", err.msg);
+        peak[i] = r.sum.ranks[0].mem.peak;
+        print_message("  %s: peak %.3f GiB at %s\n", name[i], peak[i] / 1073741824.0,
+                      r.sum.ranks[0].peak_op);
+        if (i == 0) assert_string_equal(r.sum.ranks[0].peak_op, "loss.backward");
+        run_fini(&r);
+        spec_scenario_fini(&s);
+    }
+    assert_int_equal(peak[0] - peak[1], 6 * e);
 }
 
 /* Host dispatch: the host issues every kernel a block launches, the
@@ -839,6 +884,7 @@ int main(void)
         cmocka_unit_test(test_unfused_attention), cmocka_unit_test(test_sliding_window_core), cmocka_unit_test(test_a100_attention),
         cmocka_unit_test(test_attention_impls),
         cmocka_unit_test(test_eager_kernels), cmocka_unit_test(test_loss_kernels),
+        cmocka_unit_test(test_loss_memory),
         cmocka_unit_test(test_host_dispatch),
         cmocka_unit_test(test_recompute_every),
         cmocka_unit_test(test_gemm_floor_openxla),
