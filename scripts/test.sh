@@ -10,8 +10,9 @@ cmake --build build-test -j"$jobs"
 ctest --test-dir build-test --output-on-failure -j"$jobs"
 # valgrind memcheck: every test program, and the CLI on the bad-input corpus,
 # side by side (each is one process at a time; the machine has two cores).
-# The tests named *_heavy (full-size 5T and 70B runs, minutes each under
-# valgrind) are left to the plain pass above and the sanitizer pass below.
+# The tests named *_heavy (full-size 5T and 70B runs; every allocation
+# failure of the full-size runtimes: minutes each under valgrind) are left
+# to the plain pass above and the sanitizer pass below.
 if command -v valgrind >/dev/null; then
   vg="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect"
   (

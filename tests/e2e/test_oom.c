@@ -102,7 +102,7 @@ static void every_failure(scenario_ref sc, long runs)
         free(json);
         free(trace);
     }
-    print_message("%s%s%s: %ld allocations, one in %ld made to fail: %ld runs ended in out of "
+    print_message("%s%s%.40s: %ld allocations, one in %ld made to fail: %ld runs ended in out of "
                   "memory\n",
                   rel, sc.set ? " --set " : "", sc.set ? sc.set : "", total, step, failed);
     assert_true(failed > 0); /* the injection reached the pipeline */
@@ -110,10 +110,22 @@ static void every_failure(scenario_ref sc, long runs)
     free(ref_trace);
 }
 
+/* A two-layer transformer 64 wide: the full-size scenarios' runtimes
+ * (FSDP2 with selective AC, HSDP, DeepSpeed stage 3 and ZeRO++, offload)
+ * on it make few enough allocations to fail each in turn, so a leak on
+ * any of their paths is found whatever test_oom_full_size's sampling of
+ * the full-size runs reaches. */
+#define TINY                                                                                   \
+    "model={\"name\": \"tiny\", \"architecture\": {\"type\": \"transformer\", \"layers\": 2, "   \
+    "\"hidden\": 64, \"heads\": 2, \"kv_heads\": 2, \"ffn_hidden\": 128, \"activation\": "      \
+    "\"swiglu\", \"vocab\": 512, \"norm\": \"rmsnorm\"}}"
+
 /* One scenario per runtime family, with and without a layout: small
- * models, so every allocation is tried (a few hundred runs each, about a
- * second in all). FSDP2 without a layout (sched.c's states) takes another
- * path than inside one (mp.c), so each gets a run. */
+ * models, so every allocation is tried (a few hundred runs each, a few
+ * seconds in all). FSDP2 without a layout (sched.c's states) takes another
+ * path than inside one (mp.c), so each gets a run; the full-size
+ * scenarios' runtimes run on TINY, so a leak on any of their paths is
+ * found whatever the sampling of test_oom_full_size reaches. */
 static void test_oom_runtimes(void **state)
 {
     (void)state;
@@ -126,6 +138,21 @@ static void test_oom_runtimes(void **state)
         {"examples/tiny-gpt-megatron-tp2-pp2-overlap.json", NULL},
         {"examples/tiny-gpt-fsdp2-tp2-cp2-ring.json", NULL},
         {"examples/tiny-gpt-deepspeed-zero1-pp2-uneven.json", NULL}};
+    for (size_t k = 0; k < sizeof files / sizeof *files; k++) every_failure(files[k], 0);
+}
+
+/* The full-size scenarios' runtimes on TINY, every allocation: about 3,000
+ * runs, three minutes under valgrind, so the suite's valgrind pass leaves
+ * it to the sanitizer pass (LeakSanitizer finds the same leaks). */
+static void test_oom_full_size_runtimes_heavy(void **state)
+{
+    (void)state;
+    static const scenario_ref files[] = {
+        {"fsdp2/llama3-8b-fsdp2-sac-8xh100.json", TINY},
+        {"fsdp2/llama3-8b-hsdp-2x16-raf8-4x8xh100.json", TINY},
+        {"deepspeed/llama3-8b-zero3-8xh100.json", TINY},
+        {"deepspeed/llama3-8b-zeropp-4x8xh100.json", TINY},
+        {"offload/llama3-70b-fsdp1-cpu-offload-8xh100.json", TINY}};
     for (size_t k = 0; k < sizeof files / sizeof *files; k++) every_failure(files[k], 0);
 }
 
@@ -186,9 +213,12 @@ static void test_oom_torchtitan_load(void **state)
     assert_true(failed > 0);
 }
 
+/* SS_SKIP_TESTS: see scripts/test.sh (its valgrind pass skips *_heavy). */
 int main(void)
 {
+    cmocka_set_skip_filter(getenv("SS_SKIP_TESTS"));
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_oom_runtimes),
+                                       cmocka_unit_test(test_oom_full_size_runtimes_heavy),
                                        cmocka_unit_test(test_oom_full_size),
                                        cmocka_unit_test(test_oom_torchtitan_load)};
     return cmocka_run_group_tests(tests, NULL, NULL);
