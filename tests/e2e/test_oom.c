@@ -123,9 +123,7 @@ static void every_failure(scenario_ref sc, long runs)
 /* One scenario per runtime family, with and without a layout: small
  * models, so every allocation is tried (a few hundred runs each, a few
  * seconds in all). FSDP2 without a layout (sched.c's states) takes another
- * path than inside one (mp.c), so each gets a run; the full-size
- * scenarios' runtimes run on TINY, so a leak on any of their paths is
- * found whatever the sampling of test_oom_full_size reaches. */
+ * path than inside one (mp.c), so each gets a run. */
 static void test_oom_runtimes(void **state)
 {
     (void)state;
@@ -141,33 +139,34 @@ static void test_oom_runtimes(void **state)
     for (size_t k = 0; k < sizeof files / sizeof *files; k++) every_failure(files[k], 0);
 }
 
-/* The full-size scenarios' runtimes on TINY, every allocation: about 3,000
- * runs, three minutes under valgrind, so the suite's valgrind pass leaves
- * it to the sanitizer pass (LeakSanitizer finds the same leaks). */
+/* Full-size scenarios of the runtimes with their own code paths (FSDP2,
+ * HSDP, DeepSpeed stage 3 and ZeRO++, offload). */
+static const char *const full_size[] = {
+    "fsdp2/llama3-8b-fsdp2-sac-8xh100.json", "fsdp2/llama3-8b-hsdp-2x16-raf8-4x8xh100.json",
+    "deepspeed/llama3-8b-zero3-8xh100.json", "deepspeed/llama3-8b-zeropp-4x8xh100.json",
+    "offload/llama3-70b-fsdp1-cpu-offload-8xh100.json"};
+
+static void each_full_size(const char *set, long runs)
+{
+    for (size_t k = 0; k < sizeof full_size / sizeof *full_size; k++)
+        every_failure((scenario_ref){full_size[k], set}, runs);
+}
+
+/* Their runtimes on TINY, every allocation: about 3,000 runs, three
+ * minutes under valgrind, so the suite's valgrind pass leaves it to the
+ * sanitizer pass (LeakSanitizer finds the same leaks). */
 static void test_oom_full_size_runtimes_heavy(void **state)
 {
     (void)state;
-    static const scenario_ref files[] = {
-        {"fsdp2/llama3-8b-fsdp2-sac-8xh100.json", TINY},
-        {"fsdp2/llama3-8b-hsdp-2x16-raf8-4x8xh100.json", TINY},
-        {"deepspeed/llama3-8b-zero3-8xh100.json", TINY},
-        {"deepspeed/llama3-8b-zeropp-4x8xh100.json", TINY},
-        {"offload/llama3-70b-fsdp1-cpu-offload-8xh100.json", TINY}};
-    for (size_t k = 0; k < sizeof files / sizeof *files; k++) every_failure(files[k], 0);
+    each_full_size(TINY, 0);
 }
 
-/* Full-size scenarios of the runtimes with their own code paths (FSDP2,
- * HSDP, DeepSpeed stage 3 and ZeRO++, offload): 12 allocations each,
- * spread over the run (the suite runs this under valgrind too). */
+/* The scenarios themselves: 12 allocations each, spread over the run (the
+ * suite runs this under valgrind too). */
 static void test_oom_full_size(void **state)
 {
     (void)state;
-    static const scenario_ref files[] = {{"fsdp2/llama3-8b-fsdp2-sac-8xh100.json", NULL},
-                                         {"fsdp2/llama3-8b-hsdp-2x16-raf8-4x8xh100.json", NULL},
-                                         {"deepspeed/llama3-8b-zero3-8xh100.json", NULL},
-                                         {"deepspeed/llama3-8b-zeropp-4x8xh100.json", NULL},
-                                         {"offload/llama3-70b-fsdp1-cpu-offload-8xh100.json", NULL}};
-    for (size_t k = 0; k < sizeof files / sizeof *files; k++) every_failure(files[k], 12);
+    each_full_size(NULL, 12);
 }
 
 /* A scenario naming a torchtitan TOML (io/ttconfig.c and the import in
