@@ -298,7 +298,8 @@ uint32_t em_fwd_block(em *e, uint32_t i, uint32_t dep)
 
 /* A transformer's loss is cross-entropy over the logits (the plan's
  * kernels and tensors, training.loss); the linear models' loss is a
- * reduction of their output. */
+ * reduction of their output, with no tensors of its own (the plan's loss
+ * fields are zero for them). */
 static bool cross_entropy(const plan *pl) { return !pl->blocks[pl->nblocks - 1].spec; }
 
 static uint32_t loss_tensor(em *e, ss_bytes n, const char *name)
@@ -313,20 +314,20 @@ uint32_t em_loss_fwd(em *e)
     const plan *pl = e->pl;
     uint32_t last = pl->nblocks - 1;
     size_t at = EM_AT(e, last);
-    bool ce = cross_entropy(pl);
     e->t_loss = em_tensor(e, PROG_MEM_ACTIVATION, 4, false, "loss");
-    uint32_t tmp = ce ? loss_tensor(e, pl->loss_fwd_tmp, "logits.fp32") : EM_NONE;
-    if (ce && pl->loss_saved) e->t_saved[at] = loss_tensor(e, pl->loss_saved, "saved.loss");
+    uint32_t tmp = loss_tensor(e, pl->loss_fwd_tmp, "logits.fp32");
+    uint32_t saved = loss_tensor(e, pl->loss_saved, "saved.loss");
+    if (saved != EM_NONE) e->t_saved[at] = saved;
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_FORWARD, "loss");
     em_cost(e, launches_ns(e, pl->loss_fwd_kernels),
-            ce ? pl->loss_fwd_ns : plan_mem_ns(pl, pl->blocks[last].out_bytes), 0);
+            cross_entropy(pl) ? pl->loss_fwd_ns : plan_mem_ns(pl, pl->blocks[last].out_bytes), 0);
     em_mem(e, e->t_loss, PROG_ALLOC_AT_ISSUE);
     em_mem(e, tmp, PROG_ALLOC_AT_ISSUE);
-    if (ce && pl->loss_saved) em_mem(e, e->t_saved[at], PROG_ALLOC_AT_ISSUE);
+    em_mem(e, saved, PROG_ALLOC_AT_ISSUE);
     em_mem(e, tmp, PROG_FREE_AT_ISSUE);
     /* the logits: dropped (torchtitan's `del pred`), unless the loss
      * writes their gradient into them */
-    if (!(ce && pl->loss_grad_in_logits)) em_mem(e, e->t_act[at], PROG_FREE_AT_ISSUE);
+    if (!pl->loss_grad_in_logits) em_mem(e, e->t_act[at], PROG_FREE_AT_ISSUE);
     return em_end(e);
 }
 
@@ -339,20 +340,20 @@ uint32_t em_loss_bwd(em *e)
     uint32_t last = pl->nblocks - 1;
     size_t at = EM_AT(e, last);
     const plan_block *b = &pl->blocks[last];
-    bool ce = cross_entropy(pl), cast = ce && pl->loss_cast_ns;
-    uint32_t saved = ce ? e->t_saved[at] : EM_NONE;
-    if (ce) e->t_saved[at] = EM_NONE; /* freed here, not by the head's backward */
-    if (ce && pl->loss_grad_in_logits) e->t_dact[at] = e->t_act[at];
+    bool cast = pl->loss_cast_ns != 0;
+    uint32_t saved = pl->loss_saved ? e->t_saved[at] : EM_NONE;
+    if (saved != EM_NONE) e->t_saved[at] = EM_NONE; /* freed here, not by the head's backward */
+    if (pl->loss_grad_in_logits) e->t_dact[at] = e->t_act[at];
     else e->t_dact[at] = em_tensor(e, PROG_MEM_ACTIVATION, b->out_bytes, false, "dact.%s", b->name);
-    uint32_t tmp = ce ? loss_tensor(e, pl->loss_bwd_tmp, "dlogprobs.fp32") : EM_NONE;
-    uint32_t g32 = cast ? loss_tensor(e, pl->loss_grad32, "dlogits.fp32") : EM_NONE;
+    uint32_t tmp = loss_tensor(e, pl->loss_bwd_tmp, "dlogprobs.fp32");
+    uint32_t g32 = loss_tensor(e, pl->loss_grad32, "dlogits.fp32");
     uint32_t late = cast && pl->loss_grad_in_saved ? saved : EM_NONE; /* the cast reads it */
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "loss.backward");
     em_cost(e, launches_ns(e, pl->loss_bwd_kernels),
-            ce ? pl->loss_bwd_ns : plan_mem_ns(pl, b->out_bytes), 0);
+            cross_entropy(pl) ? pl->loss_bwd_ns : plan_mem_ns(pl, b->out_bytes), 0);
     em_mem(e, tmp, PROG_ALLOC_AT_ISSUE);
     em_mem(e, g32, PROG_ALLOC_AT_ISSUE);
-    if (!cast && !(ce && pl->loss_grad_in_logits)) em_mem(e, e->t_dact[at], PROG_ALLOC_AT_ISSUE);
+    if (!cast && !pl->loss_grad_in_logits) em_mem(e, e->t_dact[at], PROG_ALLOC_AT_ISSUE);
     em_mem(e, tmp, PROG_FREE_AT_ISSUE);
     if (late == EM_NONE) em_mem(e, saved, PROG_FREE_AT_ISSUE);
     em_mem(e, e->t_loss, PROG_FREE_AT_ISSUE);
