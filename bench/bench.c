@@ -53,6 +53,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../sim/core/huge.h"
 #include "../sim/eng/eng.h"
 #include "../sim/io/scenario.h"
 #include "../sim/net/flow.h"
@@ -659,6 +660,7 @@ static void against(const char *dir, const char *old)
 
 int main(int argc, char **argv)
 {
+    ss_huge_init(); /* as the CLI does: what is measured is what users run */
     const char *dir = ".";
     bool quick = false, only_search = false, only_layouts = false, only_engine = false;
     const char *old = NULL;

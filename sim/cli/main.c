@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../core/huge.h"
 #include "../core/ofile.h"
 #include "../io/scenario.h"
 #include "../out/chrome.h"
@@ -957,6 +958,7 @@ static int unknown_command(const char *s)
 
 int main(int argc, char **argv)
 {
+    ss_huge_init();
     if (argc < 2) return usage_error("%s", "no command given");
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         fputs(usage, stdout);

@@ -143,6 +143,7 @@ static void *zalloc(eng *e, size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size);
     if (p) e->bytes += (n ? n : 1) * size;
+    ss_prefer_huge(p, (n ? n : 1) * size);
     return p;
 }
 

@@ -8,8 +8,9 @@
  * that happen at the same instant are ordered by seq, so a memory replay that
  * sorts by (t, seq) sees exactly the order the engine did.
  *
- * Ownership: trc_new allocates one record per op of every rank; trc_free
- * releases them (NULL is a no-op). The prog must outlive the trace.
+ * Ownership: trc_new allocates one record per op of every rank, in one
+ * block; trc_free releases it (NULL is a no-op). The prog must outlive the
+ * trace.
  */
 #ifndef TRACE_H
 #define TRACE_H
@@ -28,7 +29,8 @@ typedef struct trc_op {
 typedef struct trc {
     const prog *p;
     uint32_t nranks;
-    trc_op **ops;     /* ops[rank][op id] */
+    trc_op **ops;     /* ops[rank][op id], pointers into rec */
+    trc_op *rec;      /* every rank's records, rank by rank: one block */
     ss_ns step_ns;    /* latest end over all ops of all ranks */
     uint64_t nevents; /* events the engine processed */
 } trc;
