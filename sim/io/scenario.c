@@ -1176,7 +1176,11 @@ static int par_fail(js_node par, const char *key, ss_err *err, const char *fmt, 
 /* Uneven pipelines, as Megatron-core spells them: num_layers_in_first_ /
  * _last_pipeline_stage (the middle stages split the rest evenly; one model
  * chunk per stage), or pipeline_layers, every chunk's count in chunk order
- * (chunk k of stage k mod pp). Every chunk keeps at least one layer. */
+ * (chunk k of stage k mod pp). Every chunk keeps at least one layer but
+ * the first and the last, which may hold the embedding or the output head
+ * alone, as Megatron-core's pipeline_model_parallel_layout writes a stage
+ * of "E" or "L" only, and as Llama 3's 126 layers sit on 16 stages of 8
+ * virtual stages with one layer fewer on the first and the last stage. */
 static int load_stage_layers(js_node par, spec_scenario *s, ss_err *err)
 {
     spec_parallel *p = &s->par;
@@ -1205,7 +1209,11 @@ static int load_stage_layers(js_node par, spec_scenario *s, ss_err *err)
         uint64_t sum = 0;
         for (size_t i = 0; i < len; i++) {
             uint64_t v;
-            if ((rc = js_u64_val(js_at(a, i), 1, layers, &v, err))) return rc;
+            if ((rc = js_u64_val(js_at(a, i), 0, layers, &v, err))) return rc;
+            if (!v && i && i + 1 < len)
+                return js_failf(js_at(a, i), err, "expected at least 1 layer in chunk %zu: only "
+                                "the first and the last chunk may hold none (the embedding or "
+                                "the output head alone); found 0", i);
             p->chunk_layers[i] = (uint32_t)v, sum += v;
         }
         if (sum != layers)

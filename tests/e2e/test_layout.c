@@ -175,6 +175,49 @@ static void test_uneven_stages(void **state)
     }
 }
 
+/* The first and the last chunk may hold no layer: the embedding alone on
+ * chunk 0 and the norm and head alone on the last, as Megatron-core's
+ * pipeline_model_parallel_layout writes "E|t*16|t*16|L" (and Llama 3 405B's
+ * 126 layers run on 16 x 8 chunks). pp 2 x 2 virtual stages over 32
+ * layers: chunks 1 and 2 hold 16 each. A layer assigned to an empty chunk,
+ * or a head left on a transformer chunk, would show in the sums. */
+static void test_empty_end_chunks(void **state)
+{
+    (void)state;
+    spec_scenario s;
+    load("llama3-8b", hgx(1),
+         "{\"dp\": 1, \"pp\": 2, \"virtual_stages\": 2, \"pipeline_schedule\": \"interleaved\","
+         " \"pipeline_layers\": [0, 16, 16, 0]}",
+         "{\"micro_batch\": 1, \"seq_len\": 4096, \"grad_accum\": 4}", "zero1", &s);
+    plan *p = plan_of(&s);
+    uint64_t per_chunk[4] = {0};
+    for (uint32_t i = 0; i < p->nblocks; i++) per_chunk[p->blocks[i].chunk] += p->blocks[i].numel;
+    uint64_t layer = plan_find(p, "layers.0.attn")->numel + plan_find(p, "layers.0.mlp")->numel;
+    uint64_t vocab = 128256ull * 4096;
+    assert_int_equal(per_chunk[0], vocab);
+    assert_int_equal(per_chunk[1], 16 * layer);
+    assert_int_equal(per_chunk[2], 16 * layer);
+    assert_int_equal(per_chunk[3], 4096 + vocab);
+    assert_int_equal(plan_find(p, "layers.0.attn")->chunk, 1);
+    assert_int_equal(plan_find(p, "layers.31.mlp")->chunk, 2);
+    plan_free(p);
+    /* The step runs, and is not the even split's [8, 8, 8, 8] (a zero
+     * read as "split evenly" would give the same step). */
+    run_result a, b;
+    run_of(&s, &a);
+    spec_scenario_fini(&s);
+    load("llama3-8b", hgx(1),
+         "{\"dp\": 1, \"pp\": 2, \"virtual_stages\": 2, \"pipeline_schedule\": \"interleaved\","
+         " \"pipeline_layers\": [8, 8, 8, 8]}",
+         "{\"micro_batch\": 1, \"seq_len\": 4096, \"grad_accum\": 4}", "zero1", &s);
+    run_of(&s, &b);
+    assert_true(a.sum.step_ns > 0 && b.sum.step_ns > 0);
+    assert_true(a.sum.step_ns != b.sum.step_ns);
+    run_fini(&a);
+    run_fini(&b);
+    spec_scenario_fini(&s);
+}
+
 /* The 5T MoE, ep = 64: 512 / 64 = 8 whole experts (3 x 12288 x 4096 each)
  * per rank per layer; the router and the shared expert on every rank. One
  * rank's dispatch: its 131072 / 16 = 8192 tokens x top-16 x cf x 12288 x 2
@@ -741,6 +784,7 @@ int main(void)
         cmocka_unit_test(test_tp_parameters),
         cmocka_unit_test(test_pp_parameters),
         cmocka_unit_test(test_uneven_stages),
+        cmocka_unit_test(test_empty_end_chunks),
         cmocka_unit_test(test_ep_parameters_and_dispatch),
         cmocka_unit_test(test_korthikanti_activations),
         cmocka_unit_test(test_pipeline_bubble),
