@@ -27,9 +27,9 @@
  *            space (810 points), pruned, cut off after a limit (300 s, 60 s
  *            with --quick) when it runs longer;
  *   growth   how wall time grows with ranks (5T, every rank) and with
- *            layers (70B, every rank; a 1B-wide model folded from 8,192
- *            to 65,536 layers): the least-squares exponent of time ~
- *            size^k over the rows above;
+ *            layers (70B, every rank, and a 1B-wide model folded from
+ *            8,192 to 65,536 layers: the fastest of three runs each): the
+ *            least-squares exponent of time ~ size^k over the rows above;
  *   against  (--against BIN only) whole runs and a search with this
  *            build's shardsim and with BIN, another build's (an earlier
  *            release), each in its own process, and the ratio of their
@@ -282,6 +282,21 @@ static fig step_row(const char *what, const char *size, const step_arg *a)
     return f;
 }
 
+/* The fastest of n runs of one case, each in its own child: a growth
+ * exponent is a ratio of wall times, and one slow run on a shared machine
+ * moves it by more than the target's margin. */
+static fig step_row_best(const char *what, const char *size, const step_arg *a, int n)
+{
+    double rss = 0, r;
+    fig f = in_child(case_step, a, &rss);
+    for (int i = 1; i < n && f.ok; i++) {
+        fig g = in_child(case_step, a, &r);
+        if (g.ok && g.wall < f.wall) f = g, rss = r;
+    }
+    row(what, size, &f, rss, "ranks simulated");
+    return f;
+}
+
 /* ---- layouts ---- */
 
 /* Whole-run wall time of a scenario with a layout; value -1 for one
@@ -485,7 +500,7 @@ static void steps(const char *dir, bool quick)
         model_set(m, sizeof m, (int)lx[i]);
         snprintf(size, sizeof size, "70B FSDP, 64 H100, %3.0f layers, every rank", lx[i]);
         a = (step_arg){dir, b70, {m, "parallel.fold=false"}, 2};
-        fig f = step_row("step", size, &a);
+        fig f = step_row_best("step", size, &a, 3);
         ly[i] = f.ok ? f.wall : 0;
     }
     growth("70B every rank, 20..160 layers", lx, ly, 4);
@@ -511,7 +526,7 @@ static void deep(const char *dir, const char *file, bool quick)
                  (int)lx[i]);
         snprintf(size, sizeof size, "1B-wide FSDP, 64 H100, %5.0f layers, folded", lx[i]);
         step_arg a = {dir, file, {m}, 1};
-        fig f = step_row("step", size, &a);
+        fig f = step_row_best("step", size, &a, 3);
         ly[i] = f.ok ? f.wall : 0;
     }
     growth("deep models, folded, 8k..64k layers", lx, ly, n);
