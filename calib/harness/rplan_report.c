@@ -85,7 +85,7 @@ static int prog_one(const prog *p, uint32_t rank, prog **out, ss_err *err)
 typedef struct tev {
     ss_ns t;
     uint32_t op;
-    uint32_t sub; /* 0 issue, 1 start, 2 end */
+    uint32_t sub; /* 0 issue, 1 end */
 } tev;
 
 static int tev_cmp(const void *a, const void *b)
@@ -98,12 +98,13 @@ static int tev_cmp(const void *a, const void *b)
 
 /* Times with start >= issue and end >= start (host and device clocks are
  * aligned to a few microseconds, so a fast op can seem to start before the
- * host issued it); *clamped counts the ops moved. Sequence numbers follow
- * (time, op, issue < start < end), the order the memory replay needs. */
+ * host issued it); *clamped counts the ops moved. Sequence numbers of the
+ * issues and ends follow (time, op, issue < end), the order the memory
+ * replay needs. */
 static int fill_times(trc *t, const rplan_meas *m, uint32_t *clamped, ss_err *err)
 {
     uint32_t n = prog_nops(t->p, 0);
-    tev *ev = malloc((n ? 3 * (size_t)n : 1) * sizeof *ev);
+    tev *ev = malloc((n ? 2 * (size_t)n : 1) * sizeof *ev);
     if (!ev) return nomem(err);
     *clamped = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -113,15 +114,13 @@ static int fill_times(trc *t, const rplan_meas *m, uint32_t *clamped, ss_err *er
         o->end = m->end[i] > o->start ? m->end[i] : o->start;
         if (o->start != m->start[i] || o->end != m->end[i]) (*clamped)++;
         if (o->end > t->step_ns) t->step_ns = o->end;
-        ev[3 * i] = (tev){o->issue, i, 0};
-        ev[3 * i + 1] = (tev){o->start, i, 1};
-        ev[3 * i + 2] = (tev){o->end, i, 2};
+        ev[2 * i] = (tev){o->issue, i, 0};
+        ev[2 * i + 1] = (tev){o->end, i, 1};
     }
-    qsort(ev, 3 * (size_t)n, sizeof *ev, tev_cmp);
-    for (size_t k = 0; k < 3 * (size_t)n; k++) {
+    qsort(ev, 2 * (size_t)n, sizeof *ev, tev_cmp);
+    for (size_t k = 0; k < 2 * (size_t)n; k++) {
         trc_op *o = &t->ops[0][ev[k].op];
-        uint64_t *seq = ev[k].sub == 0 ? &o->seq_issue : ev[k].sub == 1 ? &o->seq_start : &o->seq_end;
-        *seq = k;
+        *(ev[k].sub == 0 ? &o->seq_issue : &o->seq_end) = (uint32_t)k;
     }
     t->nevents = 3 * (uint64_t)n;
     free(ev);

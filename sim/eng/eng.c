@@ -21,9 +21,10 @@
  * and the host were retried in that order (what releasing computes, in
  * O(released) instead of O(streams)).
  *
- * seq: one counter, incremented at every issue, start and end recorded in
- * the trace, in processing order, so same-instant records are totally
- * ordered (the memory replay sorts by (t, seq)).
+ * seq: one counter, incremented at every issue and end recorded in the
+ * trace, in processing order, so same-instant records are totally ordered
+ * (the memory replay sorts by (t, seq)); it stops the run with an error
+ * before it would pass the record's 32 bits.
  *
  * Memory: per op one 16-byte op_st and 4 bytes per dep, per rank one
  * rank_st, per collective call one member slot and per instance one count,
@@ -357,12 +358,20 @@ static int add_time(eng *e, uint32_t r, uint32_t i, ss_ns t, ss_ns d, ss_ns *out
                    op_name(e, r, i), (unsigned long long)t, (unsigned long long)d);
 }
 
-/* An op's start in its trace record: the time and the record's place in
- * the processing order. */
-static inline void mark_start(eng *e, trc_op *rec, ss_ns t)
+/* An op's start in its trace record (not in the processing order: the
+ * memory replay reads only issues and ends). */
+static inline void mark_start(trc_op *rec, ss_ns t) { rec->start = t; }
+
+/* The next place in the processing order, into *seq; an error once the
+ * trace's 32 bits are used up. */
+static inline int next_seq(eng *e, uint32_t *seq)
 {
-    rec->start = t;
-    rec->seq_start = e->seq++;
+    if (e->seq > UINT32_MAX)
+        return ss_fail(e->err, SS_E_OVERFLOW, NULL,
+                       "more than %u issues and ends in one step: the trace cannot order them",
+                       UINT32_MAX);
+    *seq = (uint32_t)e->seq++;
+    return SS_OK;
 }
 
 static inline int start_op(eng *e, uint32_t r, uint32_t i, ss_ns t, ss_ns dur)
@@ -371,7 +380,7 @@ static inline int start_op(eng *e, uint32_t r, uint32_t i, ss_ns t, ss_ns dur)
     ss_ns end = 0;
     int rc = add_time(e, r, i, t, dur, &end);
     if (rc) return rc;
-    mark_start(e, rec, t);
+    mark_start(rec, t);
     rec->end = end;
     return eq_push(&e->q, end, EQ_CLS_END, EV_END, r, i, e->err);
 }
@@ -453,7 +462,7 @@ static int push_cend(eng *e, uint32_t r, ss_ns t)
 static int start_slowed(eng *e, uint32_t r, uint32_t i, ss_ns t, ss_ns work)
 {
     rank_st *rs = &e->r[r];
-    mark_start(e, &rs->rec[i], t);
+    mark_start(&rs->rec[i], t);
     rs->cur = i, rs->cur_t = t, rs->cur_left = work;
     return push_cend(e, r, t);
 }
@@ -498,7 +507,7 @@ static int coll_start_dynamic(eng *e, const grp_st *g, uint32_t k, ss_ns t)
 {
     const uint32_t *mop = g->member_op + (size_t)k * g->pg.size;
     for (uint32_t m = 0; m < g->pg.size; m++) {
-        mark_start(e, &e->r[g->pg.ranks[m]].rec[mop[m]], t);
+        mark_start(&e->r[g->pg.ranks[m]].rec[mop[m]], t);
         int rc = coll_begins(e, g->pg.ranks[m], t);
         if (rc) return rc;
     }
@@ -604,8 +613,8 @@ static int host_take(eng *e, uint32_t r, ss_ns t)
         return rc ? rc : eq_push(&e->q, at, EQ_CLS_ISSUE, EV_ISSUE, r, i, e->err);
     }
     rs->rec[i].issue = t;
-    rs->rec[i].seq_issue = e->seq++;
-    return start_op(e, r, i, t, op->host_ns);
+    int rc = next_seq(e, &rs->rec[i].seq_issue);
+    return rc ? rc : start_op(e, r, i, t, op->host_ns);
 }
 
 static inline int host_step(eng *e, uint32_t r, ss_ns t)
@@ -619,9 +628,10 @@ static int on_issue(eng *e, uint32_t r, uint32_t i, ss_ns t)
 {
     rank_st *rs = &e->r[r];
     rs->rec[i].issue = t;
-    rs->rec[i].seq_issue = e->seq++;
+    int rc = next_seq(e, &rs->rec[i].seq_issue);
+    if (rc) return rc;
     rs->host_busy = false;
-    int rc = --rs->st[i].cnt ? SS_OK : start_dev(e, r, i, t);
+    rc = --rs->st[i].cnt ? SS_OK : start_dev(e, r, i, t);
     return rc ? rc : host_step(e, r, t);
 }
 
@@ -629,14 +639,14 @@ static int on_end(eng *e, uint32_t r, uint32_t i, ss_ns t)
 {
     rank_st *rs = &e->r[r];
     op_st *os = &rs->st[i];
-    rs->rec[i].seq_end = e->seq++;
+    int rc = next_seq(e, &rs->rec[i].seq_end);
+    if (rc) return rc;
     if (t > e->step_ns) e->step_ns = t; /* a network may wake in the past */
     os->cnt = ENDED;
     ready x;
     x.mask = 0;
     if (stream_of(os) == PROG_HOST) rs->host_busy = false;
     else if (os->succ != NONE) release(rs, os->succ, &x);
-    int rc = SS_OK;
     if (os->aux & AUX_COLL) rc = coll_ends(e, r, t);
     for (uint32_t w = os->w0; w < os[1].w0 && !rc; w++) {
         uint32_t k = e->wait[w];

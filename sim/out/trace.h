@@ -4,9 +4,11 @@
  * program it ran (for names, sizes, memory actions) but owns only its own
  * arrays. Times are integer nanoseconds from the start of the step.
  *
- * seq_issue/seq_start/seq_end are the engine's global order of processing; two things
+ * seq_issue/seq_end are the engine's global order of processing; two things
  * that happen at the same instant are ordered by seq, so a memory replay that
- * sorts by (t, seq) sees exactly the order the engine did.
+ * sorts by (t, seq) sees exactly the order the engine did. 32 bits: a step
+ * of more than 2^32 - 1 issues and ends is refused by the engine (it would
+ * need hundreds of gigabytes of program first).
  *
  * Ownership: trc_new allocates one record per op of every rank, in one
  * block; trc_free releases it (NULL is a no-op). The prog must outlive the
@@ -21,9 +23,8 @@
 typedef struct trc_op {
     ss_ns issue;        /* host finished issuing it (device op) / started (HOST) */
     ss_ns start, end;   /* ran on its stream in [start, end) */
-    uint64_t seq_issue; /* engine order of the issue event */
-    uint64_t seq_start; /* engine order of the start event */
-    uint64_t seq_end;   /* engine order of the end event */
+    uint32_t seq_issue; /* engine order of the issue event */
+    uint32_t seq_end;   /* engine order of the end event */
 } trc_op;
 
 typedef struct trc {

@@ -70,7 +70,7 @@ static void build(fixture *f)
                                    {302000, 302000},   {602000, 1000000}, {1000000, 1000000}};
     for (uint32_t k = 0; k < 2; k++)
         for (uint32_t i = 0; i < 6; i++)
-            f->t->ops[k][i] = (trc_op){se[i][0], se[i][0], se[i][1], 3 * i, 3 * i + 1, 3 * i + 2};
+            f->t->ops[k][i] = (trc_op){se[i][0], se[i][0], se[i][1], 2 * i, 2 * i + 1};
     f->t->step_ns = 1000000;
     snprintf(f->sc.name, sizeof f->sc.name, "tiny \"quoted\" \\ run");
     f->sc.shard.strategy = SPEC_FULL_SHARD;

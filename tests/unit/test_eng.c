@@ -102,8 +102,8 @@ static void assert_times(const trc_op *o, ss_ns issue, ss_ns start, ss_ns end)
  * ns device. The host issues them at 10, 20, 30; the stream runs them back
  * to back: [10,110) [110,310) [310,610); ends are running sums 10+100,
  * +200, +300. Events: 1 host kick + 3 issues + 3 ends = 7. seq, in
- * processing order: t=10 issue0 0, start0 1; t=20 issue1 2; t=30 issue2
- * 3; t=110 end0 4, start1 5; t=310 end1 6, start2 7; t=610 end2 8. */
+ * processing order (issues and ends; starts take none): t=10 issue0 0;
+ * t=20 issue1 1; t=30 issue2 2; t=110 end0 3; t=310 end1 4; t=610 end2 5. */
 static void test_chain(void **state)
 {
     (void)state;
@@ -115,11 +115,10 @@ static void test_chain(void **state)
     assert_times(&o[0], 10, 10, 110);
     assert_times(&o[1], 20, 110, 310);
     assert_times(&o[2], 30, 310, 610);
-    const uint64_t seq[3][3] = {{0, 1, 4}, {2, 5, 6}, {3, 7, 8}};
+    const uint32_t seq[3][2] = {{0, 3}, {1, 4}, {2, 5}};
     for (int i = 0; i < 3; i++) {
         assert_int_equal(o[i].seq_issue, seq[i][0]);
-        assert_int_equal(o[i].seq_start, seq[i][1]);
-        assert_int_equal(o[i].seq_end, seq[i][2]);
+        assert_int_equal(o[i].seq_end, seq[i][1]);
     }
     assert_int_equal(t->step_ns, 610);
     assert_int_equal(t->nevents, 7);
@@ -156,8 +155,8 @@ static void test_two_streams_event_dep(void **state)
  * issued at 350 and waits behind op0: [400,500); op2 (copy, host 50, dev
  * 10, dep op0) is issued at 400, the instant op0 ends: [400,410). At 400
  * the END (class END) is processed before the ISSUE (class ISSUE): seq
- * t=300 issue0 0, start0 1; t=350 issue1 2; t=400 end0 3, start1 4,
- * issue2 5, start2 6; t=410 end2 7; t=500 end1 8. */
+ * t=300 issue0 0; t=350 issue1 1; t=400 end0 2, issue2 3; t=410 end2 4;
+ * t=500 end1 5. */
 static void test_host_issue_cost(void **state)
 {
     (void)state;
@@ -171,11 +170,10 @@ static void test_host_issue_cost(void **state)
     assert_times(&o[0], 300, 300, 400);
     assert_times(&o[1], 350, 400, 500);
     assert_times(&o[2], 400, 400, 410);
-    assert_int_equal(o[0].seq_end, 3);
-    assert_int_equal(o[1].seq_start, 4);
-    assert_int_equal(o[2].seq_issue, 5);
-    assert_int_equal(o[2].seq_start, 6);
-    assert_int_equal(o[1].seq_end, 8);
+    assert_int_equal(o[0].seq_end, 2);
+    assert_int_equal(o[2].seq_issue, 3);
+    assert_int_equal(o[2].seq_end, 4);
+    assert_int_equal(o[1].seq_end, 5);
     assert_int_equal(t->step_ns, 500);
     trc_free(t);
     prog_free(p);
@@ -200,7 +198,7 @@ static void test_host_block(void **state)
     assert_times(&o[1], 1000, 1000, 1020);
     assert_times(&o[2], 1025, 1025, 1035);
     assert_true(o[0].seq_end < o[1].seq_issue);
-    assert_true(o[1].seq_issue < o[1].seq_start);
+    assert_true(o[1].seq_issue < o[1].seq_end);
     assert_int_equal(t->step_ns, 1035);
     trc_free(t);
     prog_free(p);
@@ -477,8 +475,8 @@ static prog *mixed_prog(void)
 }
 
 /* Same program twice: identical trace records, byte for byte, and the
- * same step time and event count. Within one run the 3 x 160 issue, start
- * and end seqs are exactly 0 .. 479, each once: every record has its own
+ * same step time and event count. Within one run the 2 x 160 issue and
+ * end seqs are exactly 0 .. 319, each once: every record has its own
  * place in the total order. */
 static void test_deterministic(void **state)
 {
@@ -490,13 +488,13 @@ static void test_deterministic(void **state)
         assert_memory_equal(a->ops[r], b->ops[r], prog_nops(p, r) * sizeof(trc_op));
     assert_int_equal(a->step_ns, b->step_ns);
     assert_int_equal(a->nevents, b->nevents);
-    enum { N = 4 * 40 * 3 };
+    enum { N = 4 * 40 * 2 };
     unsigned char seen[N] = {0};
     for (uint32_t r = 0; r < 4; r++)
         for (uint32_t i = 0; i < prog_nops(p, r); i++) {
             const trc_op *o = &a->ops[r][i];
-            const uint64_t s[3] = {o->seq_issue, o->seq_start, o->seq_end};
-            for (int k = 0; k < 3; k++) {
+            const uint32_t s[2] = {o->seq_issue, o->seq_end};
+            for (int k = 0; k < 2; k++) {
                 assert_true(s[k] < N);
                 assert_int_equal(seen[s[k]], 0);
                 seen[s[k]] = 1;
@@ -656,10 +654,10 @@ static void check_device(const prog *p, const trc *t, uint32_t r)
     for (uint32_t i = 0; i < prog_nops(p, r); i++) {
         const trc_op *o = &t->ops[r][i];
         assert_true(o->issue <= o->start && o->start <= o->end && o->end <= t->step_ns);
-        assert_true(o->seq_issue < o->seq_start && o->seq_start < o->seq_end);
+        assert_true(o->seq_issue < o->seq_end);
         for (uint32_t d = 0; d < ops[i].ndep; d++) {
             const trc_op *od = &t->ops[r][deps[ops[i].dep0 + d]];
-            assert_true(od->end <= o->start && od->seq_end < o->seq_start);
+            assert_true(od->end <= o->start && od->seq_end < o->seq_end);
         }
         if (ops[i].kind == PROG_OP_HOST) continue;
         assert_true(o->start >= ready_at(p, t, r, i));
@@ -704,21 +702,21 @@ static void check_colls(const prog *p, const trc *t)
     }
 }
 
-/* Every issue, start and end has its own seq, 0 .. 3 x ops - 1, and the
- * step is the latest end. */
+/* Every issue and end has its own seq, 0 .. 2 x ops - 1, and the step is
+ * the latest end. */
 static void check_seqs(const prog *p, const trc *t)
 {
     uint64_t nops = 0;
     ss_ns last = 0;
     for (uint32_t r = 0; r < prog_nranks(p); r++) nops += prog_nops(p, r);
-    unsigned char *seen = calloc(3 * nops + 1, 1);
+    unsigned char *seen = calloc(2 * nops + 1, 1);
     assert_non_null(seen);
     for (uint32_t r = 0; r < prog_nranks(p); r++)
         for (uint32_t i = 0; i < prog_nops(p, r); i++) {
             const trc_op *o = &t->ops[r][i];
-            const uint64_t sq[3] = {o->seq_issue, o->seq_start, o->seq_end};
-            for (int k = 0; k < 3; k++) {
-                assert_true(sq[k] < 3 * nops);
+            const uint32_t sq[2] = {o->seq_issue, o->seq_end};
+            for (int k = 0; k < 2; k++) {
+                assert_true(sq[k] < 2 * nops);
                 assert_int_equal(seen[sq[k]], 0);
                 seen[sq[k]] = 1;
             }

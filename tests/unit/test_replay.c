@@ -46,7 +46,7 @@ static void build(fixture *f)
     add_op(f->p, PROG_OP_COMPUTE, m1, 2);
     add_op(f->p, PROG_OP_HOST, m2, 1);
     assert_int_equal(trc_new(&f->t, f->p, NULL), SS_OK);
-    trc_op ops[3] = {{0, 0, 10, 0, 1, 2}, {5, 10, 20, 3, 4, 5}, {30, 30, 30, 6, 7, 8}};
+    trc_op ops[3] = {{0, 0, 10, 0, 2}, {5, 10, 20, 3, 5}, {30, 30, 30, 6, 8}};
     memcpy(f->t->ops[0], ops, sizeof ops);
 }
 
@@ -102,8 +102,8 @@ static void test_double_free(void **state)
     add_op(f.p, PROG_OP_HOST, m3, 1);
     trc_free(f.t);
     assert_int_equal(trc_new(&f.t, f.p, NULL), SS_OK);
-    trc_op ops[4] = {{0, 0, 10, 0, 1, 2}, {5, 10, 20, 3, 4, 5}, {30, 30, 30, 6, 7, 8},
-                     {31, 31, 31, 9, 10, 11}};
+    trc_op ops[4] = {{0, 0, 10, 0, 2}, {5, 10, 20, 3, 5}, {30, 30, 30, 6, 8},
+                     {31, 31, 31, 9, 11}};
     memcpy(f.t->ops[0], ops, sizeof ops);
     mem_rank m;
     ss_err err;
