@@ -113,6 +113,15 @@ static void test_tp_parameters(void **state)
     spec_scenario_fini(&s);
 }
 
+/* Parameters per chunk into per[0 .. 4) (every test here has 4 chunks);
+ * returns one llama3-8b layer's parameters (attention and MLP). */
+static uint64_t chunk_numels(const plan *p, uint64_t per[4])
+{
+    for (uint32_t k = 0; k < 4; k++) per[k] = 0;
+    for (uint32_t i = 0; i < p->nblocks; i++) per[p->blocks[i].chunk] += p->blocks[i].numel;
+    return plan_find(p, "layers.0.attn")->numel + plan_find(p, "layers.0.mlp")->numel;
+}
+
 /* pp = 4 over 32 layers: 8 layers a stage; the embedding on the first, the
  * final norm and the head on the last. */
 static void test_pp_parameters(void **state)
@@ -122,9 +131,8 @@ static void test_pp_parameters(void **state)
     load("llama3-8b", hgx(1), "{\"dp\": 2, \"pp\": 4}",
          "{\"micro_batch\": 1, \"seq_len\": 4096, \"grad_accum\": 4}", "zero1", &s);
     plan *p = plan_of(&s);
-    uint64_t per_stage[4] = {0};
-    for (uint32_t i = 0; i < p->nblocks; i++) per_stage[p->blocks[i].chunk] += p->blocks[i].numel;
-    uint64_t layer = plan_find(p, "layers.0.attn")->numel + plan_find(p, "layers.0.mlp")->numel;
+    uint64_t per_stage[4];
+    uint64_t layer = chunk_numels(p, per_stage);
     uint64_t vocab = 128256ull * 4096;
     assert_int_equal(per_stage[0], 8 * layer + vocab);
     assert_int_equal(per_stage[1], 8 * layer);
@@ -154,9 +162,8 @@ static void test_uneven_stages(void **state)
         load("llama3-8b", hgx(1), par[k],
              "{\"micro_batch\": 1, \"seq_len\": 4096, \"grad_accum\": 4}", "zero1", &s);
         plan *p = plan_of(&s);
-        uint64_t per_chunk[4] = {0};
-        for (uint32_t i = 0; i < p->nblocks; i++) per_chunk[p->blocks[i].chunk] += p->blocks[i].numel;
-        uint64_t layer = plan_find(p, "layers.0.attn")->numel + plan_find(p, "layers.0.mlp")->numel;
+        uint64_t per_chunk[4];
+        uint64_t layer = chunk_numels(p, per_chunk);
         uint64_t vocab = 128256ull * 4096;
         assert_int_equal(per_chunk[0], 6 * layer + vocab);
         assert_int_equal(per_chunk[1], 8 * layer);
@@ -190,9 +197,8 @@ static void test_empty_end_chunks(void **state)
          " \"pipeline_layers\": [0, 16, 16, 0]}",
          "{\"micro_batch\": 1, \"seq_len\": 4096, \"grad_accum\": 4}", "zero1", &s);
     plan *p = plan_of(&s);
-    uint64_t per_chunk[4] = {0};
-    for (uint32_t i = 0; i < p->nblocks; i++) per_chunk[p->blocks[i].chunk] += p->blocks[i].numel;
-    uint64_t layer = plan_find(p, "layers.0.attn")->numel + plan_find(p, "layers.0.mlp")->numel;
+    uint64_t per_chunk[4];
+    uint64_t layer = chunk_numels(p, per_chunk);
     uint64_t vocab = 128256ull * 4096;
     assert_int_equal(per_chunk[0], vocab);
     assert_int_equal(per_chunk[1], 16 * layer);
