@@ -1410,7 +1410,7 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
         (rc = js_need(root, "training", &tr, err)) || (rc = js_want_obj(tr, err)) ||
         (rc = js_keys_check(tr, KEYS("micro_batch", "seq_len", "recompute", "grad_accum",
                                      "kernels", "recompute_every", "attention", "moe_gemm",
-                                     "loss"),
+                                     "loss", "attention_dropout"),
                                err)) ||
         (rc = js_u64(tr, "grad_accum", false, 1, 1, 4096, &accum, err)) ||
         (rc = js_u64(tr, "micro_batch", true, 0, 1, 1ull << 32, &mb, err)) ||
@@ -1424,7 +1424,8 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
                       SPEC_NATTN_IMPLS, &attn, err)) ||
         (rc = js_enum(tr, "moe_gemm", false, SPEC_MOE_GEMM_GROUPED, spec_moe_gemm_names,
                       SPEC_NMOE_GEMMS, &moe_gemm, err)) ||
-        (rc = js_enum(tr, "loss", false, SPEC_LOSS_AUTO, spec_loss_names, SPEC_NLOSS, &loss, err)))
+        (rc = js_enum(tr, "loss", false, SPEC_LOSS_AUTO, spec_loss_names, SPEC_NLOSS, &loss, err)) ||
+        (rc = js_num(tr, "attention_dropout", false, 0.0, 0.0, 0.99, &s->attn_dropout, err)))
         return rc;
     s->loss = (spec_loss)loss;
     s->moe_gemm = (spec_moe_gemm)moe_gemm;

@@ -322,17 +322,26 @@ static void op_sac(ab *x, plan_block *b, uint64_t keep, ss_ns kept_ns, uint64_t 
 static ss_ns unfused_core(ab *x, plan_block *b, double g, double core, double scores,
                           uint64_t *probs)
 {
-    double flops = 2.0 * core;
+    double flops = 2.0 * core, c = (double)x->c;
+    /* Attention dropout (training.attention_dropout > 0) is its own kernel
+     * here, as in Megatron-LM's CoreAttention and Hugging Face's eager
+     * modules: forward reads the probabilities and writes the dropped ones
+     * and a one-byte mask, backward reads the gradient and the mask and
+     * writes the gradient; autograd keeps the mask and both copies of the
+     * probabilities (softmax's backward needs the kept ones, P V's the
+     * dropped). The rate changes no byte. */
+    double drop = x->p->s->attn_dropout > 0 ? (2.0 * c + 1.0) * scores : 0.0;
     ss_ns gemm = ss_ns_from_s(flops / plan_gemm_rate(x->p, g));
-    ss_ns fwd = gemm + plan_mem_ns(x->p, (ss_bytes)(2.0 * scores * x->c));
-    ss_ns bwd = 2 * gemm + plan_mem_ns(x->p, (ss_bytes)(3.0 * scores * x->c));
+    ss_ns fwd = gemm + plan_mem_ns(x->p, (ss_bytes)(2.0 * scores * c + drop));
+    ss_ns bwd = 2 * gemm + plan_mem_ns(x->p, (ss_bytes)(3.0 * scores * c + drop));
     if (x->p->s->recompute == SPEC_RECOMP_SELECTIVE) bwd += fwd;
     b->fwd_flops += (uint64_t)flops;
     b->bwd_flops += (uint64_t)(2.0 * flops);
     b->fwd_ns += fwd;
     b->bwd_ns += bwd;
-    b->fwd_kernels += 3, b->bwd_kernels += 5; /* two batched GEMMs and the softmax; four and its backward */
-    *probs = (uint64_t)scores * x->c;
+    /* two batched GEMMs and the softmax; four and its backward; dropout's one each way */
+    b->fwd_kernels += drop > 0 ? 4 : 3, b->bwd_kernels += drop > 0 ? 6 : 5;
+    *probs = (uint64_t)(scores * c + (drop > 0 ? scores * (c + 1.0) : 0.0));
     return fwd;
 }
 

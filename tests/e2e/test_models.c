@@ -220,6 +220,47 @@ static void test_unfused_attention(void **state)
     spec_scenario_fini(&ss);
 }
 
+/* Attention dropout on the unfused core (Megatron-LM's CoreAttention:
+ * softmax, then torch.nn.Dropout over the probabilities): one kernel each
+ * way over the 32 x 4096^2 scores of a Llama 3 8B layer in bf16, forward
+ * reading the probabilities and writing the dropped ones and a byte of
+ * mask (2 + 2 + 1 bytes a score), backward reading the gradient and the
+ * mask and writing the gradient (the same 5); autograd keeps the mask and
+ * the dropped copy beside the probabilities (3 bytes a score more). The
+ * rate changes nothing beyond on and off, and the fused kernels (flash)
+ * run dropout inside themselves: no change there. */
+static void test_attention_dropout(void **state)
+{
+    (void)state;
+    spec_scenario su, sd, sd2, sf, sfd;
+    plan *pu = load_plan_with("llama3-8b", ", \"kernels\": \"fused\", \"attention\": \"unfused\"", &su);
+    plan *pd = load_plan_with("llama3-8b", ", \"kernels\": \"fused\", \"attention\": \"unfused\", "
+                                           "\"attention_dropout\": 0.1", &sd);
+    plan *pd2 = load_plan_with("llama3-8b", ", \"kernels\": \"fused\", \"attention\": \"unfused\", "
+                                            "\"attention_dropout\": 0.5", &sd2);
+    plan *pf = load_plan_with("llama3-8b", ", \"kernels\": \"fused\"", &sf);
+    plan *pfd = load_plan_with("llama3-8b", ", \"kernels\": \"fused\", \"attention_dropout\": 0.1", &sfd);
+    const double t = 4096, scores = 32.0 * t * t;
+    const plan_block *u = plan_find(pu, "layers.0.attn"), *d = plan_find(pd, "layers.0.attn");
+    ss_ns gemm = ss_ns_from_s(2 * 32.0 * t * t * 256 / plan_gemm_rate(pu, cbrt(t * t * 128)));
+    assert_int_equal(d->fwd_ns - u->fwd_ns, plan_mem_ns(pu, (ss_bytes)(9 * scores)) -
+                                                 plan_mem_ns(pu, (ss_bytes)(4 * scores)));
+    assert_int_equal(d->bwd_ns - u->bwd_ns, plan_mem_ns(pu, (ss_bytes)(11 * scores)) -
+                                                 plan_mem_ns(pu, (ss_bytes)(6 * scores)));
+    assert_true(d->fwd_ns > gemm);
+    assert_int_equal(d->saved_bytes - u->saved_bytes, (uint64_t)(3 * scores));
+    assert_int_equal(d->fwd_kernels, u->fwd_kernels + 1);
+    assert_int_equal(d->bwd_kernels, u->bwd_kernels + 1);
+    assert_int_equal(plan_find(pd2, "layers.0.attn")->fwd_ns, d->fwd_ns);
+    assert_int_equal(plan_find(pfd, "layers.0.attn")->fwd_ns, plan_find(pf, "layers.0.attn")->fwd_ns);
+    plan *ps[] = {pu, pd, pd2, pf, pfd};
+    spec_scenario *ss[] = {&su, &sd, &sd2, &sf, &sfd};
+    for (int i = 0; i < 5; i++) {
+        plan_free(ps[i]);
+        spec_scenario_fini(ss[i]);
+    }
+}
+
 /* A sliding window of 1024 on Llama 3 8B's layers at s = 4096: a query at
  * position i sees min(i + 1, 1024) keys, (1024 x 1025 / 2 + 3072 x 1024) /
  * (4096 x 4097 / 2) = 0.4375 of the causal core, at the attention table's
@@ -881,7 +922,8 @@ int main(void)
         cmocka_unit_test(test_parameter_counts), cmocka_unit_test(test_flops_per_token),
         cmocka_unit_test(test_moe_active), cmocka_unit_test(test_recompute),
         cmocka_unit_test(test_layer_costs),
-        cmocka_unit_test(test_unfused_attention), cmocka_unit_test(test_sliding_window_core), cmocka_unit_test(test_a100_attention),
+        cmocka_unit_test(test_unfused_attention), cmocka_unit_test(test_attention_dropout),
+        cmocka_unit_test(test_sliding_window_core), cmocka_unit_test(test_a100_attention),
         cmocka_unit_test(test_attention_impls),
         cmocka_unit_test(test_eager_kernels), cmocka_unit_test(test_loss_kernels),
         cmocka_unit_test(test_loss_memory),
