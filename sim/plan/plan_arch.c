@@ -331,9 +331,17 @@ static ss_ns unfused_core(ab *x, plan_block *b, double g, double core, double sc
      * probabilities (softmax's backward needs the kept ones, P V's the
      * dropped). The rate changes no byte. */
     double drop = x->p->s->attn_dropout > 0 ? (2.0 * c + 1.0) * scores : 0.0;
+    /* Each batched GEMM writes or reads the whole score matrix (Q K^T
+     * writes it, P V reads it; backward dP writes, dV reads P, dQ and dK
+     * read dS): with a head's short k they are a roofline of their FLOPs
+     * and those c bytes a score, whichever is longer. */
     ss_ns gemm = ss_ns_from_s(flops / plan_gemm_rate(x->p, g));
-    ss_ns fwd = gemm + plan_mem_ns(x->p, (ss_bytes)(2.0 * scores * c + drop));
-    ss_ns bwd = 2 * gemm + plan_mem_ns(x->p, (ss_bytes)(3.0 * scores * c + drop));
+    ss_ns fwd_bytes = plan_mem_ns(x->p, (ss_bytes)(2.0 * scores * c));
+    ss_ns bwd_bytes = plan_mem_ns(x->p, (ss_bytes)(4.0 * scores * c));
+    ss_ns fwd_gemm = gemm > fwd_bytes ? gemm : fwd_bytes;
+    ss_ns bwd_gemm = 2 * gemm > bwd_bytes ? 2 * gemm : bwd_bytes;
+    ss_ns fwd = fwd_gemm + plan_mem_ns(x->p, (ss_bytes)(2.0 * scores * c + drop));
+    ss_ns bwd = bwd_gemm + plan_mem_ns(x->p, (ss_bytes)(3.0 * scores * c + drop));
     if (x->p->s->recompute == SPEC_RECOMP_SELECTIVE) bwd += fwd;
     b->fwd_flops += (uint64_t)flops;
     b->bwd_flops += (uint64_t)(2.0 * flops);
