@@ -23,8 +23,8 @@
  *
  * seq: one counter, incremented at every issue and end recorded in the
  * trace, in processing order, so same-instant records are totally ordered
- * (the memory replay sorts by (t, seq)); it stops the run with an error
- * before it would pass the record's 32 bits.
+ * (the memory replay sorts by (t, seq)); a run whose counter passed the
+ * record's 32 bits is refused after the loop.
  *
  * Memory: per op one 16-byte op_st and 4 bytes per dep, per rank one
  * rank_st, per collective call one member slot and per instance one count,
@@ -362,16 +362,17 @@ static int add_time(eng *e, uint32_t r, uint32_t i, ss_ns t, ss_ns d, ss_ns *out
  * memory replay reads only issues and ends). */
 static inline void mark_start(trc_op *rec, ss_ns t) { rec->start = t; }
 
-/* The next place in the processing order, into *seq; an error once the
- * trace's 32 bits are used up. */
-static inline int next_seq(eng *e, uint32_t *seq)
+/* The next place in the processing order. The trace keeps 32 bits; the
+ * run is refused after the loop if the counter passed them (seq_fits), so
+ * the event loop pays nothing for the check. */
+static inline uint32_t next_seq(eng *e) { return (uint32_t)e->seq++; }
+
+static int seq_fits(eng *e)
 {
-    if (e->seq > UINT32_MAX)
-        return ss_fail(e->err, SS_E_OVERFLOW, NULL,
-                       "more than %u issues and ends in one step: the trace cannot order them",
-                       UINT32_MAX);
-    *seq = (uint32_t)e->seq++;
-    return SS_OK;
+    if (e->seq <= (uint64_t)UINT32_MAX + 1) return SS_OK;
+    return ss_fail(e->err, SS_E_OVERFLOW, NULL,
+                   "%llu issues and ends in one step: the trace orders at most %llu",
+                   (unsigned long long)e->seq, (unsigned long long)UINT32_MAX + 1);
 }
 
 static inline int start_op(eng *e, uint32_t r, uint32_t i, ss_ns t, ss_ns dur)
@@ -613,8 +614,8 @@ static int host_take(eng *e, uint32_t r, ss_ns t)
         return rc ? rc : eq_push(&e->q, at, EQ_CLS_ISSUE, EV_ISSUE, r, i, e->err);
     }
     rs->rec[i].issue = t;
-    int rc = next_seq(e, &rs->rec[i].seq_issue);
-    return rc ? rc : start_op(e, r, i, t, op->host_ns);
+    rs->rec[i].seq_issue = next_seq(e);
+    return start_op(e, r, i, t, op->host_ns);
 }
 
 static inline int host_step(eng *e, uint32_t r, ss_ns t)
@@ -628,10 +629,9 @@ static int on_issue(eng *e, uint32_t r, uint32_t i, ss_ns t)
 {
     rank_st *rs = &e->r[r];
     rs->rec[i].issue = t;
-    int rc = next_seq(e, &rs->rec[i].seq_issue);
-    if (rc) return rc;
+    rs->rec[i].seq_issue = next_seq(e);
     rs->host_busy = false;
-    rc = --rs->st[i].cnt ? SS_OK : start_dev(e, r, i, t);
+    int rc = --rs->st[i].cnt ? SS_OK : start_dev(e, r, i, t);
     return rc ? rc : host_step(e, r, t);
 }
 
@@ -639,15 +639,14 @@ static int on_end(eng *e, uint32_t r, uint32_t i, ss_ns t)
 {
     rank_st *rs = &e->r[r];
     op_st *os = &rs->st[i];
-    int rc = next_seq(e, &rs->rec[i].seq_end);
-    if (rc) return rc;
+    rs->rec[i].seq_end = next_seq(e);
     if (t > e->step_ns) e->step_ns = t; /* a network may wake in the past */
     os->cnt = ENDED;
     ready x;
     x.mask = 0;
     if (stream_of(os) == PROG_HOST) rs->host_busy = false;
     else if (os->succ != NONE) release(rs, os->succ, &x);
-    if (os->aux & AUX_COLL) rc = coll_ends(e, r, t);
+    int rc = os->aux & AUX_COLL ? coll_ends(e, r, t) : SS_OK;
     for (uint32_t w = os->w0; w < os[1].w0 && !rc; w++) {
         uint32_t k = e->wait[w];
         if (stream_of(&rs->st[k]) != PROG_P2P) release(rs, k, &x);
@@ -814,6 +813,7 @@ int eng_run_stats(const prog *p, const eng_net *net, trc **out, eng_stats *st, s
     if (!rc) rc = trc_new(&e.t, p, err);
     if (!rc) rc = eng_setup(&e);
     if (!rc) rc = eng_loop(&e);
+    if (!rc) rc = seq_fits(&e);
     if (!rc) rc = check_all_done(&e);
     if (!rc && st) fill_stats(&e, st);
     eng_teardown(&e);
