@@ -469,6 +469,8 @@ int jobw_megatron(const spec_scenario *s, const char *where, const char *title, 
     fprintf(f, "--attention-backend %s\n", s->attn_impl == SPEC_ATTN_CUDNN     ? "fused"
                                           : s->attn_impl == SPEC_ATTN_UNFUSED ? "unfused"
                                                                               : "flash");
+    /* Megatron-LM's default is 0.1, shardsim's 0: always say which */
+    fprintf(f, "--attention-dropout %g\n", s->attn_dropout);
     if (!rc) rc = mg_recompute(s, where, f, err);
     if (!rc) rc = mg_precision(s, where, f, err);
     if (!rc && s->opt.type == SPEC_OPT_ADAM)

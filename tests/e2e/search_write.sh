@@ -121,6 +121,7 @@ cat >"$d/mg.want" <<EOF
 --ddp-bucket-size 2000000
 --accumulate-allreduce-grads-in-fp32
 --attention-backend fused
+--attention-dropout 0
 --recompute-granularity full
 --recompute-method uniform
 --recompute-num-layers 1

@@ -159,7 +159,7 @@ static void test_megatron_text(void **state)
         "--num-layers-per-virtual-pipeline-stage 1\n--context-parallel-size 1\n"
         "--expert-model-parallel-size 1\n--micro-batch-size 1\n--global-batch-size 8\n"
         "--seq-length 512\n--use-distributed-optimizer\n--ddp-bucket-size 40000000\n"
-        "--grad-reduce-in-bf16\n--attention-backend fused\n"
+        "--grad-reduce-in-bf16\n--attention-backend fused\n--attention-dropout 0\n"
         "--recompute-granularity selective\n--bf16\n--optimizer adam\n");
     free(text);
     spec_scenario_fini(&s);
