@@ -181,8 +181,8 @@ static int load_cc(js_node n, spec_device *d, ss_err *err)
 static int load_device(js_node n, spec_device *d, ss_err *err)
 {
     int rc = js_keys_check(n, JS_KEYS("name", "source", "hbm_bytes", "hbm_bw_GBps",
-                                   "peak_tflops", "gemm_efficiency", "gemm_half_dim",
-                                   "mem_efficiency", "launch_us", "kernel_min_us",
+                                   "peak_tflops", "gemm_efficiency", "gemm_efficiency_fp8",
+                                   "gemm_half_dim", "mem_efficiency", "launch_us", "kernel_min_us",
                                    "attention", "attention_cudnn", "attention_flash3", "overlap",
                                    "cuda_total_bytes", "cuda_total_source",
                                    "process_reserve_bytes", "compute_capability",
@@ -193,6 +193,8 @@ static int load_device(js_node n, spec_device *d, ss_err *err)
         (rc = js_num(n, "hbm_bw_GBps", true, 0, 1e-3, 1e7, &bw, err)) ||
         (rc = load_peaks(n, d, err)) ||
         (rc = js_num(n, "gemm_efficiency", true, 0, 1e-3, 1.0, &d->gemm_efficiency, err)) ||
+        (rc = js_num(n, "gemm_efficiency_fp8", false, d->gemm_efficiency, 1e-3, 1.0,
+                     &d->gemm_efficiency_fp8, err)) ||
         (rc = js_num(n, "gemm_half_dim", false, 0, 0, 1e6, &d->gemm_half_dim, err)) ||
         (rc = js_num(n, "mem_efficiency", true, 0, 1e-3, 1.0, &d->mem_efficiency, err)) ||
         (rc = js_num(n, "launch_us", true, 0, 0.0, 1e6, &launch, err)) ||

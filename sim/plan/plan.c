@@ -50,7 +50,8 @@ static double gemm_rate_dt(const plan *p, spec_dtype dt, double g)
         double gp = pow(g, c->p);
         return c->peak_flops * c->e_max * gp / (gp + pow(c->d_half, c->p));
     }
-    double eff = d->gemm_efficiency * (d->gemm_half_dim > 0 ? g / (g + d->gemm_half_dim) : 1.0);
+    double e = dt == SPEC_DT_FP8 ? d->gemm_efficiency_fp8 : d->gemm_efficiency;
+    double eff = e * (d->gemm_half_dim > 0 ? g / (g + d->gemm_half_dim) : 1.0);
     return d->peak_flops[dt] * eff;
 }
 

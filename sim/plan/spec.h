@@ -303,6 +303,7 @@ typedef struct spec_device {
     double hbm_bw_Bps;         /* bytes per second */
     double peak_flops[SPEC_NDT]; /* dense FLOP/s per dtype, 0 = unsupported */
     double gemm_efficiency;    /* fraction of peak a large GEMM reaches */
+    double gemm_efficiency_fp8; /* the same for fp8 GEMMs (default: gemm_efficiency) */
     double gemm_half_dim;      /* GEMM size (geometric mean of m, n, k) at half that */
     double mem_efficiency;     /* fraction of HBM bandwidth a stream reaches */
     ss_ns launch_ns;           /* host time to launch one kernel */

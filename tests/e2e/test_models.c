@@ -649,7 +649,7 @@ static void test_host_dispatch(void **state)
 static ss_ns gemm8(const spec_device *d, uint64_t m, uint64_t k, uint64_t n)
 {
     double g = cbrt((double)m * k * n);
-    double rate = d->peak_flops[SPEC_DT_FP8] * d->gemm_efficiency * g / (g + d->gemm_half_dim);
+    double rate = d->peak_flops[SPEC_DT_FP8] * d->gemm_efficiency_fp8 * g / (g + d->gemm_half_dim);
     double tc = (double)d->gemm_floor_ns * 1e-9 + 2.0 * m * k * n / rate, tm = ((double)(m * k + k * n) + 2.0 * m * n) /
                                                (d->hbm_bw_Bps * d->mem_efficiency);
     ss_ns t = ss_ns_from_s(tc > tm ? tc : tm);
@@ -852,6 +852,19 @@ static void test_fp8_linears(void **state)
     assert_int_equal(h8->bwd_ns, hb->bwd_ns);
     assert_int_equal(p8->act_elem, 2);
     assert_int_equal(p8->compute_elem, 2); /* weights all-gathered in bf16 */
+    /* a device's own fp8 efficiency moves the fp8 GEMMs and nothing else */
+    assert_true(d->gemm_efficiency_fp8 == d->gemm_efficiency);
+    s8.topo.device.gemm_efficiency_fp8 = 0.7;
+    plan *p8e = NULL;
+    assert_int_equal(plan_new(&p8e, &s8, NULL), SS_OK);
+    ss_ns fwd8e = 0;
+    for (int i = 0; i < 3; i++)
+        fwd8e += cast8(p8e, t * mm[i].k, 1) + cast8(p8e, mm[i].k * mm[i].n, 1) +
+                 gemm8(d, t, mm[i].k, mm[i].n);
+    assert_true(fwd8e < fwd8);
+    assert_int_equal(plan_find(p8e, "layers.2.mlp")->fwd_ns - fwd8e, mb->fwd_ns - fwd16);
+    assert_int_equal(plan_find(p8e, "head")->fwd_ns, hb->fwd_ns);
+    plan_free(p8e);
     plan_free(pb), plan_free(p8);
     spec_scenario_fini(&sb), spec_scenario_fini(&s8);
 }
