@@ -562,6 +562,7 @@ int net_coll_alone(net *n, prog_coll c, const uint32_t *ranks, uint32_t nranks, 
     for (int pass = 0; pass < 2 && nsh == 0 && !rc; pass++)
         for (int a = ALGO_RING; a < ALGO_NKINDS && !rc; a++) {
             if (pass == 0 && n->o.algo != ALGO_AUTO && a != (int)n->o.algo) continue;
+            if (a == ALGO_HIER && n->o.algo != ALGO_HIER) continue; /* as candidates() */
             if (!algo_applies(n->g, c, ranks, nranks, (algo_kind)a)) continue;
             rc = algo_shape_build(n->g, c, ranks, nranks, (algo_kind)a, &own[nsh], err);
             if (!rc) {
