@@ -498,6 +498,32 @@ static topo *graph_nccl(const char *name, uint32_t nodes, uint32_t v)
  * for 1 MiB (PAT 8 + 24 + 179.2 = 211 us of latency against the ring's
  * 63 network steps) and not with NCCL 2.22, which has no PAT. NVLS needs
  * 2.17, NVLS_TREE 2.18. */
+/* NCCL has no hierarchical algorithm: the tuner never picks it, in a step
+ * (candidates) or alone (net_coll_alone: coll, --compare, the search's
+ * bound); only a forced NCCL_ALGO-like option runs it. 10 nodes of 2
+ * ranks, all_gather of 32 MiB, where its cost is within 0.1% of the
+ * ring's and, before this rule held for net_coll_alone, won. */
+static void test_hierarchical_only_forced(void **state)
+{
+    (void)state;
+    spec_topology t;
+    load("h100-ib-fattree.json", 10, &t);
+    uint32_t r[20];
+    for (uint32_t i = 0; i < 20; i++) r[i] = 8 * (i / 2) + i % 2;
+    for (int forced = 0; forced < 2; forced++) {
+        net *nt = NULL;
+        net_opts o = {.algo = forced ? ALGO_HIER : ALGO_AUTO, .proto = ALGO_P_AUTO, .nccl = 22903};
+        assert_int_equal(net_new(&t, &o, &nt, NULL), SS_OK);
+        for (ss_bytes b = 1u << 20; b <= 1u << 30; b <<= 1) {
+            net_alone a;
+            assert_int_equal(net_coll_alone(nt, PROG_COLL_ALL_GATHER, r, 20, b, &a, NULL), SS_OK);
+            if (forced) assert_int_equal(a.algo, ALGO_HIER);
+            else assert_int_not_equal(a.algo, ALGO_HIER);
+        }
+        net_free(nt);
+    }
+}
+
 static void test_pat(void **state)
 {
     (void)state;
@@ -876,7 +902,7 @@ int main(void)
         cmocka_unit_test(test_ring_two_nodes),   cmocka_unit_test(test_tree_correction),
         cmocka_unit_test(test_all_to_all_nodes), cmocka_unit_test(test_p2p_channels),
         cmocka_unit_test(test_link_classes),
-        cmocka_unit_test(test_pat),              cmocka_unit_test(test_nccl_versions),
+        cmocka_unit_test(test_pat), cmocka_unit_test(test_hierarchical_only_forced),              cmocka_unit_test(test_nccl_versions),
         cmocka_unit_test(test_channel_caps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
