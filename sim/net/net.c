@@ -270,17 +270,24 @@ static void calibrate(const net *n, prog_coll c, const uint32_t *ranks, uint32_t
     k->iso_s = total;
 }
 
-/* Candidate shapes (indexes): the forced algorithm if it applies, else
- * NCCL's (all but hierarchical, which NCCL does not have: it runs only when
- * forced; algo.h). */
+/* Whether the tuner weighs algorithm a on this pass: pass 0 the forced
+ * algorithm alone (every one without a forced one), pass 1, when that does
+ * not apply, NCCL's; hierarchical, which NCCL does not have, only when
+ * forced (algo.h). The step's candidates and net_coll_alone share it. */
+static bool considered(const net *n, int pass, int a)
+{
+    if (pass == 0 && n->o.algo != ALGO_AUTO && a != (int)n->o.algo) return false;
+    return a != ALGO_HIER || n->o.algo == ALGO_HIER;
+}
+
+/* Candidate shapes (indexes) of the algorithms considered that apply. */
 static int candidates(net *n, uint32_t gid, prog_coll c, prog_group pg,
                       uint32_t idx[ALGO_NKINDS], uint32_t *nsh, ss_err *err)
 {
     *nsh = 0;
     for (int pass = 0; pass < 2 && *nsh == 0; pass++)
         for (int a = ALGO_RING; a < ALGO_NKINDS; a++) {
-            if (pass == 0 && n->o.algo != ALGO_AUTO && a != (int)n->o.algo) continue;
-            if (a == ALGO_HIER && n->o.algo != ALGO_HIER) continue;
+            if (!considered(n, pass, a)) continue;
             int32_t i = -1;
             int rc = cached_shape(n, gid, c, pg, (algo_kind)a, &i, err);
             if (rc) return rc;
@@ -561,9 +568,8 @@ int net_coll_alone(net *n, prog_coll c, const uint32_t *ranks, uint32_t nranks, 
     int rc = SS_OK;
     for (int pass = 0; pass < 2 && nsh == 0 && !rc; pass++)
         for (int a = ALGO_RING; a < ALGO_NKINDS && !rc; a++) {
-            if (pass == 0 && n->o.algo != ALGO_AUTO && a != (int)n->o.algo) continue;
-            if (a == ALGO_HIER && n->o.algo != ALGO_HIER) continue; /* as candidates() */
-            if (!algo_applies(n->g, c, ranks, nranks, (algo_kind)a)) continue;
+            if (!considered(n, pass, a) || !algo_applies(n->g, c, ranks, nranks, (algo_kind)a))
+                continue;
             rc = algo_shape_build(n->g, c, ranks, nranks, (algo_kind)a, &own[nsh], err);
             if (!rc) {
                 sh[nsh] = &own[nsh];
