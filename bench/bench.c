@@ -274,17 +274,9 @@ static void case_step(const void *arg, fig *out)
     spec_scenario_fini(&s);
 }
 
-static fig step_row(const char *what, const char *size, const step_arg *a)
-{
-    double rss;
-    fig f = in_child(case_step, a, &rss);
-    row(what, size, &f, rss, "ranks simulated");
-    return f;
-}
-
-/* The fastest of n runs of one case, each in its own child: a growth
- * exponent is a ratio of wall times, and one slow run on a shared machine
- * moves it by more than the target's margin. */
+/* The fastest of n runs of one case, each in its own child (n > 1 for the
+ * growth rows: an exponent is a ratio of wall times, and one slow run on a
+ * shared machine moves it by more than the target's margin). */
 static fig step_row_best(const char *what, const char *size, const step_arg *a, int n)
 {
     double rss = 0, r;
@@ -295,6 +287,11 @@ static fig step_row_best(const char *what, const char *size, const step_arg *a, 
     }
     row(what, size, &f, rss, "ranks simulated");
     return f;
+}
+
+static fig step_row(const char *what, const char *size, const step_arg *a)
+{
+    return step_row_best(what, size, a, 1);
 }
 
 /* ---- layouts ---- */

@@ -675,7 +675,7 @@ typedef struct spec_scenario {
     uint32_t recompute_every; /* full: every N-th layer only (1: all) */
     spec_kernels kernels; /* never AUTO after loading */
     spec_attn_impl attn_impl; /* training.attention; never AUTO after loading */
-    double attn_dropout;      /* training.attention_dropout: the rate, [0, 1) */
+    double attn_dropout;      /* training.attention_dropout: the rate, [0, 0.99] */
     spec_loss loss;           /* training.loss; never AUTO after loading */
     spec_moe_gemm moe_gemm;   /* training.moe_gemm */
     spec_precision prec;
