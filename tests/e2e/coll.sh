@@ -64,6 +64,15 @@ for t in topologies/*.json; do
   "$bin" coll --topology "$t" --op all_reduce -b 1M -e 1M >"$out/t" 2>&1 &&
     grep -q "^ *1048576 " "$out/t" || fail "$t: $(head -3 "$out/t")"
 done
+# DGX B200's NVLink 5 carries 900 GB/s per direction per GPU, HGX H100's
+# NVLink 4 450 (the two datasheets): a 1 GiB ring all_gather in one node,
+# bound by those links, runs at twice the bus bandwidth, less the ring's
+# latency share.
+bw() { "$bin" coll --topology "topologies/$1.json" --op all_gather --algo ring -b 1G -e 1G |
+  awk '/^ *[0-9]/ {print $8}'; }
+b200=$(bw dgx-b200) h100=$(bw h100x8-hgx)
+awk -v a="$b200" -v b="$h100" 'BEGIN { r = a / b; exit !(r > 1.9 && r <= 2.0) }' ||
+  fail "B200 / H100 ring all_gather bus bandwidth at 1 GiB: $b200 / $h100, want 1.9-2.0x"
 rm -rf "$out"
 [ $fails -eq 0 ] && echo "coll: all passed"
 [ $fails -eq 0 ]
