@@ -70,10 +70,10 @@ static const double ch_tree[4][3] = {
     {26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};
 
 /* The NVSwitch's reduce and multicast rate as a fraction of the GPU's
- * NVLink rate: NCCL's nvlsEfficiency for Hopper (src/graph/tuning.cc,
- * NCCL 2.19-2.26: {Volta 0, Ampere 0, Hopper 0.85, Blackwell 0.74}). Every
- * NVLS-capable shipped topology is Hopper. */
-#define NVLS_EFFICIENCY 0.85
+ * NVLink rate, by architecture: NCCL's nvlsEfficiency (src/graph/tuning.cc,
+ * 2.19-2.30: {Volta 0, Ampere 0, Hopper 0.85, Blackwell 0.74}). Only Hopper
+ * and Blackwell parts have NVLS switches. */
+static double nvls_efficiency(const topo *g) { return topo_cc(g) >= 100 ? 0.74 : 0.85; }
 
 /* ---- usage accumulation: one entry per link, weights summed as the
  * paths are added (an open-addressing table finds a link's entry), sorted
@@ -515,7 +515,7 @@ static void tree(const topo *g, const uint32_t *r, uint32_t n, uint32_t m, acc *
 static void nvls(const topo *g, const uint32_t *r, uint32_t n, acc *a)
 {
     uint32_t path[TOPO_PATH_MAX];
-    double w = (1.0 + 1.0 / n) / NVLS_EFFICIENCY;
+    double w = (1.0 + 1.0 / n) / nvls_efficiency(g);
     for (uint32_t i = 0; i < n; i++) {
         uint32_t peer = r[(i + 1) % n];
         uint32_t k = topo_route(g, r[i], peer, -1, path);

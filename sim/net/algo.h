@@ -23,7 +23,8 @@
  *   nvls  all-reduce inside a node with an NVLS NVSwitch: each GPU's link
  *         to the switch carries 1 + 1/n each way (reduce-load, then
  *         multicast store of its slice), at the switch's reduction rate:
- *         0.85 of the link's (NCCL's nvlsEfficiency for Hopper).
+ *         0.85 of the link's on Hopper, 0.74 on Blackwell (NCCL's
+ *         nvlsEfficiency).
  *   nvls_tree  all-reduce across nodes with NVLS inside them: NVLS in each
  *         node, and per local rank a double binary tree over the nodes on
  *         its own rail carrying 1/ppn of the payload (NCCL's NVLS_TREE).

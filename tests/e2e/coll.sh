@@ -73,6 +73,14 @@ bw() { "$bin" coll --topology "topologies/$1.json" --op all_gather --algo ring -
 b200=$(bw dgx-b200) h100=$(bw h100x8-hgx)
 awk -v a="$b200" -v b="$h100" 'BEGIN { r = a / b; exit !(r > 1.9 && r <= 2.0) }' ||
   fail "B200 / H100 ring all_gather bus bandwidth at 1 GiB: $b200 / $h100, want 1.9-2.0x"
+# NVLS all_reduce runs at the switch's reduction rate, NCCL's nvlsEfficiency
+# of the link: 0.85 on Hopper, 0.74 on Blackwell (src/graph/tuning.cc), so at
+# 4 GiB B200 / H100 is (900 x 0.74) / (450 x 0.85) = 1.74.
+nv() { "$bin" coll --topology "topologies/$1.json" --op all_reduce --algo nvls -b 4G -e 4G |
+  awk '/^ *[0-9]/ {print $8}'; }
+b200=$(nv dgx-b200) h100=$(nv h100x8-hgx)
+awk -v a="$b200" -v b="$h100" 'BEGIN { r = a / b; exit !(r > 1.71 && r < 1.77) }' ||
+  fail "B200 / H100 NVLS all_reduce bus bandwidth at 4 GiB: $b200 / $h100, want 1.74x"
 rm -rf "$out"
 [ $fails -eq 0 ] && echo "coll: all passed"
 [ $fails -eq 0 ]
