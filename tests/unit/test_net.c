@@ -283,6 +283,14 @@ static void test_bus_factor(void **state)
                     PROG_COLL_ALL_REDUCE, 8);
     assert_true(REL(nv, link * 0.85 * 8.0 / 9.0) < 1e-12);
     topo_free(g);
+    /* Blackwell's switch reduces at 0.74 of its link (nvlsEfficiency,
+     * compute capability 10.x): DGX B200, NVLink 5 at 900 GB/s */
+    g = graph("dgx-b200.json", 0);
+    link = 900e9 * 0.82;
+    nv = busbw(g, PROG_COLL_ALL_REDUCE, first8, 8, ALGO_NVLS) /
+         cost_bus_factor(PROG_COLL_ALL_REDUCE, 8);
+    assert_true(REL(nv, link * 0.74 * 8.0 / 9.0) < 1e-12);
+    topo_free(g);
 }
 
 /* 4 V100s, 2 NVLinks per pair: rings over all three Hamiltonian cycles in
