@@ -14,16 +14,31 @@
 #include "../io/json.h"
 #include "../io/ttconfig.h"
 
-/* The shipped machine of each kind: one node, and the multi-node fabric
- * (NULL: none shipped, one node at most). */
+/* The shipped machine of each kind: one node of per_node GPUs, and the
+ * multi-node fabric (NULL: none shipped, one node at most). A GB200 NVL72
+ * rack is one node of 72 (its NVLink domain), racks on the fabric. */
 static const struct {
     const char *kind, *node, *fabric;
+    uint32_t per_node;
 } machines[] = {
-    {"h100", "topologies/h100x8-hgx.json", "topologies/h100-ib-fattree.json"},
-    {"h200", "topologies/h200x8-hgx.json", "topologies/h200-ib-fattree.json"},
-    {"a100", "topologies/dgx-a100-80gb-hdr.json", "topologies/dgx-a100-80gb-hdr.json"},
-    {"h100-pcie", "topologies/h100-pcie8-nvlink-bridge.json", NULL},
+    {"h100", "topologies/h100x8-hgx.json", "topologies/h100-ib-fattree.json", 8},
+    {"h200", "topologies/h200x8-hgx.json", "topologies/h200-ib-fattree.json", 8},
+    {"a100", "topologies/dgx-a100-80gb-hdr.json", "topologies/dgx-a100-80gb-hdr.json", 8},
+    {"b200", "topologies/dgx-b200.json", "topologies/b200-ib-fattree.json", 8},
+    {"gb200", "topologies/gb200-nvl72.json", "topologies/gb200-nvl72.json", 72},
+    {"h100-pcie", "topologies/h100-pcie8-nvlink-bridge.json", NULL, 8},
 };
+#define NMACHINES (sizeof machines / sizeof *machines)
+
+/* "h100, h200, ... or h100-pcie" into buf. */
+static const char *kinds(char *buf, size_t cap)
+{
+    size_t o = 0;
+    for (size_t k = 0; k < NMACHINES && o < cap; k++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%s", k == 0 ? "" : k + 1 == NMACHINES ? " or " : ", ",
+                              machines[k].kind);
+    return buf;
+}
 
 /* path made absolute into abs[PATH_MAX]; errors name the option. */
 static int find(const char *opt, const char *path, char *abs, const char *data_dir, ss_err *err)
@@ -76,15 +91,17 @@ static int model_of(const char *tt, const char *data_dir, char *path, ss_err *er
 int quick_scenario(const char *model, uint32_t gpus, const char *gpu, const char *torchtitan,
                    const char *data_dir, char **text, ss_err *err)
 {
-    size_t k = 0, n = sizeof machines / sizeof *machines;
-    while (k < n && strcmp(machines[k].kind, gpu)) k++;
-    if (k == n)
-        return ss_fail(err, SS_E_INPUT, "--gpu", "expected h100, h200, a100 or h100-pcie, found \"%s\"",
-                       gpu);
-    if (!machines[k].fabric && gpus > 8)
+    size_t k = 0;
+    char names[128];
+    while (k < NMACHINES && strcmp(machines[k].kind, gpu)) k++;
+    if (k == NMACHINES)
+        return ss_fail(err, SS_E_INPUT, "--gpu", "expected %s, found \"%s\"",
+                       kinds(names, sizeof names), gpu);
+    uint32_t per = machines[k].per_node;
+    if (!machines[k].fabric && gpus > per)
         return ss_fail(err, SS_E_INPUT, "--gpus", "%u GPUs of %s: its shipped machine is one server of "
-                       "8 (%s); for more, write a scenario whose topology joins such servers",
-                       gpus, gpu, machines[k].node);
+                       "%u (%s); for more, write a scenario whose topology joins such servers",
+                       gpus, gpu, per, machines[k].node);
     char abs[PATH_MAX], tt[PATH_MAX], shipped[PATH_MAX];
     int rc = torchtitan ? find("--torchtitan", torchtitan, tt, data_dir, err) : SS_OK;
     if (!rc && !model) rc = model_of(tt, data_dir, shipped, err);
@@ -92,9 +109,9 @@ int quick_scenario(const char *model, uint32_t gpus, const char *gpu, const char
     if (!model) model = shipped;
     bool hf = !strncmp(model, "hf:", 3);
     if ((rc = find("--model", hf ? model + 3 : model, abs, data_dir, err))) return rc;
-    uint32_t nodes = (gpus + 7) / 8;
+    uint32_t nodes = (gpus + per - 1) / per;
     const char *fab = machines[k].fabric ? machines[k].fabric : machines[k].node;
-    const char *topo = gpus <= 8 && strcmp(machines[k].node, fab) ? machines[k].node : fab;
+    const char *topo = gpus <= per && strcmp(machines[k].node, fab) ? machines[k].node : fab;
     char train[PATH_MAX + 1024];
     training_text(train, sizeof train, gpus, torchtitan ? tt : NULL);
     size_t cap = strlen(abs) + strlen(data_dir) + sizeof train + 2048;
