@@ -6,7 +6,9 @@
 # TFLOPS the files carry), the H200's are the SXM's, and A is its own dense BF16
 # peak and B the SXM's (989.4, NVIDIA H100 datasheet); the PCIe and NVL
 # parts' peaks are their datasheet columns' sparse figures halved (BF16
-# 1,513 and 1,671; FP8 3,026 and 3,341). And a step on the PCIe server
+# 1,513 and 1,671; FP8 3,026 and 3,341); the B200 and GB200 files carry
+# the H100 SXM's GEMM efficiency and overlap slowdown and their sheets'
+# peaks. And a step on the PCIe server
 # runs slower than on the HGX node, its kernels by between the ratio of
 # the BF16 peaks (989.4 / 756.5: GEMMs and attention) and that of the
 # HBM bandwidths (3.35 / 2 TB/s: elementwise work), on the same program.
@@ -50,6 +52,20 @@ for f, (bf16, fp8, bw) in sheet.items():
         bad.append(f"{f}: peaks {d['peak_tflops']} / {d['hbm_bw_GBps']} GB/s against the datasheet")
 if seen < 3:
     bad.append(f"only {seen} derived device files found")
+# Blackwell takes the H100 fit's fraction of peak and the slowdown it was
+# fitted with (DECISIONS 128, 131): a refit of the H100 file moves them too.
+# Peaks: DGX B200 datasheet per GPU; GB200 the NVL72 sheet's rack figures / 72
+# (BF16 360 and FP8 720 PFLOPS with sparsity, 13.4 TB HBM3e, 576 TB/s).
+for f, (bf16, fp8, hbm, bw) in {"b200-180gb.json": (2250, 4500, 180e9, 8000),
+                                "gb200-186gb.json": (360e3 / 2 / 72, 720e3 / 2 / 72, 186e9, 576e3 / 72)}.items():
+    d = json.load(open("topologies/devices/" + f))
+    if d["gemm_efficiency"] != base["gemm_efficiency"]:
+        bad.append(f"{f}: gemm_efficiency {d['gemm_efficiency']}, the H100 SXM's is {base['gemm_efficiency']}")
+    if d.get("overlap", {}).get("slowdown") != base["overlap"]["slowdown"]:
+        bad.append(f"{f}: overlap slowdown {d.get('overlap')}, the H100 SXM's is {base['overlap']['slowdown']}")
+    if (d["peak_tflops"]["bf16"], d["peak_tflops"]["fp8"], d["hbm_bw_GBps"]) != (bf16, fp8, bw) or \
+            abs(d["hbm_bytes"] - hbm) > 0.5e9:
+        bad.append(f"{f}: peaks {d['peak_tflops']}, {d['hbm_bytes']} B at {d['hbm_bw_GBps']} GB/s against the sheet")
 print("\n".join(bad) if bad else "ok")
 PY
 check "derived device tables are their source times the stated ratio ($(tail -1 "$d/py.txt"))" \
