@@ -160,11 +160,24 @@ void plan_linear(const plan *p, bool hp, uint64_t groups, uint64_t m, uint64_t k
         *bwd = gemm_ns(p, groups, m, n, k) + gemm_ns(p, groups, k, m, n);
         return;
     }
-    /* forward: the input and the weight cast, the fp8 GEMM; backward: the
-     * output gradient cast in both layouts, the saved bf16 input and the
-     * weight cast again transposed, two fp8 GEMMs (torchao's Float8Linear
-     * keeps the bf16 input and re-casts it). */
     uint64_t g = groups; /* the casts cover every group's tensors */
+    if (p->s->shard.strategy == SPEC_MEGATRON) {
+        /* Transformer Engine (Megatron-core's fp8): the forward casts the
+         * input in both layouts at once and keeps them for the backward, and
+         * the weight's two fp8 layouts are made on a step's first micro-
+         * batch and reused (is_first_microbatch), so each micro-batch
+         * carries 1 / grad_accum of that cast; the backward casts only the
+         * output gradient. */
+        uint32_t mb = p->s->grad_accum ? p->s->grad_accum : 1;
+        *fwd = cast8_ns(p, g * m * k, 2) + cast8_ns(p, g * k * n, 2) / mb +
+               gemm8_ns(p, g, m, k, n);
+        *bwd = cast8_ns(p, g * m * n, 2) + gemm8_ns(p, g, m, n, k) + gemm8_ns(p, g, k, m, n);
+        return;
+    }
+    /* torchao's Float8Linear: forward the input and the weight cast, the
+     * fp8 GEMM; backward the output gradient cast in both layouts, the
+     * saved bf16 input and the weight cast again transposed, two fp8
+     * GEMMs. */
     *fwd = cast8_ns(p, g * m * k, 1) + cast8_ns(p, g * k * n, 1) + gemm8_ns(p, g, m, k, n);
     *bwd = cast8_ns(p, g * m * n, 2) + cast8_ns(p, g * m * k, 1) + cast8_ns(p, g * k * n, 1) +
            gemm8_ns(p, g, m, n, k) + gemm8_ns(p, g, k, m, n);
