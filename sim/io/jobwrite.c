@@ -381,9 +381,16 @@ static int mg_precision(const spec_scenario *s, const char *where, FILE *f, ss_e
                     "tensorwise, delayed, mxfp8 or blockwise");
     if (p->compute != SPEC_DT_FP8 && p->compute != p->param)
         return NOPE("precision compute %s with param %s", n[p->compute], n[p->param]);
+    /* fp8 parameters gathered in fp8: Megatron-LM allows --fp8-param-gather
+     * with the distributed optimizer (megatron/training/arguments.py) */
+    bool fp8_gather = p->compute == SPEC_DT_FP8 && p->fp8_all_gather;
+    if (fp8_gather && !s->shard.mcore.distributed_optimizer)
+        return NOPE("%s", "precision.fp8.all_gather without the distributed optimizer: "
+                    "Megatron-LM's --fp8-param-gather needs --use-distributed-optimizer");
     fprintf(f, "%s\n", p->param == SPEC_DT_BF16 ? "--bf16" : "--fp16");
     if (p->compute == SPEC_DT_FP8) /* e4m3 forward, e5m2 gradients */
         fprintf(f, "--fp8-format hybrid\n--fp8-recipe %s\n", spec_fp8_names[p->fp8_recipe]);
+    if (fp8_gather) fputs("--fp8-param-gather\n", f);
     return SS_OK;
 }
 

@@ -165,6 +165,42 @@ static void test_megatron_text(void **state)
     spec_scenario_fini(&s);
 }
 
+/* fp8 parameters gathered in fp8 (Megatron-Bridge's FP8 recipes): Megatron-
+ * LM's --fp8-param-gather, which it accepts only with the distributed
+ * optimizer (megatron/training/arguments.py). */
+static const char mg_fp8[] =
+    MG_TRAINING("")
+    "\"precision\": {\"param\": \"bf16\", \"compute\": \"fp8\", \"grad\": \"bf16\", "
+    "\"reduce\": \"bf16\", \"master\": \"fp32\", \"optimizer\": \"fp32\", "
+    "\"fp8\": {\"recipe\": \"tensorwise\", \"all_gather\": true}}, "
+    "\"optimizer\": {\"type\": \"adamw\", \"impl\": \"fused\"}";
+
+static void test_megatron_fp8_param_gather(void **state)
+{
+    (void)state;
+    for (int dist = 1; dist >= 0; dist--) {
+        spec_scenario s;
+        char sec[2048], *text = NULL;
+        snprintf(sec, sizeof sec, "%s, \"parallel\": {\"dp\": 8}, \"sharding\": {\"strategy\": "
+                 "\"megatron\", \"use_distributed_optimizer\": %s}", mg_fp8, dist ? "true" : "false");
+        assert_int_equal(load("tiny-gpt.json", sec, &s), SS_OK);
+        ss_err err;
+        ss_err_clear(&err);
+        int rc = jobw_megatron(&s, "--m", "job", &text, &err);
+        if (dist) {
+            assert_int_equal(rc, SS_OK);
+            assert_non_null(strstr(text, "--fp8-format hybrid\n--fp8-recipe tensorwise\n"
+                                         "--fp8-param-gather\n"));
+        } else {
+            assert_int_equal(rc, SS_E_INPUT);
+            assert_null(text);
+            assert_non_null(strstr(err.msg, "--fp8-param-gather needs --use-distributed-optimizer"));
+        }
+        free(text);
+        spec_scenario_fini(&s);
+    }
+}
+
 static void test_megatron_refusals(void **state)
 {
     (void)state;
@@ -196,6 +232,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_torchtitan_text), cmocka_unit_test(test_torchtitan_refusals),
-        cmocka_unit_test(test_megatron_text), cmocka_unit_test(test_megatron_refusals)};
+        cmocka_unit_test(test_megatron_text), cmocka_unit_test(test_megatron_refusals),
+        cmocka_unit_test(test_megatron_fp8_param_gather)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
