@@ -168,8 +168,7 @@ void plan_linear(const plan *p, bool hp, uint64_t groups, uint64_t m, uint64_t k
          * batch and reused (is_first_microbatch), so each micro-batch
          * carries 1 / grad_accum of that cast; the backward casts only the
          * output gradient. */
-        uint32_t mb = p->s->grad_accum ? p->s->grad_accum : 1;
-        *fwd = cast8_ns(p, g * m * k, 2) + cast8_ns(p, g * k * n, 2) / mb +
+        *fwd = cast8_ns(p, g * m * k, 2) + cast8_ns(p, g * k * n, 2) / p->s->grad_accum +
                gemm8_ns(p, g, m, k, n);
         *bwd = cast8_ns(p, g * m * n, 2) + gemm8_ns(p, g, m, n, k) + gemm8_ns(p, g, k, m, n);
         return;

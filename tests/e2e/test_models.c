@@ -656,11 +656,17 @@ static ss_ns gemm8(const spec_device *d, uint64_t m, uint64_t k, uint64_t n)
     return t > d->kernel_min_ns ? t : d->kernel_min_ns;
 }
 
-static ss_ns cast8(const plan *p, uint64_t e, uint32_t ways)
+/* Casting e elements to fp8 in `ways` layouts: eager dynamic scaling an
+ * amax pass and a cast (read 4, write one byte per layout) in two kernels;
+ * fused (torch.compile, Transformer Engine) read 2 in one. */
+static ss_ns cast8_as(const plan *p, uint64_t e, uint32_t ways, bool fused)
 {
-    ss_ns t = plan_mem_ns(p, e * (4 + ways)), two = 2 * p->s->topo.device.kernel_min_ns;
-    return t > two ? t : two;
+    ss_ns t = plan_mem_ns(p, e * ((fused ? 2 : 4) + ways));
+    ss_ns floor = (fused ? 1 : 2) * p->s->topo.device.kernel_min_ns;
+    return t > floor ? t : floor;
 }
+
+static ss_ns cast8(const plan *p, uint64_t e, uint32_t ways) { return cast8_as(p, e, ways, false); }
 
 /* The GEMM floor against the measurement it was fitted to: OpenXLA's H100
  * bf16 matmul table (tests/data/openxla-h100-matmul-bf16.csv, 375 shapes
@@ -869,14 +875,6 @@ static void test_fp8_linears(void **state)
     spec_scenario_fini(&sb), spec_scenario_fini(&s8);
 }
 
-/* The same fp8 cast fused into one kernel (torch.compile, Transformer
- * Engine): read 2, write one byte per layout. */
-static ss_ns cast8f(const plan *p, uint64_t e, uint32_t ways)
-{
-    ss_ns t = plan_mem_ns(p, e * (2 + ways)), one = p->s->topo.device.kernel_min_ns;
-    return t > one ? t : one;
-}
-
 static plan *megatron_plan(const char *compute, spec_scenario *s)
 {
     char text[2048];
@@ -916,17 +914,17 @@ static void test_fp8_linears_te(void **state)
     ss_ns fwd8 = 0, bwd8 = 0, fwd16 = 0, bwd16 = 0, wcast = 0;
     for (int i = 0; i < 3; i++) {
         uint64_t k = mm[i].k, n = mm[i].n;
-        fwd8 += cast8f(p8, t * k, 2) + cast8f(p8, k * n, 2) / 4 + gemm8(d, t, k, n);
-        bwd8 += cast8f(p8, t * n, 2) + gemm8(d, t, n, k) + gemm8(d, k, t, n);
-        wcast += cast8f(p8, k * n, 2);
+        fwd8 += cast8_as(p8, t * k, 2, true) + cast8_as(p8, k * n, 2, true) / 4 + gemm8(d, t, k, n);
+        bwd8 += cast8_as(p8, t * n, 2, true) + gemm8(d, t, n, k) + gemm8(d, k, t, n);
+        wcast += cast8_as(p8, k * n, 2, true);
         fwd16 += plan_gemm_ns(pb, t, k, n);
         bwd16 += plan_gemm_ns(pb, t, n, k) + plan_gemm_ns(pb, k, t, n);
     }
     const plan_block *mb = plan_find(pb, "layers.2.mlp"), *m8 = plan_find(p8, "layers.2.mlp");
     assert_int_equal(m8->fwd_ns - fwd8, mb->fwd_ns - fwd16);
     assert_int_equal(m8->bwd_ns - bwd8, mb->bwd_ns - bwd16);
-    /* the weight casts are a real share: a quarter of them is not nothing */
-    assert_true(wcast / 4 > 0 && wcast > 3 * (wcast / 4));
+    /* the weight's cast is charged, at a quarter: not rounded away */
+    assert_true(wcast / 4 > 0);
     plan_free(pb), plan_free(p8);
     spec_scenario_fini(&sb), spec_scenario_fini(&s8);
 }
