@@ -68,17 +68,15 @@ done
 # NVLink 4 450 (the two datasheets): a 1 GiB ring all_gather in one node,
 # bound by those links, runs at twice the bus bandwidth, less the ring's
 # latency share.
-bw() { "$bin" coll --topology "topologies/$1.json" --op all_gather --algo ring -b 1G -e 1G |
+busbw() { "$bin" coll --topology "topologies/$1.json" --op "$2" --algo "$3" -b "$4" -e "$4" |
   awk '/^ *[0-9]/ {print $8}'; }
-b200=$(bw dgx-b200) h100=$(bw h100x8-hgx)
+b200=$(busbw dgx-b200 all_gather ring 1G) h100=$(busbw h100x8-hgx all_gather ring 1G)
 awk -v a="$b200" -v b="$h100" 'BEGIN { r = a / b; exit !(r > 1.9 && r <= 2.0) }' ||
   fail "B200 / H100 ring all_gather bus bandwidth at 1 GiB: $b200 / $h100, want 1.9-2.0x"
 # NVLS all_reduce runs at the switch's reduction rate, NCCL's nvlsEfficiency
 # of the link: 0.85 on Hopper, 0.74 on Blackwell (src/graph/tuning.cc), so at
 # 4 GiB B200 / H100 is (900 x 0.74) / (450 x 0.85) = 1.74.
-nv() { "$bin" coll --topology "topologies/$1.json" --op all_reduce --algo nvls -b 4G -e 4G |
-  awk '/^ *[0-9]/ {print $8}'; }
-b200=$(nv dgx-b200) h100=$(nv h100x8-hgx)
+b200=$(busbw dgx-b200 all_reduce nvls 4G) h100=$(busbw h100x8-hgx all_reduce nvls 4G)
 awk -v a="$b200" -v b="$h100" 'BEGIN { r = a / b; exit !(r > 1.71 && r < 1.77) }' ||
   fail "B200 / H100 NVLS all_reduce bus bandwidth at 4 GiB: $b200 / $h100, want 1.74x"
 rm -rf "$out"
