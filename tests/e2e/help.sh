@@ -66,19 +66,23 @@ check "--gpus past one node takes the fabric, --gpu the kind" 'grep -q "\"ranks\
 "$bin" run --model models/llama3-8b.json 2>"$d/e1"; r1=$?
 "$bin" run --model models/llama3-8b.json --gpus 8 --gpu tpu 2>"$d/e2"; r2=$?
 check "--model without --gpus, or an unknown kind, is a usage error" '[ $r1 -eq 2 ] && grep -q "needs --gpus" "$d/e1" && [ $r2 -eq 2 ] && grep -q "expected h100, h200, a100, b200, gb200 or h100-pcie" "$d/e2"'
+# Two run summaries (JSON) with the same step time.
+same_step() {
+  python3 -c "import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); sys.exit(a[\"step_time_s\"]!=b[\"step_time_s\"])" "$1" "$2"
+}
 "$bin" run --model models/llama3-8b.json --gpus 8 --gpu h100-pcie --quiet --json "$d/p.json"
 "$bin" run --model models/llama3-8b.json --gpus 16 --gpu h100-pcie 2>"$d/e3"; r3=$?
 "$bin" run --model models/llama3-8b.json --gpus 8 --quiet --json "$d/p0.json" \
   --set "topology={\"file\": \"$src/topologies/h100-pcie8-nvlink-bridge.json\", \"nodes\": 1}"
 check "--gpu h100-pcie: the PCIe server (the same step), one server at most" \
-  'python3 -c "import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); sys.exit(a[\"step_time_s\"]!=b[\"step_time_s\"])" "$d/p.json" "$d/p0.json" &&
+  'same_step "$d/p.json" "$d/p0.json" &&
    [ $r3 -eq 2 ] && grep -q "one server of 8" "$d/e3"'
 
 "$bin" run --model models/llama3-8b.json --gpus 144 --gpu gb200 --quiet --json "$d/gb.json"
 "$bin" run --model models/llama3-8b.json --gpus 144 --quiet --json "$d/gb0.json" \
   --set "topology={\"file\": \"$src/topologies/gb200-nvl72.json\", \"nodes\": 2}"
 check "--gpu gb200: NVL72 racks of 72, 144 GPUs on two (the same step)" \
-  'python3 -c "import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); sys.exit(a[\"step_time_s\"]!=b[\"step_time_s\"])" "$d/gb.json" "$d/gb0.json"'
+  'same_step "$d/gb.json" "$d/gb0.json"'
 
 # --memory --top N: N tensors per category, largest first, and a line for
 # the rest; --top 0 lists every one, as many as --top 1 shows plus the rest.
