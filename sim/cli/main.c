@@ -510,7 +510,7 @@ static int write_kineto(const cli_args *a, const sim_one *o, of_file **ks, uint3
     int rc = SS_OK;
     for (uint32_t r = a->view.rank_lo; !rc && r < t->nranks && r <= a->view.rank_hi; r++) {
         char name[64], path[4096];
-        kin_file_name(name, sizeof name, r);
+        kin_file_name(name, sizeof name, prog_rank_world(t->p, r));
         snprintf(path, sizeof path, "%s/%s", a->kineto, name);
         if ((rc = of_open(&ks[*nk], path, err))) break;
         ss_err werr;

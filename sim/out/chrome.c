@@ -51,10 +51,11 @@ static void lane_metadata(cw *w, uint32_t r, uint32_t s, uint32_t k)
     meta_event(w, "thread_sort_index", r, lane_tid(s, k), "sort_index", NULL, s * 1000.0 + k);
 }
 
-static void metadata(cw *w, uint32_t r)
+/* Program rank r, named by its world rank. */
+static void metadata(cw *w, uint32_t r, uint32_t world)
 {
     char name[32];
-    snprintf(name, sizeof name, "rank %u", r);
+    snprintf(name, sizeof name, "rank %u", world);
     meta_event(w, "process_name", r, 0, "name", name, 0);
     for (uint32_t s = 0; s < PROG_NSTREAMS; s++) lane_metadata(w, r, s, 0);
 }
@@ -174,11 +175,11 @@ int chrome_write(const sum_report *r, const trc *t, uint32_t rank_lo, uint32_t r
     int rc = SS_OK;
     fputs("{\"traceEvents\":[", f);
     for (uint32_t k = rank_lo; k < t->nranks && k <= rank_hi && !ferror(f) && !rc; k++) {
-        metadata(&w, k);
+        metadata(&w, k, prog_rank_world(t->p, k));
         if ((rc = op_events(&w, t, k, err))) break;
         flow_events(&w, t, k, &flow_id);
         counter_ctx c = {&w, k};
-        mem_series_thin(&r->ranks[k].mem, CHROME_MAX_COUNTERS, counter_event, &c);
+        mem_series_thin(&r->ranks[prog_rank_world(t->p, k)].mem, CHROME_MAX_COUNTERS, counter_event, &c);
     }
     tef_lanes_fini(&w.lanes);
     if (rc) return rc;

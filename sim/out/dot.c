@@ -329,26 +329,30 @@ static int groups_find(dw *w, ss_err *err)
 }
 
 /* "rank 5", or "ranks 0-3,8-11 (8 identical)": the members as runs of
- * consecutive ranks; runs that do not fit in out end in ",…". */
+ * consecutive ranks, named by world rank (a program folded along tp and
+ * cp holds every stride-th: no runs then); runs that do not fit in out
+ * end in ",…". */
 static void group_label(const dw *w, uint32_t k, char *out, size_t n)
 {
     const group *gr = &w->groups[k];
+    const prog *p = w->t->p;
     if (gr->n == 1) {
-        snprintf(out, n, "rank %u", gr->rep);
+        snprintf(out, n, "rank %u", prog_rank_world(p, gr->rep));
         return;
     }
     uint32_t lo = w->g.rank_lo, hi = w->g.rank_hi;
+    bool runs = prog_rank_world(p, 1) == 1;
     size_t u = (size_t)snprintf(out, n, "ranks ");
     for (uint32_t r = gr->rep; r <= hi; r++) {
         if (w->gof[r - lo] != k) continue;
         uint32_t e = r;
-        while (e < hi && w->gof[e + 1 - lo] == k) e++;
+        while (runs && e < hi && w->gof[e + 1 - lo] == k) e++;
         if (u + 64 > n) {
             u += (size_t)snprintf(out + u, n - u, ",\xe2\x80\xa6");
             break;
         }
         u += (size_t)snprintf(out + u, n - u, e > r ? "%s%u-%u" : "%s%u", r > gr->rep ? "," : "",
-                              r, e);
+                              prog_rank_world(p, r), prog_rank_world(p, e));
         r = e;
     }
     snprintf(out + u, n - u, " (%u identical)", gr->n);
@@ -454,7 +458,7 @@ static void draw_lane(dw *w, uint32_t li)
     double y = l->y + LANE_H / 2;
     char lab[64];
     const char *s = prog_stream_name((prog_stream)l->stream);
-    if (w->g.every_rank) snprintf(lab, sizeof lab, "rank %u %s", rank, s);
+    if (w->g.every_rank) snprintf(lab, sizeof lab, "rank %u %s", prog_rank_world(w->t->p, rank), s);
     else snprintf(lab, sizeof lab, "%s", s);
     text(w, w->g.left / 2, y, w->g.left - 8.0, lab, J_RIGHT, 9);
     const prog_op *ops = prog_ops(w->t->p, rank);
@@ -474,14 +478,15 @@ static void draw_exposed_rank(dw *w, const group *gr, span *buf)
     size_t ne = span_minus(buf + n, nm, buf, nc, buf + 2 * n);
     double y = gr->y_exp + EXP_H / 2;
     char lab[64], id[48], tip[160];
-    if (w->g.every_rank) snprintf(lab, sizeof lab, "rank %u exposed comm", k);
+    uint32_t world = prog_rank_world(w->t->p, k);
+    if (w->g.every_rank) snprintf(lab, sizeof lab, "rank %u exposed comm", world);
     else snprintf(lab, sizeof lab, "exposed comm");
     text(w, w->g.left / 2, y, w->g.left - 8.0, lab, J_RIGHT, 8);
     for (size_t i = 0, drawn = 0; i < ne; i++) {
         const span *s = &buf[2 * n + i];
         if (!in_window(&w->g, s->a, s->b)) continue;
         snprintf(id, sizeof id, "exp_%u_%zu", k, drawn++);
-        snprintf(tip, sizeof tip, "rank %u exposed communication\n%.3f - %.3f ms (%.3f ms)", k,
+        snprintf(tip, sizeof tip, "rank %u exposed communication\n%.3f - %.3f ms (%.3f ms)", world,
                  ms(s->a), ms(s->b), ms(s->b - s->a));
         span_box(w, id, s->a, s->b, y, EXP_H, swatches[SW_EXPOSED].fill, tip);
     }

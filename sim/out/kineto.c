@@ -15,7 +15,7 @@ typedef struct kw {
     FILE *f;
     bool first;
     const trc *t;
-    uint32_t rank, device;
+    uint32_t rank, world, device; /* program rank, its world rank (prog_rank_world), GPU */
     tef_lanes lanes;
 } kw;
 
@@ -136,10 +136,10 @@ static void host_op(kw *w, uint32_t i)
 static void names(kw *w)
 {
     char buf[64];
-    snprintf(buf, sizeof buf, "rank %u", w->rank);
+    snprintf(buf, sizeof buf, "rank %u", w->world);
     meta(w, "process_name", cpu_pid(w), 0, buf);
     meta(w, "thread_name", cpu_pid(w), 1, "host");
-    snprintf(buf, sizeof buf, "GPU %u (rank %u)", w->device, w->rank);
+    snprintf(buf, sizeof buf, "GPU %u (rank %u)", w->device, w->world);
     meta(w, "process_name", w->device, 0, buf);
     for (uint32_t s = 0; s < PROG_NSTREAMS; s++)
         for (uint32_t k = 0; s != PROG_HOST && k < w->lanes.nlanes[s]; k++) {
@@ -164,7 +164,7 @@ static void header(const sum_report *r, kw *w)
     tef_kv_num(f, '{', "schemaVersion", 1);
     fputs(",\"distributedInfo\":", f);
     tef_kv_str(f, '{', "backend", "nccl");
-    tef_kv_num(f, ',', "rank", w->rank);
+    tef_kv_num(f, ',', "rank", w->world);
     tef_kv_num(f, ',', "world_size", r->nranks);
     fputs("},\"deviceProperties\":[", f);
     tef_kv_num(f, '{', "id", w->device);
@@ -176,7 +176,9 @@ static void header(const sum_report *r, kw *w)
 int kin_write(const sum_report *r, const trc *t, uint32_t rank, FILE *f, ss_err *err)
 {
     uint32_t gpn = r->s->topo.gpus_per_node;
-    kw w = {.f = f, .first = true, .t = t, .rank = rank, .device = gpn ? rank % gpn : 0};
+    uint32_t world = prog_rank_world(t->p, rank);
+    kw w = {.f = f, .first = true, .t = t, .rank = rank, .world = world,
+            .device = gpn ? world % gpn : 0};
     int rc = tef_lanes_rank(&w.lanes, t, rank, err);
     if (rc) return rc;
     header(r, &w);

@@ -69,23 +69,16 @@ static void peak_op_name(const trc *t, uint32_t k, sum_rank *x)
              po == UINT32_MAX ? "(step start)" : prog_str_get(t->p, prog_ops(t->p, k)[po].name));
 }
 
-/* Rank k's memory, replayed from the trace, or a copy of the figures of
- * the rank whose program it runs where the allocator sees the same events
- * at the same times (mem_view_same; that rank's view is kept in views[]
- * when keep[] says another rank runs its program). A rank
- * folded away gets rank 0's figures without its series and live set,
- * which only rank 0 shows. */
-static int rank_mem(const spec_scenario *s, const trc *t, uint32_t k, bool series_all,
-                    const bool *keep, mem_view **views, sum_report *r, ss_err *err)
+/* Program rank k's memory (the figures of rank k x stride), replayed
+ * from the trace, or a copy of the figures of the rank whose program it
+ * runs where the allocator sees the same events at the same times
+ * (mem_view_same; that rank's view is kept in views[] when keep[] says
+ * another rank runs its program). */
+static int rank_mem(const spec_scenario *s, const trc *t, uint32_t k, uint32_t stride,
+                    bool series_all, const bool *keep, mem_view **views, sum_report *r,
+                    ss_err *err)
 {
-    sum_rank *x = &r->ranks[k];
-    if (k >= t->nranks) {
-        x->mem = r->ranks[0].mem;
-        x->mem.peak_live = NULL, x->mem.npeak_live = 0;
-        x->mem.series = NULL, x->mem.nseries = 0;
-        memcpy(x->peak_op, r->ranks[0].peak_op, sizeof x->peak_op);
-        return SS_OK;
-    }
+    sum_rank *x = &r->ranks[k * stride];
     /* the allocator runs out where cudaMalloc would refuse: at what the
      * process can use, where it frees its cached segments and retries */
     mem_cfg mc = {(mem_model)s->alloc_model, s->expandable_segments, sum_alloc_limit(s),
@@ -95,8 +88,8 @@ static int rank_mem(const spec_scenario *s, const trc *t, uint32_t k, bool serie
     uint32_t src = prog_rank_source(t->p, k);
     if (!rc && !mc.series && src != k && views[src] && mem_view_same(views[src], v)) {
         mem_view_free(v);
-        rc = mem_rank_copy(&r->ranks[src].mem, &x->mem, err);
-        memcpy(x->peak_op, r->ranks[src].peak_op, sizeof x->peak_op);
+        rc = mem_rank_copy(&r->ranks[src * stride].mem, &x->mem, err);
+        memcpy(x->peak_op, r->ranks[src * stride].peak_op, sizeof x->peak_op);
         return rc;
     }
     if (!rc) rc = mem_replay_view(v, &mc, &x->mem, err);
@@ -104,25 +97,45 @@ static int rank_mem(const spec_scenario *s, const trc *t, uint32_t k, bool serie
     if (!rc && x->mem.start != x->mem.end)
         rc = ss_fail(err, SS_E_INTERNAL, NULL,
                      "rank %u: the step starts with %llu bytes allocated and ends "
-                     "with %llu: the schedule is not a steady state", k,
+                     "with %llu: the schedule is not a steady state", k * stride,
                      (unsigned long long)x->mem.start, (unsigned long long)x->mem.end);
     if (!rc && keep[k]) views[k] = v;
     else mem_view_free(v);
     return rc;
 }
 
-/* Views are kept only for ranks whose program a later rank shares. */
+/* A rank folded away (the ranks between program ranks, stride apart) gets
+ * the figures of the program rank before it, without its series and live
+ * set, which only simulated ranks show. */
+static void folded_mem(sum_report *r, uint32_t k, uint32_t stride)
+{
+    const sum_rank *from = &r->ranks[k / stride * stride];
+    sum_rank *x = &r->ranks[k];
+    x->mem = from->mem;
+    x->mem.peak_live = NULL, x->mem.npeak_live = 0;
+    x->mem.series = NULL, x->mem.nseries = 0;
+    memcpy(x->peak_op, from->peak_op, sizeof x->peak_op);
+}
+
+/* nst state sets for t->nranks program ranks: program rank k is state set
+ * k x stride (stride = nst / nranks: 1, a layout's tp cp, or nst for one
+ * rank of DDP or FSDP). Views are kept only for ranks whose program a
+ * later rank shares. */
 static int ranks_mem(const spec_scenario *s, const trc *t, uint32_t nst, bool series_all,
                      sum_report *r, ss_err *err)
 {
-    mem_view **views = calloc(t->nranks ? t->nranks : 1, sizeof *views);
-    bool *keep = calloc(t->nranks ? t->nranks : 1, sizeof *keep);
+    uint32_t stride = nst / t->nranks;
+    if (nst % t->nranks)
+        return ss_fail(err, SS_E_INTERNAL, NULL, "%u state sets for %u ranks", nst, t->nranks);
+    mem_view **views = calloc(t->nranks, sizeof *views);
+    bool *keep = calloc(t->nranks, sizeof *keep);
     int rc = !views || !keep ? ss_fail(err, SS_E_NOMEM, NULL, "out of memory") : SS_OK;
     for (uint32_t k = 0; !rc && k < t->nranks; k++)
         if (prog_rank_source(t->p, k) != k) keep[prog_rank_source(t->p, k)] = true;
-    for (uint32_t k = 0; k < nst && !rc; k++) {
-        rc = rank_mem(s, t, k, series_all, keep, views, r, err);
-    }
+    for (uint32_t k = 0; k < t->nranks && !rc; k++)
+        rc = rank_mem(s, t, k, stride, series_all, keep, views, r, err);
+    for (uint32_t k = 0; k < nst && !rc; k++)
+        if (k % stride) folded_mem(r, k, stride);
     for (uint32_t k = 0; views && k < t->nranks; k++) mem_view_free(views[k]);
     free(views);
     free(keep);

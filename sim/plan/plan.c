@@ -494,6 +494,46 @@ static bool can_fold(const spec_scenario *s)
     return s->par.fold && uniform(s) && s->par.order == SPEC_ORDER_TP_CP_PP_DP;
 }
 
+/* Whether the machine looks the same from every GPU of a node, as far as
+ * the fold along tp and cp needs: a folded-away rank's flows are the
+ * simulated rank's moved to the next GPUs (local GPU i to i + t), so
+ * every GPU must have the same kind of links, and the NICs must be shared
+ * alike (N NICs for G GPUs: N a multiple or a divisor of G). No link may
+ * single out one GPU (an NVLink bridge between two of them). The shifts
+ * stay inside a node (tp cp divides the node's GPUs) or move whole nodes
+ * (the node's GPUs divide tp cp), as the replica fold's do; not on a
+ * torus, where moving a node along the row order is no symmetry of the
+ * torus at a row's end (the 5T's cp 8 rows came out 1e-5 off). Exactness
+ * is what tests/e2e/test_fold.c checks, on every shipped layout. */
+static bool node_alike(const spec_topology *t, uint32_t shift)
+{
+    uint32_t G = t->gpus_per_node;
+    if (!G || (G % shift && shift % G)) return false;
+    if (!t->graph) return true;
+    if (t->fabric.kind == SPEC_FAB_TORUS2D) return false;
+    uint32_t gpu = SPEC_TOPO_VGROUPS, nics = 0;
+    for (uint32_t i = 0; i < t->nvgroups; i++) {
+        if (t->vg[i].kind == SPEC_V_GPU) gpu = i;
+        if (t->vg[i].kind == SPEC_V_NIC) nics += t->vg[i].count;
+    }
+    for (uint32_t i = 0; i < t->nlgroups; i++) {
+        const spec_lgroup *l = &t->lg[i];
+        if ((l->from == gpu && l->from_i >= 0) || (l->to == gpu && l->to_i >= 0)) return false;
+    }
+    return !nics || !(nics % G) || !(G % nics);
+}
+
+/* A layout folds along tp and cp too (one rank per stage) where the
+ * replica folds, the ranks of a stage share one program, and the node
+ * allows it; plan.h's stride. */
+static uint32_t fold_stride(const plan *p)
+{
+    const spec_parallel *x = &p->s->par;
+    uint32_t k = x->tp * x->cp;
+    if (k == 1 || !can_fold(p->s) || !p->share || !node_alike(&p->s->topo, k)) return 1;
+    return k;
+}
+
 /* FSDP2's rank r of a shard group holds rows [r ceil(R / N), ...) of each
  * parameter's R real rows: where N divides every R, every rank holds
  * R / N real rows of each, and the ranks' programs are the same. */
@@ -563,12 +603,13 @@ int plan_new(plan **out, const spec_scenario *s, ss_err *err)
     p->active_numel = active_numel(p);
     p->world = p->dense_dp = p->expert_dp = p->n;
     p->replica = 1;
+    p->stride = 1;
     p->chunks = 1;
     /* Megatron's runtime exists only as a layout body's (one with tp = cp = pp = 1). */
     if (!rc && (spec_model_parallel(&s->par) || s->shard.strategy == SPEC_MEGATRON))
         rc = plan_layout(p, err);
     if (!rc) rc = check_times(p, err);
-    p->nsim = p->layout ? p->n : sim_ranks(p);
+    p->nsim = p->layout ? p->n / p->stride : sim_ranks(p);
     if (rc || (rc = add_units(p, err)) || (rc = add_buckets(p, err)) ||
         (s->shard.strategy == SPEC_FSDP2 &&
          ((rc = add_prefetch_pass(p, 0, err)) || (rc = add_prefetch_pass(p, 1, err)) ||
@@ -596,6 +637,7 @@ int plan_layout(plan *p, ss_err *err)
     p->world = p->replica * p->s->dp;
     p->n = can_fold(p->s) ? p->replica : p->world;
     p->share = uniform(p->s);
+    p->stride = fold_stride(p);
     p->dense_dp = p->s->dp * par->cp;
     p->expert_dp = par->tp * par->cp * p->s->dp / (par->ep * par->etp);
     /* HSDP: shard groups of shard_group_size dp ranks, each with its cp ranks. */

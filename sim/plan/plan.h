@@ -78,7 +78,13 @@ typedef struct plan_bucket {
 typedef struct plan {
     const spec_scenario *s;
     uint32_t n;               /* data-parallel ranks (a layout: the ranks it simulates) */
-    uint32_t nsim;            /* ranks in the program: n, or 1 when folded without a layout */
+    uint32_t nsim;            /* ranks in the program: n, n / stride, or 1 when folded without a layout */
+    /* A layout folded along tp and cp as well (plan.c's fold_stride): the
+     * program holds one rank per stage, program rank i being world rank
+     * i x stride (stride = tp cp; 1 otherwise). The ranks a layout's
+     * figures name stay 0 .. n - 1 (world ranks of replica 0); rank w runs
+     * program rank w / stride's program. */
+    uint32_t stride;
     uint32_t shard_n;         /* ranks a FlatParameter is sharded over (n; HSDP: a group) */
     uint32_t param_elem, compute_elem, grad_elem, reduce_elem;
     /* Activations' element size: compute_elem, but 16-bit under fp8 compute

@@ -36,7 +36,7 @@ typedef struct group_rec {
 } group_rec;
 
 struct prog {
-    uint32_t nranks;
+    uint32_t nranks, stride; /* program rank r is world rank r x stride */
     rank_prog *ranks;
     vec groups, group_ranks; /* group_rec, uint32_t */
     vec strs;                /* char *, interned, owned */
@@ -73,6 +73,7 @@ int prog_new(prog **out, uint32_t nranks, ss_err *err)
         return nomem(err);
     }
     p->nranks = nranks;
+    p->stride = 1;
     for (uint32_t r = 0; r < nranks; r++) p->ranks[r].src = r;
     *out = p;
     return SS_OK;
@@ -191,10 +192,12 @@ int prog_group_add_net(prog *p, const uint32_t *ranks, uint32_t n, const uint32_
     int rc = ranks_ok(ranks, n, p->nranks, err);
     if (!rc) rc = ranks_ok(net, nnet, UINT32_MAX, err);
     for (uint32_t i = 0, j = 0; !rc && i < n; i++) { /* every member is a network member */
-        while (j < nnet && net[j] < ranks[i]) j++;
-        if (j == nnet || net[j] != ranks[i])
-            rc = ss_fail(err, SS_E_INTERNAL, NULL, "group member %u is not a network member",
-                         ranks[i]);
+        uint64_t w = (uint64_t)ranks[i] * p->stride;
+        while (j < nnet && net[j] < w) j++;
+        if (j == nnet || net[j] != w)
+            rc = ss_fail(err, SS_E_INTERNAL, NULL,
+                         "group member %u (world rank %llu) is not a network member", ranks[i],
+                         (unsigned long long)w);
     }
     group_rec g = {n, 0, nnet, 0, 0, 0};
     if (!rc) rc = push_ranks(p, ranks, n, &g.first, err);
@@ -335,6 +338,8 @@ int prog_rank_share(prog *p, uint32_t rank, uint32_t src, const uint32_t *from, 
 }
 
 uint32_t prog_nranks(const prog *p) { return p->nranks; }
+void prog_set_stride(prog *p, uint32_t stride) { p->stride = stride ? stride : 1; }
+uint32_t prog_rank_world(const prog *p, uint32_t r) { return r * p->stride; }
 /* The arrays rank r runs: its own, or those of the rank it shares. */
 static const rank_prog *own(const prog *p, uint32_t r) { return &p->ranks[p->ranks[r].src]; }
 

@@ -175,10 +175,14 @@ typedef struct prog_op_spec {
 /* Building. All return SS_OK or a negative code with err filled. */
 int prog_new(prog **out, uint32_t nranks, ss_err *err);
 void prog_free(prog *p); /* NULL is a no-op */
+/* Program rank r is world rank r x stride (1 unless set): a layout folded
+ * along tensor and context parallelism holds one rank of each group of
+ * stride consecutive world ranks (plan.h's stride). Set before any group. */
+void prog_set_stride(prog *p, uint32_t stride);
 int prog_group_add(prog *p, const uint32_t *ranks, uint32_t n, uint32_t *gid,
                    ss_err *err);
 /* A group whose network members are net[0 .. nnet), world ranks that
- * include every rank of `ranks` (ascending, < world). */
+ * include the world rank of every rank of `ranks` (ascending). */
 int prog_group_add_net(prog *p, const uint32_t *ranks, uint32_t n, const uint32_t *net,
                        uint32_t nnet, uint32_t *gid, ss_err *err);
 /* Copies of group gid: ncopies groups of its network size, ranks[i * size
@@ -212,6 +216,8 @@ int prog_rank_share(prog *p, uint32_t rank, uint32_t src, const uint32_t *from,
 void prog_set_dev_ns(prog *p, uint32_t rank, uint32_t op, ss_ns dev_ns);
 
 uint32_t prog_nranks(const prog *p);
+/* The world rank of program rank r: r x the program's stride. */
+uint32_t prog_rank_world(const prog *p, uint32_t r);
 bool prog_rank_shared(const prog *p, uint32_t rank);
 uint32_t prog_rank_source(const prog *p, uint32_t rank); /* whose program it runs: itself if none */
 uint32_t prog_op_group(const prog *p, uint32_t rank, uint32_t op); /* COLL ops */

@@ -26,7 +26,7 @@ int em_init(em *e, const plan *pl, prog *p, uint32_t rank, ss_err *err)
         em_fini(e);
         return ss_fail(err, SS_E_NOMEM, NULL, "out of memory emitting ops");
     }
-    int rc = sched_states(pl, rank, &e->st, err);
+    int rc = sched_states(pl, prog_rank_world(p, rank), &e->st, err);
     if (rc) em_fini(e);
     return rc;
 }

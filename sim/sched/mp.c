@@ -116,52 +116,75 @@ static void members(const plan *pl, int kind, uint32_t r, uint32_t *out, uint32_
     qsort(out, k, sizeof *out, cmp_u32);
 }
 
-/* A folded group's copies: its images one, two, ... replicas on (world
- * rank + j tp cp pp) that are groups of the same kind, which no simulated
- * rank is in. Rank r's group of `kind` is mem[0 .. n), world members. */
-static int add_copies(const plan *pl, prog *pg, int kind, uint32_t r, uint32_t gid,
-                      const uint32_t *mem, uint32_t n, ss_err *err)
+/* The program rank of world rank w (plan.h's stride), or MP_NOGROUP where
+ * w is folded away. */
+static uint32_t prog_of(const plan *pl, uint32_t w)
 {
-    uint32_t dp = pl->s->dp, *cp = malloc((size_t)dp * n * sizeof *cp), *chk = malloc(n * sizeof *chk);
-    uint32_t nc = 0, m;
+    return w < pl->n && w % pl->stride == 0 ? w / pl->stride : MP_NOGROUP;
+}
+
+static bool has_sim(const plan *pl, const uint32_t *mem, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (prog_of(pl, mem[i]) != MP_NOGROUP) return true;
+    return false;
+}
+
+/* A folded group's copies: the groups of `kind` that the ranks folded away
+ * in w's role call where w calls mem[0 .. n) (w's stage peers in replica
+ * 0, the same ranks of the other replicas), each distinct group that
+ * holds no simulated rank once. They run the same collectives at the same
+ * times, so the network loads them too. seen[] (one flag per world rank,
+ * all clear) marks the copies' first members while it works. */
+static int add_copies(const plan *pl, prog *pg, int kind, uint32_t w, uint32_t gid,
+                      const uint32_t *mem, uint32_t n, uint8_t *seen, ss_err *err)
+{
+    uint32_t dp = pl->n < pl->world ? pl->s->dp : 1, S = pl->stride, m;
+    uint32_t *cp = malloc((size_t)dp * S * n * sizeof *cp), *chk = malloc(n * sizeof *chk);
+    uint32_t nc = 0;
     int rc = cp && chk ? SS_OK : ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
-    for (uint32_t j = 1; !rc && j < dp; j++) {
-        uint64_t shift = (uint64_t)j * pl->replica;
-        if (mem[n - 1] + shift >= pl->world) break;
-        members(pl, kind, r + (uint32_t)shift, chk, &m);
-        bool same = m == n;
-        for (uint32_t i = 0; same && i < n; i++) same = chk[i] == mem[i] + shift;
-        if (!same) continue; /* not a group: an EP group spanning replicas, shifted by less */
-        memcpy(cp + (size_t)nc * n, chk, n * sizeof *chk);
-        nc++;
-    }
+    for (uint64_t j = 0; !rc && j < dp; j++)
+        for (uint32_t k = j ? 0 : 1; !rc && k < S; k++) {
+            uint64_t v = w + k + j * pl->replica;
+            if (v >= pl->world) continue;
+            members(pl, kind, (uint32_t)v, chk, &m);
+            if (m != n)
+                rc = ss_fail(err, SS_E_INTERNAL, NULL, "folding: rank %llu's group has %u "
+                             "members, rank %u's %u", (unsigned long long)v, m, w, n);
+            if (rc || chk[0] == mem[0] || seen[chk[0]] || has_sim(pl, chk, n)) continue;
+            seen[chk[0]] = 1;
+            memcpy(cp + (size_t)nc++ * n, chk, n * sizeof *chk);
+        }
+    for (uint32_t i = 0; i < nc; i++) seen[cp[(size_t)i * n]] = 0;
     if (!rc && nc) rc = prog_group_set_copies(pg, gid, cp, nc, err);
     free(cp);
     free(chk);
     return rc;
 }
 
-/* Every rank's group of `kind`, made once by its lowest present member;
- * the engine's members are the world members inside the program. Folded,
- * a group carries the groups of the other replicas that mirror it as
- * copies, so that the network sees the whole job's traffic. */
+/* Every program rank's group of `kind`, made once by its lowest present
+ * member; the engine's members are the program ranks among the world
+ * members. Folded, a group carries the groups of the folded-away ranks
+ * that mirror it as copies, so that the network sees the whole job's
+ * traffic. */
 static int make_groups(const plan *pl, prog *pg, int kind, uint32_t *gid, uint32_t *buf,
-                       uint32_t *pres, ss_err *err)
+                       uint32_t *pres, uint8_t *seen, ss_err *err)
 {
-    for (uint32_t r = 0; r < pl->n; r++) gid[r] = MP_NOGROUP;
+    for (uint32_t r = 0; r < pl->nsim; r++) gid[r] = MP_NOGROUP;
     if ((kind == G_SHARD || kind == G_REPL) && pl->shard_n == pl->dense_dp) return SS_OK;
-    for (uint32_t r = 0; r < pl->n; r++) {
-        if (gid[r] != MP_NOGROUP && kind != G_FWD && kind != G_BWD) continue;
-        uint32_t n, np = 0, id;
-        members(pl, kind, r, buf, &n);
-        if (n < 2 || (kind == G_FWD || kind == G_BWD ? buf[0] == buf[1] : false)) continue;
+    bool pair = kind == G_FWD || kind == G_BWD, folded = pl->nsim < pl->world;
+    for (uint32_t r = 0; r < pl->nsim; r++) {
+        if (gid[r] != MP_NOGROUP && !pair) continue;
+        uint32_t n, np = 0, id, w = r * pl->stride;
+        members(pl, kind, w, buf, &n);
+        if (n < 2 || (pair && buf[0] == buf[1])) continue;
         for (uint32_t i = 0; i < n; i++)
-            if (buf[i] < pl->n) pres[np++] = buf[i];
-        int rc = np == n ? prog_group_add(pg, pres, np, &id, err)
-                         : prog_group_add_net(pg, pres, np, buf, n, &id, err);
-        if (!rc && pl->n < pl->world) rc = add_copies(pl, pg, kind, r, id, buf, n, err);
+            if (prog_of(pl, buf[i]) != MP_NOGROUP) pres[np++] = prog_of(pl, buf[i]);
+        int rc = np == n && pl->stride == 1 ? prog_group_add(pg, pres, np, &id, err)
+                                            : prog_group_add_net(pg, pres, np, buf, n, &id, err);
+        if (!rc && folded) rc = add_copies(pl, pg, kind, w, id, buf, n, seen, err);
         if (rc) return rc;
-        if (kind == G_FWD || kind == G_BWD) gid[r] = id;
+        if (pair) gid[r] = id;
         else
             for (uint32_t i = 0; i < np; i++) gid[pres[i]] = id;
     }
@@ -764,15 +787,17 @@ out:
     em_tensors_fini(&optim);
 }
 
-/* Rank r's receive groups: the previous stage's forward send group and
- * the next stage's backward one (MP_NOGROUP without a pipeline). */
+/* Program rank r's receive groups: the previous stage's forward send
+ * group and the next stage's backward one (MP_NOGROUP without a pipeline). */
 static void receive_groups(const plan *pl, uint32_t r, uint32_t *const gids[G_NKINDS],
                            uint32_t *gin_fwd, uint32_t *gin_bwd)
 {
     uint32_t t, c, p, d, pp = pl->s->par.pp;
-    coords(pl, r, &t, &c, &p, &d);
-    *gin_fwd = pp > 1 ? gids[G_FWD][world_rank(pl, t, c, (p + pp - 1) % pp, d)] : MP_NOGROUP;
-    *gin_bwd = pp > 1 ? gids[G_BWD][world_rank(pl, t, c, (p + 1) % pp, d)] : MP_NOGROUP;
+    coords(pl, r * pl->stride, &t, &c, &p, &d);
+    *gin_fwd = pp > 1 ? gids[G_FWD][prog_of(pl, world_rank(pl, t, c, (p + pp - 1) % pp, d))]
+                      : MP_NOGROUP;
+    *gin_bwd = pp > 1 ? gids[G_BWD][prog_of(pl, world_rank(pl, t, c, (p + 1) % pp, d))]
+                      : MP_NOGROUP;
 }
 
 static int mp_emit_rank(const plan *pl, prog *p, uint32_t rank, uint32_t *const gids[G_NKINDS],
@@ -780,7 +805,7 @@ static int mp_emit_rank(const plan *pl, prog *p, uint32_t rank, uint32_t *const 
 {
     em e;
     mp m = {.e = &e, .pl = pl, .par = &pl->s->par, .rt = mp_rt_find(pl->s->shard.strategy)};
-    coords(pl, rank, &m.t, &m.c, &m.p, &m.d);
+    coords(pl, rank * pl->stride, &m.t, &m.c, &m.p, &m.d);
     for (int k = 0; k < G_NKINDS; k++) m.g[k] = gids[k][rank];
     receive_groups(pl, rank, gids, &m.gin_fwd, &m.gin_bwd);
     int rc = em_init(&e, pl, p, rank, err);
@@ -811,23 +836,26 @@ static int mp_share_rank(const plan *pl, prog *p, uint32_t r, uint32_t rep,
 int mp_build(const plan *pl, prog *p, ss_err *err)
 {
     uint32_t *gids[G_NKINDS] = {0};
-    size_t n = pl->n;
+    size_t n = pl->nsim;
     uint32_t *buf = malloc(pl->world * sizeof *buf), *pres = malloc(pl->world * sizeof *pres);
-    int rc = buf && pres ? SS_OK : ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    uint8_t *seen = calloc(pl->world, 1);
+    int rc = buf && pres && seen ? SS_OK : ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    prog_set_stride(p, pl->stride);
     for (int k = 0; k < G_NKINDS && !rc; k++) {
         gids[k] = malloc(n * sizeof *gids[k]);
-        rc = gids[k] ? make_groups(pl, p, k, gids[k], buf, pres, err)
+        rc = gids[k] ? make_groups(pl, p, k, gids[k], buf, pres, seen, err)
                      : ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     }
-    for (uint32_t r = 0; r < pl->n && !rc; r++) {
+    for (uint32_t r = 0; r < pl->nsim && !rc; r++) {
         uint32_t t, c, s, d, rep;
-        coords(pl, r, &t, &c, &s, &d);
-        rep = world_rank(pl, 0, 0, s, 0);
+        coords(pl, r * pl->stride, &t, &c, &s, &d);
+        rep = prog_of(pl, world_rank(pl, 0, 0, s, 0));
         rc = pl->share && rep != r ? mp_share_rank(pl, p, r, rep, gids, err)
                                    : mp_emit_rank(pl, p, r, gids, err);
     }
     for (int k = 0; k < G_NKINDS; k++) free(gids[k]);
     free(buf);
     free(pres);
+    free(seen);
     return rc;
 }

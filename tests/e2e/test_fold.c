@@ -137,6 +137,131 @@ static void test_layout_copies(void **state)
     }
 }
 
+/* A layout's summary without what depends on how it was simulated, its
+ * per-rank memory cut to the first `keep` ranks (a folded layout reports
+ * replica 0's ranks, an every-rank one the world's). */
+static char *layout_answer(const run_result *r, uint32_t keep)
+{
+    char *js = sum_json(&r->sum);
+    assert_non_null(js);
+    cJSON *root = cJSON_Parse(js);
+    free(js);
+    assert_non_null(root);
+    cJSON_DeleteItemFromObject(root, "engine");
+    cJSON_DeleteItemFromObject(root, "ranks");
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(root, "layout"), "simulated_ranks");
+    cJSON *mem = cJSON_GetObjectItem(root, "memory");
+    cJSON_DeleteItemFromObject(mem, "host_per_node");
+    cJSON *pr = cJSON_GetObjectItem(mem, "per_rank");
+    while (pr && (uint32_t)cJSON_GetArraySize(pr) > keep) cJSON_DeleteItemFromArray(pr, (int)keep);
+    char *out = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    assert_non_null(out);
+    return out;
+}
+
+/* Folded and every-rank runs of a layout; the summaries equal byte for
+ * byte on the folded run's ranks. Returns the folded run's simulated
+ * ranks; *pp, the layout's stages. */
+static uint32_t compare_layout(const char *rel, const char **extra, size_t nextra, uint32_t *pp)
+{
+    const char *sets[2][16];
+    assert_true(nextra < 16);
+    sets[0][0] = "parallel.fold=true", sets[1][0] = "parallel.fold=false";
+    for (size_t i = 0; i < nextra; i++) sets[0][i + 1] = sets[1][i + 1] = extra[i];
+    run_result r[2];
+    spec_scenario s[2];
+    for (int k = 0; k < 2; k++) load_run(rel, sets[k], nextra + 1, &s[k], &r[k]);
+    char *a = layout_answer(&r[0], r[0].sum.nranks), *b = layout_answer(&r[1], r[0].sum.nranks);
+    uint32_t sim = r[0].sum.nsim;
+    *pp = s[0].par.pp;
+    if (strcmp(a, b)) {
+        print_message("  %s:", rel);
+        for (size_t i = 0; i < nextra; i++) print_message(" %s", extra[i]);
+        print_message("\n  folded %.9f s, every rank %.9f s\n", r[0].sum.step_ns * 1e-9,
+                      r[1].sum.step_ns * 1e-9);
+    }
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+    for (int k = 0; k < 2; k++) {
+        run_fini(&r[k]);
+        spec_scenario_fini(&s[k]);
+    }
+    return sim;
+}
+
+/* One rank per stage: the tensor- and context-parallel peers of a stage
+ * run the same program at the same times, so the program holds one of
+ * them and their groups load the network as copies (docs/FOLD.md). The
+ * shipped layouts with tp or cp on fat trees and NVSwitch nodes (8 x
+ * H100, 8 x A100 with 8 NICs, Jean Zay's 4 NICs for 8 GPUs, B200): pp
+ * ranks simulated, the every-rank summary byte for byte. */
+static void test_tp_cp_fold(void **state)
+{
+    (void)state;
+    const char *c[] = {
+        "examples/tiny-gpt-megatron-tp2-pp2-overlap.json",
+        "examples/tiny-gpt-fsdp2-tp2-cp2-ring.json",
+        "published/nemo-24.07-llama3-70b-tp4-pp4-cp2-vp5-dp2-fp8-64xh100.json",
+        "published/megatron-bridge-25.11-llama3.1-405b-tp4-pp8-vp8-cp2-ep1-dp2-fp8cs-128xb200.json",
+        "published/bigscience-bloom-176b-tp4-pp12-dp8-384xa100.json",
+        "published/megatron-lm-sc21-gpt-18b-tp8-dp32-256xa100.json",
+        "published/torchtitan-llama3.1-70b-fsdp32-tp8-asynctp-256xh100.json",
+        "published/megatron-bridge-25.11-qwen3-30b-a3b-tp1-pp2-vp24-cp1-ep8-dp8-fp8cs-16xh100.json",
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        uint32_t pp, sim = compare_layout(c[i], NULL, 0, &pp);
+        print_message("  %-52.52s %u simulated ranks\n", c[i], sim);
+        assert_int_equal(sim, pp);
+    }
+}
+
+/* Small random layouts (tp 2-8, cp 1-4, pp 1-4, dp 1-4, sequence
+ * parallel and its overlap, the CP ring, Megatron's or FSDP2's runtime) on the fat trees
+ * and NVSwitch or PCIe nodes of topologies/, each folded and every rank:
+ * the same summary. The seed is fixed: the same cases every run. */
+static void test_tp_cp_fold_random(void **state)
+{
+    (void)state;
+    static const char *topos[] = {"h100-ib-fattree", "dgx-a100-80gb-hdr", "jeanzay-a100-80gb-opa",
+                                 "aws-p5-efa", "oci-bm-gpu4-a100", "gcp-a3mega", "pcie8-a100"};
+    static const char *base[] = {"examples/tiny-gpt-megatron-tp2-pp2-overlap.json",
+                                 "examples/tiny-gpt-fsdp2-tp2-cp2-ring.json"};
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    uint32_t folded = 0;
+    for (int i = 0; i < 24; i++) {
+        uint32_t v[8];
+        for (int k = 0; k < 8; k++) { /* xorshift64 */
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            v[k] = (uint32_t)(x >> 32);
+        }
+        uint32_t tp = 2u << v[0] % 3, cp = 1u << v[1] % 3, pp = 1u << v[2] % 3, dp = 1u << v[3] % 3;
+        const char *tf = topos[v[4] % 7];
+        if (!strcmp(tf, "pcie8-a100") && tp * cp * pp * dp > 8) tf = "h100-ib-fattree";
+        uint32_t world = tp * cp * pp * dp, nodes = world < 8 ? 1 : world / 8;
+        char a[10][128];
+        snprintf(a[0], sizeof a[0], "topology=../../topologies/%s.json", tf);
+        snprintf(a[1], sizeof a[1], "topology.nodes=%u", nodes);
+        snprintf(a[2], sizeof a[2], "topology.gpus_per_node=%u", world < 8 ? world : 8);
+        snprintf(a[3], sizeof a[3], "parallel.tp=%u", tp);
+        snprintf(a[4], sizeof a[4], "parallel.cp=%u", cp);
+        snprintf(a[5], sizeof a[5], "parallel.pp=%u", pp);
+        snprintf(a[6], sizeof a[6], "parallel.dp=%u", dp);
+        snprintf(a[7], sizeof a[7], "parallel.sequence_parallel=%s", v[5] % 2 ? "true" : "false");
+        snprintf(a[8], sizeof a[8], "parallel.cp_comm_type=%s", v[6] % 2 ? "p2p" : "all_gather");
+        snprintf(a[9], sizeof a[9], "parallel.tp_comm_overlap=%s",
+                 v[5] % 2 && v[7] % 2 == 0 ? "true" : "false");
+        const char *e[10];
+        for (int k = 0; k < 10; k++) e[k] = a[k];
+        uint32_t p, sim = compare_layout(base[v[7] % 2], e, 10, &p);
+        print_message("  tp %u cp %u pp %u dp %u on %-22s %-8s: %u simulated\n", tp, cp, pp, dp,
+                      tf, v[7] % 2 ? "fsdp2" : "megatron", sim);
+        folded += sim == pp;
+    }
+    assert_true(folded >= 12); /* most cases fold along tp and cp */
+}
+
 /* Per-rank programs are not folded: ZeroRedundancyOptimizer (each rank
  * steps the parameters it owns) and use_orig_params (each rank's views). */
 /* Link classes (net.h): flows load one link of each class of links every
@@ -260,7 +385,7 @@ static void test_variation_simulates_every_rank(void **state)
     spec_scenario_fini(&s);
     const char *small[] = {"topology.nodes=4", "parallel.dp=4", "runtime.stragglers=[{\"rank\": 1, \"factor\": 1.2}]"};
     load_run("published/torchtitan-llama3.1-70b-fsdp32-tp8-256xh100.json", small, 3, &s, &r);
-    assert_int_equal(folded, 8);
+    assert_int_equal(folded, 1); /* tp 8 folded: one rank per stage */
     assert_int_equal(r.sum.nsim, 32);
     run_fini(&r);
     spec_scenario_fini(&s);
@@ -270,15 +395,17 @@ static void test_variation_simulates_every_rank(void **state)
  * a rank's events at its source's times, the summary copies the source's
  * figures instead of replaying (summary.c, mem_view_same). Each simulated
  * rank's figures equal its own replay, field by field and tensor by
- * tensor, and the copy is taken: on the 405B Megatron-Bridge row (tp 8,
- * cp 2, pp 8: 128 simulated ranks, 8 programs) most ranks' views match. */
+ * tensor, and the copy is taken: on the 405B Megatron-Bridge B200 row
+ * every rank (tp 4, cp 2, pp 8, dp 2: 128 simulated ranks, 8 programs)
+ * most ranks' views match. */
 static void test_memory_copies_equal_replays_heavy(void **state)
 {
     (void)state;
     spec_scenario s;
     run_result r;
-    load_run("published/megatron-bridge-25.11-llama3.1-405b-tp8-pp8-vp8-cp2-ep1-dp8-fp8cs-1024xh100.json",
-             NULL, 0, &s, &r);
+    const char *every[] = {"parallel.fold=false"};
+    load_run("published/megatron-bridge-25.11-llama3.1-405b-tp4-pp8-vp8-cp2-ep1-dp2-fp8cs-128xb200.json",
+             every, 1, &s, &r);
     const trc *t = r.t;
     uint32_t same = 0;
     ss_err err;
@@ -309,7 +436,7 @@ static void test_memory_copies_equal_replays_heavy(void **state)
         mem_view_free(a);
         mem_view_free(b);
     }
-    print_message("  405B tp8 cp2 pp8: %u of %u simulated ranks copy their source's figures\n",
+    print_message("  405B tp4 cp2 pp8 dp2: %u of %u simulated ranks copy their source's figures\n",
                   same, t->nranks);
     assert_int_equal(t->nranks, 128);
     assert_true(same >= t->nranks / 2);
@@ -326,6 +453,8 @@ int main(void)
         cmocka_unit_test(test_symmetric_one_rank),
         cmocka_unit_test(test_hybrid_copies),
         cmocka_unit_test(test_layout_copies),
+        cmocka_unit_test(test_tp_cp_fold),
+        cmocka_unit_test(test_tp_cp_fold_random),
         cmocka_unit_test(test_per_rank_programs_not_folded),
         cmocka_unit_test(test_fsdp2_even_folds),
         cmocka_unit_test(test_link_classes_change_nothing_heavy),

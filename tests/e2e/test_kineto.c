@@ -111,12 +111,13 @@ static void check_rank(const run_result *r, uint32_t k, const char *summary)
     assert_int_equal(get(root, "schemaVersion")->valueint, 1);
     const cJSON *di = get(root, "distributedInfo");
     assert_string_equal(get(di, "backend")->valuestring, "nccl");
-    assert_int_equal(get(di, "rank")->valueint, (int)k);
+    uint32_t world = prog_rank_world(r->t->p, k); /* program rank k's (k where nothing folds along tp) */
+    assert_int_equal(get(di, "rank")->valueint, (int)world);
     assert_int_equal(get(di, "world_size")->valueint, (int)r->sum.nranks);
     const cJSON *dp = get(root, "deviceProperties");
     assert_int_equal(cJSON_GetArraySize(dp), 1);
     uint32_t device = (uint32_t)get(cJSON_GetArrayItem(dp, 0), "id")->valueint;
-    assert_int_equal(device, k % r->sum.s->topo.gpus_per_node);
+    assert_int_equal(device, world % r->sum.s->topo.gpus_per_node);
     uint32_t n = prog_nops(r->t->p, k);
     seen x = {calloc(n, sizeof(span)), calloc(n, sizeof(span)), 0, 0, 0, 0, 0};
     const cJSON *evs = get(root, "traceEvents"), *e;
