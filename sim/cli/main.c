@@ -456,10 +456,10 @@ static int window_by_names(const cli_args *a, const sim_one *o, dot_opts *view, 
 /* --dot and --svg into their (open) outputs, each closed on success. The
  * SVG is rendered from the DOT output's bytes, or from a scratch DOT file
  * when no --dot was asked for. */
-static int write_timeline(const cli_args *a, const sim_one *o, of_file *dot, of_file *svg,
-                          ss_err *err)
+static int write_timeline(const cli_args *a, const sim_one *o, const dot_opts *ranks,
+                          of_file *dot, of_file *svg, ss_err *err)
 {
-    dot_opts view = a->view;
+    dot_opts view = *ranks;
     char tmp[4096] = "";
     int rc = a->win_from[0] ? window_by_names(a, o, &view, err) : SS_OK;
     if (rc) return rc;
@@ -479,11 +479,12 @@ static int write_timeline(const cli_args *a, const sim_one *o, of_file *dot, of_
 
 /* The trace into its output, closed on success; a write error is the
  * stream's, which of_close names. */
-static int write_trace(const cli_args *a, const sim_one *o, of_file *f, const char *path, ss_err *err)
+static int write_trace(const dot_opts *ranks, const sim_one *o, of_file *f, const char *path,
+                       ss_err *err)
 {
     ss_err werr;
     ss_err_clear(&werr);
-    int w = chrome_write(&o->r.sum, o->r.t, a->view.rank_lo, a->view.rank_hi, of_stream(f), &werr);
+    int w = chrome_write(&o->r.sum, o->r.t, ranks->rank_lo, ranks->rank_hi, of_stream(f), &werr);
     if (w == SS_E_NOMEM) return ss_fail(err, w, path, "%s", werr.msg);
     fputc('\n', of_stream(f));
     int rc = of_close(f, err);
@@ -504,11 +505,12 @@ static int write_snapshot(const cli_args *a, const sim_one *o, of_file *f, ss_er
 
 /* --kineto DIR: the file of each rank written (--ranks), each opened into
  * ks[*nk], written and closed; the caller publishes or aborts them. */
-static int write_kineto(const cli_args *a, const sim_one *o, of_file **ks, uint32_t *nk, ss_err *err)
+static int write_kineto(const cli_args *a, const dot_opts *ranks, const sim_one *o, of_file **ks,
+                        uint32_t *nk, ss_err *err)
 {
     const trc *t = o->r.t;
     int rc = SS_OK;
-    for (uint32_t r = a->view.rank_lo; !rc && r < t->nranks && r <= a->view.rank_hi; r++) {
+    for (uint32_t r = ranks->rank_lo; !rc && r < t->nranks && r <= ranks->rank_hi; r++) {
         char name[64], path[4096];
         kin_file_name(name, sizeof name, prog_rank_world(t->p, r));
         snprintf(path, sizeof path, "%s/%s", a->kineto, name);
@@ -525,6 +527,26 @@ static int write_kineto(const cli_args *a, const sim_one *o, of_file **ks, uint3
     return rc;
 }
 
+/* --ranks A..B names world ranks; a program folded along tp and cp holds
+ * every stride-th of them (prog_rank_world): *out is the view with the
+ * program ranks in A..B, an error where the range holds none. */
+static int program_ranks(const cli_args *a, const trc *t, dot_opts *out, ss_err *err)
+{
+    *out = a->view;
+    uint32_t stride = prog_rank_world(t->p, 1);
+    if (stride == 1 || !a->view.every_rank) return SS_OK;
+    uint64_t lo = ((uint64_t)a->view.rank_lo + stride - 1) / stride, hi = a->view.rank_hi / stride;
+    if (lo > hi)
+        return ss_fail(err, SS_E_INPUT, "--ranks",
+                       "ranks %u..%u hold no simulated rank: the step is folded to one rank in every %u "
+                       "(ranks 0, %u, %u, ...), whose tensor- and context-parallel peers run the "
+                       "same ops at the same times; name one of those, or add --set "
+                       "parallel.fold=false to simulate every rank",
+                       a->view.rank_lo, a->view.rank_hi, stride, stride, 2 * stride);
+    out->rank_lo = (uint32_t)lo, out->rank_hi = (uint32_t)(hi < UINT32_MAX ? hi : UINT32_MAX);
+    return SS_OK;
+}
+
 /* Every output of `run`, all or nothing (ofile.h): each is opened, written
  * and closed, and they are published only once all of them have been; on
  * any error none is left behind (in-place outputs, a pipe or a device,
@@ -534,7 +556,8 @@ static int write_outputs(const cli_args *a, const sim_one *o, ss_err *err)
     enum { JSON, DOT, SVG, TRACE, SNAP, N };
     const char *path[N] = {a->json, a->dot, a->svg, a->trace, a->snapshot};
     of_file *f[N] = {NULL};
-    int rc = SS_OK;
+    dot_opts ranks;
+    int rc = program_ranks(a, o->r.t, &ranks, err);
     for (int k = 0; k < N && !rc; k++)
         if (path[k]) rc = of_open(&f[k], path[k], err);
     if (!rc && f[JSON]) {
@@ -542,15 +565,15 @@ static int write_outputs(const cli_args *a, const sim_one *o, ss_err *err)
         fputc('\n', of_stream(f[JSON]));
         rc = of_close(f[JSON], err);
     }
-    if (!rc && (f[DOT] || f[SVG])) rc = write_timeline(a, o, f[DOT], f[SVG], err);
-    if (!rc && f[TRACE]) rc = write_trace(a, o, f[TRACE], a->trace, err);
+    if (!rc && (f[DOT] || f[SVG])) rc = write_timeline(a, o, &ranks, f[DOT], f[SVG], err);
+    if (!rc && f[TRACE]) rc = write_trace(&ranks, o, f[TRACE], a->trace, err);
     if (!rc && f[SNAP]) rc = write_snapshot(a, o, f[SNAP], err);
     uint32_t nk = 0;
     bool made = false; /* the --kineto folder, removed again on failure */
     of_file **ks = a->kineto ? calloc(o->r.t->nranks ? o->r.t->nranks : 1, sizeof *ks) : NULL;
     if (!rc && a->kineto && !ks) rc = ss_fail(err, SS_E_NOMEM, a->kineto, "out of memory");
     if (!rc && a->kineto) rc = cli_mkdir(a->kineto, &made, err);
-    if (!rc && a->kineto) rc = write_kineto(a, o, ks, &nk, err);
+    if (!rc && a->kineto) rc = write_kineto(a, &ranks, o, ks, &nk, err);
     for (int k = 0; k < N; k++) {
         if (!rc && f[k]) rc = of_publish(f[k], err);
         else of_abort(f[k]);
