@@ -130,32 +130,48 @@ static bool has_sim(const plan *pl, const uint32_t *mem, uint32_t n)
     return false;
 }
 
+static bool has_rank(const uint32_t *mem, uint32_t n, uint32_t v)
+{
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (mem[mid] < v) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < n && mem[lo] == v;
+}
+
 /* A folded group's copies: the groups of `kind` that the ranks folded away
  * in w's role call where w calls mem[0 .. n) (w's stage peers in replica
  * 0, the same ranks of the other replicas), each distinct group that
  * holds no simulated rank once. They run the same collectives at the same
- * times, so the network loads them too. seen[] (one flag per world rank,
- * all clear) marks the copies' first members while it works. */
+ * times, so the network loads them too. The kinds but the pipeline's
+ * send pairs partition the ranks, so a rank in w's group or in a copy
+ * already taken calls that group: seen[] (one flag per world rank, all
+ * clear on entry and on return) marks the copies' members, and only the
+ * other ranks' groups are looked up. */
 static int add_copies(const plan *pl, prog *pg, int kind, uint32_t w, uint32_t gid,
                       const uint32_t *mem, uint32_t n, uint8_t *seen, ss_err *err)
 {
     uint32_t dp = pl->n < pl->world ? pl->s->dp : 1, S = pl->stride, m;
+    bool part = kind != G_FWD && kind != G_BWD;
     uint32_t *cp = malloc((size_t)dp * S * n * sizeof *cp), *chk = malloc(n * sizeof *chk);
     uint32_t nc = 0;
     int rc = cp && chk ? SS_OK : ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     for (uint64_t j = 0; !rc && j < dp; j++)
         for (uint32_t k = j ? 0 : 1; !rc && k < S; k++) {
             uint64_t v = w + k + j * pl->replica;
-            if (v >= pl->world) continue;
+            if (v >= pl->world || (part && (seen[v] || has_rank(mem, n, (uint32_t)v)))) continue;
             members(pl, kind, (uint32_t)v, chk, &m);
             if (m != n)
                 rc = ss_fail(err, SS_E_INTERNAL, NULL, "folding: rank %llu's group has %u "
                              "members, rank %u's %u", (unsigned long long)v, m, w, n);
             if (rc || chk[0] == mem[0] || seen[chk[0]] || has_sim(pl, chk, n)) continue;
-            seen[chk[0]] = 1;
+            for (uint32_t i = 0; i < (part ? n : 1); i++) seen[chk[i]] = 1;
             memcpy(cp + (size_t)nc++ * n, chk, n * sizeof *chk);
         }
-    for (uint32_t i = 0; i < nc; i++) seen[cp[(size_t)i * n]] = 0;
+    for (uint32_t c = 0; c < nc; c++)
+        for (uint32_t i = 0; i < (part ? n : 1); i++) seen[cp[(size_t)c * n + i]] = 0;
     if (!rc && nc) rc = prog_group_set_copies(pg, gid, cp, nc, err);
     free(cp);
     free(chk);
