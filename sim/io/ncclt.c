@@ -56,6 +56,7 @@ typedef struct ctx {
     ncclt_op op, other; /* other: the second op named, when ambiguous */
     uint32_t op_line;
     uint32_t nranks, nthreads, ngpus, nccl_version;
+    uint32_t top; /* the highest rank number seen + 1 */
     char device[128];
     char **hosts;
     uint32_t nhosts, hcap;
@@ -94,7 +95,7 @@ static void ctx_reset_run(ctx *c)
     c->nhosts = 0;
     c->src = SRC_NONE;
     c->op_line = 0;
-    c->nranks = c->nthreads = c->ngpus = c->nccl_version = 0;
+    c->nranks = c->nthreads = c->ngpus = c->nccl_version = c->top = 0;
     c->device[0] = '\0';
 }
 
@@ -194,6 +195,9 @@ static int add_host(parser *p, const char *host)
 static int on_rank_line(parser *p, const char *line)
 {
     p->c.nranks++;
+    const char *r = strstr(line, "Rank");
+    unsigned k;
+    if (r && sscanf(r + 4, "%u", &k) == 1 && k < UINT32_MAX && k + 1 > p->c.top) p->c.top = k + 1;
     const char *on = strstr(line, " on ");
     if (on) {
         char host[256] = "";
@@ -448,8 +452,12 @@ static int open_table(parser *p, const rowshape *rs)
     memcpy(in->redop, rs->redop, sizeof in->redop);
     in->root = rs->root;
     in->in_place = rs->in_place;
-    in->nranks = p->c.nranks;
-    in->nnodes = p->c.nhosts;
+    /* rank lines numbered past their count are an excerpt: neither the
+     * ranks nor their hosts are known, only a floor */
+    bool excerpt = p->c.top > p->c.nranks;
+    in->nranks = excerpt ? 0 : p->c.nranks;
+    in->nnodes = excerpt ? 0 : p->c.nhosts;
+    in->min_ranks = p->c.top;
     in->nthreads = p->c.nthreads;
     in->ngpus = p->c.ngpus;
     in->nccl_version = p->c.nccl_version;

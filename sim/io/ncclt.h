@@ -76,8 +76,10 @@ typedef struct ncclt_info {
     char redop[16];        /* "sum", "none" (all_gather), ... */
     int64_t root;          /* -1 when the test has no root or no root column */
     bool in_place;         /* the rows have the in-place group */
-    uint32_t nranks;       /* 0 when unknown */
+    uint32_t nranks;       /* 0 when unknown (no rank lines, or an excerpt of them) */
     uint32_t nnodes;       /* distinct hosts of the rank lines; 0 when unknown */
+    uint32_t min_ranks;    /* the highest rank number seen + 1 (0: none): a floor where
+                              the rank lines are an excerpt ("Rank 71" alone) */
     uint32_t nthreads;     /* "# nThread T nGpus G" header; 0 when absent */
     uint32_t ngpus;
     uint32_t nccl_version; /* "nccl-library=22602"; 0 when absent */

@@ -169,8 +169,12 @@ static int compare_table(const char *topo_file, const net_opts *o, const char *l
     snprintf(where, sizeof where, "%s:%u", log_file, in->line);
     if (!in->nranks && !shape[0])
         return ss_fail(err, SS_E_INPUT, where, "table %s: the log does not say how many ranks "
-                       "ran (no \"#  Rank N Group\" lines); give --ranks and --nodes",
-                       in->label);
+                       "ran (%s); give --ranks and --nodes", in->label,
+                       in->min_ranks ? "its \"#  Rank N Group\" lines are an excerpt"
+                                     : "no \"#  Rank N Group\" lines");
+    if (!in->nranks && shape[0] < in->min_ranks)
+        return ss_fail(err, SS_E_INPUT, where, "table %s: the log names rank %u; --ranks %u "
+                       "is too few", in->label, in->min_ranks - 1, shape[0]);
     *tab = (coll_table){.nranks = in->nranks ? in->nranks : shape[0],
                         .nodes = in->nranks ? (in->nnodes ? in->nnodes : 1)
                                             : (shape[1] ? shape[1] : 1),

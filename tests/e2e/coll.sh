@@ -37,6 +37,13 @@ check_bad "--nodes: expected" --topology topologies/h100x8-hgx.json --op all_gat
 printf '{"name": "flat", "nodes": 1, "gpus_per_node": 4, "intra_node": {"bus_bw_GBps": 100, "latency_us": 1}, "device": "%s/topologies/devices/v100-sxm2-32gb.json"}' "$PWD" >"$out/flat.json"
 check_bad "flat form" --topology "$out/flat.json" --op all_gather
 check_bad "ranks on" --topology topologies/h100x8-hgx.json --op all_gather --ranks 12
+# rank lines that are an excerpt (the GB200 NVL72 log keeps "Rank 71" alone) do not
+# say how many ranks ran: --ranks is asked for, and one below the highest rank refused
+nvl=tests/data/nccl-tests/gb200-nvl72-1rack-72gpu-coreweave-pr43.txt
+check_bad "lines are an excerpt); give --ranks" --topology topologies/gb200-nvl72.json --compare "$nvl"
+check_bad "names rank 71; --ranks 8 is too few" --topology topologies/gb200-nvl72.json --compare "$nvl" --ranks 8 --nodes 1
+"$bin" coll --topology topologies/gb200-nvl72.json --compare "$nvl" --ranks 72 --nodes 1 >"$out/nvl" 2>&1 || fail "NVL72 compare exited $?"
+grep -q "72 ranks on 1 node" "$out/nvl" || fail "NVL72 compare: 72 ranks on 1 node"
 check_bad "-b: expected" --topology topologies/h100x8-hgx.json --op all_gather -b 1X
 check_bad "cannot read" --topology topologies/h100x8-hgx.json --compare no-such-log.txt
 check_bad "give --ranks and --nodes" --topology topologies/h100-ib-fattree.json \
