@@ -25,8 +25,13 @@
 #include "../../sim/sched/sched.h"
 #include "load_run.h"
 
-/* The summary without what depends on how it was simulated. */
-static char *answer(const run_result *r)
+/* The summary without what depends on how it was simulated. A layout's
+ * (keep: the folded run's ranks; ALL for the others) also without its
+ * rank count and host memory, its per-rank memory cut to the first keep
+ * ranks (a folded layout reports replica 0's ranks, an every-rank one the
+ * world's). */
+#define ALL UINT32_MAX
+static char *answer_of(const run_result *r, uint32_t keep)
 {
     char *js = sum_json(&r->sum);
     assert_non_null(js);
@@ -35,6 +40,13 @@ static char *answer(const run_result *r)
     assert_non_null(root);
     cJSON_DeleteItemFromObject(root, "engine");
     cJSON_DeleteItemFromObject(cJSON_GetObjectItem(root, "layout"), "simulated_ranks");
+    if (keep != ALL) {
+        cJSON_DeleteItemFromObject(root, "ranks");
+        cJSON *mem = cJSON_GetObjectItem(root, "memory");
+        cJSON_DeleteItemFromObject(mem, "host_per_node");
+        cJSON *pr = cJSON_GetObjectItem(mem, "per_rank");
+        while (pr && (uint32_t)cJSON_GetArraySize(pr) > keep) cJSON_DeleteItemFromArray(pr, (int)keep);
+    }
     char *out = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     assert_non_null(out);
@@ -52,7 +64,7 @@ static uint32_t compare(const char *rel, const char *extra)
         spec_scenario s;
         run_result r;
         load_run(rel, sets[k], extra ? 2 : 1, &s, &r);
-        a[k] = answer(&r);
+        a[k] = answer_of(&r, ALL);
         sim[k] = r.sum.nsim;
         ranks[k] = r.sum.nranks;
         run_fini(&r);
@@ -137,29 +149,6 @@ static void test_layout_copies(void **state)
     }
 }
 
-/* A layout's summary without what depends on how it was simulated, its
- * per-rank memory cut to the first `keep` ranks (a folded layout reports
- * replica 0's ranks, an every-rank one the world's). */
-static char *layout_answer(const run_result *r, uint32_t keep)
-{
-    char *js = sum_json(&r->sum);
-    assert_non_null(js);
-    cJSON *root = cJSON_Parse(js);
-    free(js);
-    assert_non_null(root);
-    cJSON_DeleteItemFromObject(root, "engine");
-    cJSON_DeleteItemFromObject(root, "ranks");
-    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(root, "layout"), "simulated_ranks");
-    cJSON *mem = cJSON_GetObjectItem(root, "memory");
-    cJSON_DeleteItemFromObject(mem, "host_per_node");
-    cJSON *pr = cJSON_GetObjectItem(mem, "per_rank");
-    while (pr && (uint32_t)cJSON_GetArraySize(pr) > keep) cJSON_DeleteItemFromArray(pr, (int)keep);
-    char *out = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    assert_non_null(out);
-    return out;
-}
-
 /* Folded and every-rank runs of a layout; the summaries equal byte for
  * byte on the folded run's ranks. Returns the folded run's simulated
  * ranks; *pp, the layout's stages. */
@@ -172,7 +161,7 @@ static uint32_t compare_layout(const char *rel, const char **extra, size_t nextr
     run_result r[2];
     spec_scenario s[2];
     for (int k = 0; k < 2; k++) load_run(rel, sets[k], nextra + 1, &s[k], &r[k]);
-    char *a = layout_answer(&r[0], r[0].sum.nranks), *b = layout_answer(&r[1], r[0].sum.nranks);
+    char *a = answer_of(&r[0], r[0].sum.nranks), *b = answer_of(&r[1], r[0].sum.nranks);
     uint32_t sim = r[0].sum.nsim;
     *pp = s[0].par.pp;
     if (strcmp(a, b)) {
