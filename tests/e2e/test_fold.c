@@ -251,6 +251,42 @@ static void test_tp_cp_fold_random(void **state)
     assert_true(folded >= 12); /* most cases fold along tp and cp */
 }
 
+/* The same with experts: a 4-layer MoE (8 experts, top 2) under
+ * Megatron's runtime, ep 2-8 and expert tensor parallel 1-2 inside tp x cp
+ * x dp, on the H100 fat tree and Jean Zay's shared NICs. */
+static void test_tp_cp_fold_moe(void **state)
+{
+    (void)state;
+    const char *moe = "model={\"name\": \"tiny MoE\", \"architecture\": {\"type\": \"transformer\", "
+                      "\"layers\": 4, \"hidden\": 512, \"heads\": 8, \"kv_heads\": 4, "
+                      "\"ffn_hidden\": 1536, \"activation\": \"swiglu\", \"vocab\": 1024, "
+                      "\"norm\": \"rmsnorm\", \"moe\": {\"experts\": 8, \"top_k\": 2, "
+                      "\"expert_ffn_hidden\": 512}}}";
+    static const struct { uint32_t tp, cp, pp, dp, ep, etp; const char *topo; } c[] = {
+        {2, 1, 2, 2, 2, 1, "h100-ib-fattree"},  {4, 1, 1, 4, 8, 1, "h100-ib-fattree"},
+        {2, 2, 2, 2, 4, 2, "jeanzay-a100-80gb-opa"}, {8, 1, 2, 2, 4, 2, "h100-ib-fattree"},
+        {2, 4, 1, 2, 8, 1, "jeanzay-a100-80gb-opa"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        uint32_t world = c[i].tp * c[i].cp * c[i].pp * c[i].dp;
+        char a[10][128];
+        snprintf(a[0], sizeof a[0], "topology=../../topologies/%s.json", c[i].topo);
+        snprintf(a[1], sizeof a[1], "topology.nodes=%u", world < 8 ? 1 : world / 8);
+        snprintf(a[2], sizeof a[2], "parallel.tp=%u", c[i].tp);
+        snprintf(a[3], sizeof a[3], "parallel.cp=%u", c[i].cp);
+        snprintf(a[4], sizeof a[4], "parallel.pp=%u", c[i].pp);
+        snprintf(a[5], sizeof a[5], "parallel.dp=%u", c[i].dp);
+        snprintf(a[6], sizeof a[6], "parallel.ep=%u", c[i].ep);
+        snprintf(a[7], sizeof a[7], "parallel.etp=%u", c[i].etp);
+        snprintf(a[8], sizeof a[8], "training.grad_accum=%u", 2 * c[i].pp);
+        const char *e[10] = {moe, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]};
+        uint32_t p, sim = compare_layout("examples/tiny-gpt-megatron-tp2-pp2-overlap.json", e, 10, &p);
+        print_message("  MoE tp %u cp %u pp %u dp %u ep %u etp %u on %s: %u simulated\n", c[i].tp,
+                      c[i].cp, c[i].pp, c[i].dp, c[i].ep, c[i].etp, c[i].topo, sim);
+        assert_int_equal(sim, p);
+    }
+}
+
 /* Per-rank programs are not folded: ZeroRedundancyOptimizer (each rank
  * steps the parameters it owns) and use_orig_params (each rank's views). */
 /* Link classes (net.h): flows load one link of each class of links every
@@ -444,6 +480,7 @@ int main(void)
         cmocka_unit_test(test_layout_copies),
         cmocka_unit_test(test_tp_cp_fold),
         cmocka_unit_test(test_tp_cp_fold_random),
+        cmocka_unit_test(test_tp_cp_fold_moe),
         cmocka_unit_test(test_per_rank_programs_not_folded),
         cmocka_unit_test(test_fsdp2_even_folds),
         cmocka_unit_test(test_link_classes_change_nothing_heavy),
