@@ -841,8 +841,11 @@ static int diff_svg(const cli_args *a, const sim_one *o, ss_err *err)
             view.mem_top = o[k].r.sum.ranks[0].mem.peak;
     int rc = SS_OK;
     for (int k = 0; k < 2 && !rc; k++) {
+        dot_opts vk; /* --ranks in each side's simulated ranks */
+        if ((rc = program_ranks(a, o[k].r.t, &vk, err))) break;
+        vk.t_hi = view.t_hi, vk.mem_top = view.mem_top;
         FILE *d = scratch(dots[k], sizeof dots[k], err), *g = NULL;
-        rc = d ? dot_to(&o[k], &view, d, dots[k], err) : err->code;
+        rc = d ? dot_to(&o[k], &vk, d, dots[k], err) : err->code;
         if (!rc && !(g = scratch(svgs[k], sizeof svgs[k], err))) rc = err->code;
         if (!rc) rc = render_svg(dots[k], g, a->svg, err);
         if (g && fclose(g) && !rc) rc = ss_fail(err, SS_E_IO, svgs[k], "cannot write: %s", strerror(errno));

@@ -20,6 +20,10 @@ check "an empty window exits 2" '[ $? -eq 2 ]'
 "$bin" diff scenarios/seed002/zero2_fsdp_sgo.json scenarios/seed002/zero0_ddp.json --svg "$d/d.svg" --ranks 0..0 >/dev/null
 check "diff --svg exits 0" '[ $? -eq 0 ]'
 check "diff --svg nests two drawings" '[ "$(grep -c "<svg" "$d/d.svg")" -eq 3 ]'
+# a layout folded along tp (ranks 0 and 2 of tp 2 x pp 2 simulated): --ranks counts world ranks on each side
+t=scenarios/examples/tiny-gpt-megatron-tp2-pp2-overlap.json
+"$bin" diff "$t" "$t" --svg "$d/t.svg" --ranks 0..3 >/dev/null
+check "diff --ranks 0..3 of a tp-folded layout draws world ranks 0 and 2" 'grep -q "rank 2 compute" "$d/t.svg" && ! grep -q "rank 1 compute" "$d/t.svg"'
 "$bin" run scenarios/seed002/zero0_ddp.json --quiet --json "$d/s.json"
 "$bin" diff "$d/s.json" scenarios/seed002/zero0_ddp.json --svg "$d/e.svg" >/dev/null 2>&1
 check "diff --svg of a summary is an input error" '[ $? -eq 2 ] && [ ! -e "$d/e.svg" ]'
