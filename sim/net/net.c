@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../core/vec.h"
 #include "../io/profile.h"
@@ -26,6 +27,21 @@ typedef struct inst {
  * applicable, else 1 + index in shapes. */
 #define NCOLL PROG_NCOLLS
 
+/* The tuner's last TUNE_WAYS choices for one (group, collective), each by
+ * its bytes, replaced round robin: a tensor-parallel group under
+ * tp_comm_overlap alternates a chunk and the rest (and a gather and its
+ * reduce-scatter's sizes), which one entry would miss every time. */
+#define TUNE_WAYS 4
+struct tuned {
+    struct {
+        ss_bytes bytes;
+        algo_cost cost;
+        uint32_t shape, fshape;
+        bool set;
+    } w[TUNE_WAYS];
+    uint32_t next; /* the way a miss replaces */
+};
+
 struct net {
     topo *g;
     net_opts o;
@@ -35,8 +51,8 @@ struct net {
     uint32_t nslot, cap_slot, nmslot, cap_mslot;
     double *acc;           /* [links]: weight summed while merging */
     uint32_t *acc_links, nacc;
-    struct tuned { ss_bytes bytes; algo_cost cost; uint32_t shape, fshape; bool set; } *tune;
-    uint32_t ntune, cap_tune; /* [gid * NCOLL + coll]: the last choice, by its bytes */
+    struct tuned *tune;
+    uint32_t ntune, cap_tune; /* [gid * NCOLL + coll]: the last choices, by their bytes */
     algo_shape *shapes;
     uint32_t nshapes, cap_shapes;
     inst *in;
@@ -479,38 +495,39 @@ static int on_start(void *ctx, uint32_t id, prog_coll c, prog_group pg, uint32_t
 }
 
 /* The tuner's choice for an instance of c over group gid: a group calls
- * the same collective with the same bytes over and over (per layer, per
- * micro-batch), so the last choice per (group, collective) is kept. */
+ * the same collective with the same few sizes over and over (per layer,
+ * per micro-batch), so its last choices are kept (struct tuned). */
 static int choose(net *n, uint32_t gid, prog_coll c, prog_group pg, ss_bytes bytes, inst *x,
                   ss_err *err)
 {
-    uint32_t k = gid * NCOLL + (uint32_t)c;
+    uint32_t k = gid * NCOLL + (uint32_t)c, j = 0;
     if (k >= n->ntune) {
         if (!ss_grow((void **)&n->tune, &n->cap_tune, k + 1, sizeof *n->tune)) return nomem(err);
-        for (uint32_t i = n->ntune; i <= k; i++) n->tune[i].set = false;
+        memset(n->tune + n->ntune, 0, (size_t)(k + 1 - n->ntune) * sizeof *n->tune);
         n->ntune = k + 1;
     }
-    struct tuned *t = &n->tune[k];
-    if (!t->set || t->bytes != bytes) {
+    while (j < TUNE_WAYS && !(n->tune[k].w[j].set && n->tune[k].w[j].bytes == bytes)) j++;
+    if (j == TUNE_WAYS) {
         const algo_shape *sh[ALGO_NKINDS];
         uint32_t idx[ALGO_NKINDS], nsh, best = 0;
+        algo_cost cost;
         int rc = candidates(n, gid, c, pg, idx, &nsh, err);
         if (rc) return rc;
         for (uint32_t i = 0; i < nsh; i++) sh[i] = &n->shapes[idx[i]]; /* stable from here */
-        t = &n->tune[k];
-        pick(n, sh, nsh, c, pg.size, bytes, &best, &t->cost);
-        calibrate(n, c, pg.ranks, pg.size, bytes, &t->cost);
-        t->shape = idx[best];
-        t->bytes = bytes;
-        t->set = false;
-        rc = flow_shape(n, gid, c, t->shape, &t->fshape, err);
+        pick(n, sh, nsh, c, pg.size, bytes, &best, &cost);
+        calibrate(n, c, pg.ranks, pg.size, bytes, &cost);
+        uint32_t fshape;
+        rc = flow_shape(n, gid, c, idx[best], &fshape, err);
         if (rc) return rc;
-        t = &n->tune[k];
-        t->set = true;
+        struct tuned *t = &n->tune[k];
+        j = t->next;
+        t->next = (t->next + 1) % TUNE_WAYS;
+        t->w[j].bytes = bytes, t->w[j].cost = cost, t->w[j].shape = idx[best];
+        t->w[j].fshape = fshape, t->w[j].set = true;
     }
-    x->cost = t->cost;
-    x->shape = t->shape;
-    x->fshape = t->fshape;
+    x->cost = n->tune[k].w[j].cost;
+    x->shape = n->tune[k].w[j].shape;
+    x->fshape = n->tune[k].w[j].fshape;
     return SS_OK;
 }
 
