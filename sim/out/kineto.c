@@ -87,7 +87,8 @@ static void kernel_args(kw *w, const prog_op *op, uint32_t i, uint32_t stream)
     if (op->kind == PROG_OP_COLL) {
         tef_kv_str(f, ',', "Collective name", prog_coll_name((prog_coll)op->coll));
         tef_kv_num(f, ',', "bytes", (double)op->bytes);
-        tef_kv_num(f, ',', "Group size", prog_group_get(w->t->p, prog_op_group(w->t->p, w->rank, i)).size);
+        /* the communicator's size: its world members, folded-away ranks included */
+        tef_kv_num(f, ',', "Group size", prog_group_net(w->t->p, prog_op_group(w->t->p, w->rank, i)).size);
     }
     fputs("}}", f);
 }

@@ -18,6 +18,7 @@ check "--ranks 1..2" '[ "$(ls "$d/r" | tr "\n" " ")" = "rank_1.json rank_2.json 
 t=scenarios/examples/tiny-gpt-megatron-tp2-pp2-overlap.json
 "$bin" run "$t" --quiet --kineto "$d/t" >/dev/null 2>&1
 check "tp folded: files of world ranks 0 and 2" '[ "$(ls "$d/t" | tr "\n" " ")" = "rank_0.json rank_2.json " ]'
+check "a folded TP group reports its communicator's size, 2, not the one rank simulated" 'grep -q "\"Group size\":2" "$d/t/rank_0.json" && ! grep -q "\"Group size\":1" "$d/t/rank_0.json"'
 "$bin" run "$t" --quiet --kineto "$d/t2" --ranks 1..3 >/dev/null 2>&1
 check "--ranks 1..3 keeps world rank 2" '[ "$(ls "$d/t2" | tr "\n" " ")" = "rank_2.json " ]'
 "$bin" run "$t" --quiet --kineto "$d/t3" --ranks 1..1 >/dev/null 2>"$d/err"
