@@ -210,6 +210,17 @@ static void test_tp_cp_fold(void **state)
         print_message("  %-52.52s %u simulated ranks\n", c[i], sim);
         assert_int_equal(sim, pp);
     }
+    /* HSDP inside a layout (FSDP2 x TP 2 x CP 2, shard groups of 2 of 4
+     * replicas: its shard and replicate groups fold too) and DeepSpeed's
+     * pipeline with uneven stages under TP 2, on two fat-tree nodes. */
+    const char *hsdp[] = {"topology=../../topologies/h100-ib-fattree.json", "topology.nodes=2",
+                          "parallel.dp=4", "sharding.shard_group_size=2"};
+    const char *ds[] = {"topology=../../topologies/h100-ib-fattree.json", "topology.nodes=2",
+                        "parallel.dp=4", "parallel.tp=2"};
+    uint32_t pp, sim = compare_layout("examples/tiny-gpt-fsdp2-tp2-cp2-ring.json", hsdp, 4, &pp);
+    assert_int_equal(sim, pp);
+    sim = compare_layout("examples/tiny-gpt-deepspeed-zero1-pp2-uneven.json", ds, 4, &pp);
+    assert_int_equal(sim, pp);
 }
 
 /* Small random layouts (tp 2-8, cp 1-4, pp 1-4, dp 1-4, sequence
