@@ -533,7 +533,7 @@ static int write_kineto(const cli_args *a, const dot_opts *ranks, const sim_one 
 static int program_ranks(const cli_args *a, const trc *t, dot_opts *out, ss_err *err)
 {
     *out = a->view;
-    uint32_t stride = prog_rank_world(t->p, 1);
+    uint32_t stride = prog_stride(t->p);
     if (stride == 1 || !a->view.every_rank) return SS_OK;
     uint64_t lo = ((uint64_t)a->view.rank_lo + stride - 1) / stride, hi = a->view.rank_hi / stride;
     if (lo > hi)

@@ -525,9 +525,10 @@ static int choose(net *n, uint32_t gid, prog_coll c, prog_group pg, ss_bytes byt
         t->w[j].bytes = bytes, t->w[j].cost = cost, t->w[j].shape = idx[best];
         t->w[j].fshape = fshape, t->w[j].set = true;
     }
-    x->cost = n->tune[k].w[j].cost;
-    x->shape = n->tune[k].w[j].shape;
-    x->fshape = n->tune[k].w[j].fshape;
+    const struct tuned *t = &n->tune[k];
+    x->cost = t->w[j].cost;
+    x->shape = t->w[j].shape;
+    x->fshape = t->w[j].fshape;
     return SS_OK;
 }
 

@@ -341,7 +341,7 @@ static void group_label(const dw *w, uint32_t k, char *out, size_t n)
         return;
     }
     uint32_t lo = w->g.rank_lo, hi = w->g.rank_hi;
-    bool runs = prog_rank_world(p, 1) == 1;
+    bool runs = prog_stride(p) == 1;
     size_t u = (size_t)snprintf(out, n, "ranks ");
     for (uint32_t r = gr->rep; r <= hi; r++) {
         if (w->gof[r - lo] != k) continue;

@@ -339,6 +339,7 @@ int prog_rank_share(prog *p, uint32_t rank, uint32_t src, const uint32_t *from, 
 
 uint32_t prog_nranks(const prog *p) { return p->nranks; }
 void prog_set_stride(prog *p, uint32_t stride) { p->stride = stride ? stride : 1; }
+uint32_t prog_stride(const prog *p) { return p->stride; }
 uint32_t prog_rank_world(const prog *p, uint32_t r) { return r * p->stride; }
 /* The arrays rank r runs: its own, or those of the rank it shares. */
 static const rank_prog *own(const prog *p, uint32_t r) { return &p->ranks[p->ranks[r].src]; }

@@ -216,7 +216,9 @@ int prog_rank_share(prog *p, uint32_t rank, uint32_t src, const uint32_t *from,
 void prog_set_dev_ns(prog *p, uint32_t rank, uint32_t op, ss_ns dev_ns);
 
 uint32_t prog_nranks(const prog *p);
-/* The world rank of program rank r: r x the program's stride. */
+/* The program's stride (prog_set_stride), and the world rank of program
+ * rank r: r x the stride. */
+uint32_t prog_stride(const prog *p);
 uint32_t prog_rank_world(const prog *p, uint32_t r);
 bool prog_rank_shared(const prog *p, uint32_t rank);
 uint32_t prog_rank_source(const prog *p, uint32_t rank); /* whose program it runs: itself if none */
