@@ -422,6 +422,7 @@ static int mg_layout(const spec_scenario *s, const char *where, FILE *f, ss_err 
     fprintf(f, "--tensor-model-parallel-size %u\n", p->tp);
     if (p->sequence_parallel) fputs("--sequence-parallel\n", f);
     if (p->tp_comm_overlap) fputs("--tp-comm-overlap\n", f);
+    if (p->moe_a2a_overlap) fputs("--overlap-moe-expert-parallel-comm\n", f);
     fprintf(f, "--pipeline-model-parallel-size %u\n", p->pp);
     if (p->pp > 1 && p->chunk_layers)
         return NOPE("%s", "a pipeline split unevenly (parallel.pipeline_layers): not written as "

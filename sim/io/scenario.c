@@ -1116,6 +1116,7 @@ static int load_overlaps(js_node par, spec_parallel *p, ss_err *err)
     int rc = js_bool(par, "tp_comm_overlap", false, false, &p->tp_comm_overlap, err);
     if (!rc) rc = js_bool(par, "async_tp", false, false, &async, err);
     if (!rc) rc = js_bool(par, "p2p_scatter_gather", false, false, &p->p2p_scatter_gather, err);
+    if (!rc) rc = js_bool(par, "moe_a2a_overlap", false, false, &p->moe_a2a_overlap, err);
     if (!rc) rc = js_enum(par, "cp_comm_type", false, SPEC_CP_ALL_GATHER, spec_cp_comm_names,
                           SPEC_NCP, &cpc, err);
     if (rc) return rc;
@@ -1300,6 +1301,10 @@ static int layout_check(js_node root, spec_scenario *s, ss_err *err)
         if (p->sequence_parallel || p->virtual_stages > 1 || p->schedule != SPEC_PP_ONE_F_ONE_B)
             return js_failf(par, err, "sequence_parallel, pipeline_schedule and virtual_stages "
                                       "need tp, cp or pp above 1");
+        if (p->moe_a2a_overlap)
+            return par_fail(par, "moe_a2a_overlap", err, "moe_a2a_overlap hides the expert "
+                            "all-to-alls of one micro-batch under another's computation: it "
+                            "needs ep above 1 (ep = 1)");
         return SS_OK;
     }
     if (!s->model.is_arch)
@@ -1372,6 +1377,18 @@ static int layout_check(js_node root, spec_scenario *s, ss_err *err)
         return par_fail(par, "etp", err, "ep x etp = %llu does not divide a stage's tp x cp x "
                         "dp = %llu ranks (experts regroup them as etp x ep x expert dp)",
                         (ull)p->ep * p->etp, (ull)stage);
+    if (p->moe_a2a_overlap && p->ep == 1)
+        return par_fail(par, "moe_a2a_overlap", err, "moe_a2a_overlap hides the expert "
+                        "all-to-alls of one micro-batch under another's computation: it needs "
+                        "ep above 1 (ep = %llu)", ep);
+    if (p->moe_a2a_overlap && p->pp > 1 && p->virtual_stages < 2)
+        return par_fail(par, "moe_a2a_overlap", err, "moe_a2a_overlap with pp = %llu needs the "
+                        "interleaved schedule (virtual_stages >= 2), as Megatron-core's combined "
+                        "1F1B does", pp);
+    if (p->moe_a2a_overlap && s->shard.strategy != SPEC_MEGATRON)
+        return par_fail(par, "moe_a2a_overlap", err, "moe_a2a_overlap is Megatron-core's "
+                        "overlap_moe_expert_parallel_comm: it needs sharding.strategy "
+                        "\"megatron\" (not \"%s\")", spec_strategy_names[s->shard.strategy]);
     if (a->experts && p->tp > 1 && !p->sequence_parallel)
         return par_fail(par, "sequence_parallel", err, "MoE layers with tp = %llu need "
                         "sequence_parallel (as Megatron-core requires)", tp);
@@ -1405,7 +1422,7 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
                                       "num_layers_in_first_pipeline_stage",
                                       "num_layers_in_last_pipeline_stage", "tp_comm_overlap",
                                       "async_tp", "p2p_scatter_gather", "cp_comm_type",
-                                      "order"), err)) ||
+                                      "order", "moe_a2a_overlap"), err)) ||
         (rc = js_u64(par, "dp", true, 0, 1, 1u << 24, &dp, err)) ||
         (rc = js_need(root, "training", &tr, err)) || (rc = js_want_obj(tr, err)) ||
         (rc = js_keys_check(tr, KEYS("micro_batch", "seq_len", "recompute", "grad_accum",

@@ -43,7 +43,10 @@
  * wait for their deps and their issue only, not for each other, as the
  * pipeline's batched isend/irecv do (an ordered stream of blocking
  * sends and receives between stages would deadlock where real runtimes
- * don't). */
+ * don't). "ep" carries the expert all-to-alls where a layout overlaps them
+ * with another micro-batch's computation (parallel.moe_a2a_overlap, a
+ * communication stream of their own in Megatron-core); else they are on
+ * "tp". */
 #define PROG_STREAMS(X)                                                        \
     X(COMPUTE, "compute")                                                      \
     X(UNSHARD, "unshard")                                                      \
@@ -51,7 +54,8 @@
     X(COPY, "copy")                                                            \
     X(HOST, "host")                                                            \
     X(TP, "tp")                                                                \
-    X(P2P, "p2p")
+    X(P2P, "p2p")                                                              \
+    X(EP, "ep")
 
 #define PROG_COLLS(X)                                                          \
     X(ALL_REDUCE, "all_reduce")                                                \

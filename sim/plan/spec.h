@@ -618,6 +618,11 @@ typedef struct spec_parallel {
     /* Megatron's tp_comm_overlap (torchtitan's AsyncTP): sequence-parallel
      * gathers and scatters pipelined with the block's GEMMs in tp chunks. */
     bool tp_comm_overlap;
+    /* Megatron-core's overlap_moe_expert_parallel_comm (Megatron-Bridge's
+     * moe_a2a_overlap): in 1F1B's steady state a forward and a backward of
+     * two micro-batches run layer by layer together, each one's expert
+     * all-to-alls on their own stream under the other's computation. */
+    bool moe_a2a_overlap;
     /* Megatron-LM's scatter_gather_tensors_in_pipeline: without sequence
      * parallel, a stage sends 1/tp of the activation and the receiver's TP
      * group all-gathers it. */

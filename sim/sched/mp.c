@@ -389,8 +389,8 @@ static uint32_t ep_in(mp *m, const plan_block *b, prog_phase ph, uint32_t dep, c
                       const char *gather)
 {
     if (b->ep_bytes)
-        dep = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes, dep, a2a,
-                      b->name);
+        dep = mp_coll(m, m->ep_stream, ph, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes, dep,
+                      a2a, b->name);
     if (b->etp_bytes)
         dep = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_GATHER, m->g[G_ETP], b->etp_bytes, dep, gather,
                       b->name);
@@ -406,21 +406,40 @@ static uint32_t ep_out(mp *m, const plan_block *b, prog_phase ph, uint32_t op, c
         op = mp_coll(m, PROG_TP, ph, PROG_COLL_REDUCE_SCATTER, m->g[G_ETP], b->etp_bytes, op,
                      scatter, b->name);
     if (b->ep_bytes)
-        op = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes, op, a2a,
-                     b->name);
+        op = mp_coll(m, m->ep_stream, ph, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes, op,
+                     a2a, b->name);
     return op;
 }
 
-static void fwd_block(mp *m, uint32_t i)
+/* A block in three parts: the collectives before its op (pre), the op
+ * (run), those after it (post). One part after another is the block; the
+ * combined schedule (moe_a2a_overlap) puts another micro-batch's parts
+ * between them. What one part hands the next rides in blk. */
+typedef struct blk {
+    uint32_t i;         /* the block */
+    uint32_t dep, rest; /* pre -> run: what the op waits for; the overlapped TP gather */
+    uint32_t ring;      /* the CP ring the op's successor also waits for */
+    uint32_t grad;      /* backward: the gradient tensor the op allocates, or EM_NONE */
+} blk;
+
+static void fwd_pre(mp *m, blk *k)
 {
-    const plan_block *b = &m->pl->blocks[i];
-    uint32_t rest, ring;
-    uint32_t dep = tp_pre(m, b, PROG_PH_FORWARD, &rest);
-    dep = cp_pre(m, b, PROG_PH_FORWARD, dep, &ring);
-    dep = ep_in(m, b, PROG_PH_FORWARD, dep, "ep.dispatch", "etp.all_gather");
-    uint32_t op = join(m, PROG_PH_FORWARD, em_fwd_block(m->e, i, dep), ring);
-    op = ep_out(m, b, PROG_PH_FORWARD, op, "etp.reduce_scatter", "ep.combine");
-    m->dep = tp_post(m, b, PROG_PH_FORWARD, op, rest);
+    const plan_block *b = &m->pl->blocks[k->i];
+    k->dep = tp_pre(m, b, PROG_PH_FORWARD, &k->rest);
+    k->dep = cp_pre(m, b, PROG_PH_FORWARD, k->dep, &k->ring);
+    k->dep = ep_in(m, b, PROG_PH_FORWARD, k->dep, "ep.dispatch", "etp.all_gather");
+}
+
+static void fwd_run(mp *m, blk *k)
+{
+    k->dep = join(m, PROG_PH_FORWARD, em_fwd_block(m->e, k->i, k->dep), k->ring);
+}
+
+static void fwd_post(mp *m, const blk *k)
+{
+    const plan_block *b = &m->pl->blocks[k->i];
+    uint32_t op = ep_out(m, b, PROG_PH_FORWARD, k->dep, "etp.reduce_scatter", "ep.combine");
+    m->dep = tp_post(m, b, PROG_PH_FORWARD, op, k->rest);
 }
 
 /* Full recomputation re-runs a layer block's forward inside its backward
@@ -451,30 +470,42 @@ static uint32_t recompute_colls(mp *m, const plan_block *b, uint32_t dep)
     return dep;
 }
 
-static void bwd_block(mp *m, uint32_t i, const uint32_t *grads, uint32_t ngrads)
+static void bwd_pre(mp *m, blk *k)
 {
-    const plan_block *b = &m->pl->blocks[i];
-    uint32_t dep = recompute_colls(m, b, m->dep), rest = EM_NONE, ring, in_rest;
+    const plan_block *b = &m->pl->blocks[k->i];
+    uint32_t dep = recompute_colls(m, b, m->dep), in_rest;
+    k->rest = EM_NONE;
     if (m->par->sequence_parallel && b->tp_bytes && strcmp(b->name, "norm")) {
         if (strcmp(b->name, "head")) /* the output gradient, gathered */
-            dep = tp_gather(m, b, PROG_PH_BACKWARD, dep, "tp.all_gather.grad", NULL, &rest);
+            dep = tp_gather(m, b, PROG_PH_BACKWARD, dep, "tp.all_gather.grad", NULL, &k->rest);
         /* the input, for the weight gradient (computed after the input
          * gradient: overlapped whole under tp_comm_overlap) */
         if (sp_block(m, b)) {
             uint32_t in = tp_gather(m, b, PROG_PH_BACKWARD, m->dep, "tp.all_gather",
                                     "tp.gathered", &in_rest);
             if (!m->par->tp_comm_overlap) dep = in;
-            else rest = in_rest;
+            else k->rest = in_rest;
         }
     }
-    dep = cp_pre(m, b, PROG_PH_BACKWARD, dep, &ring);
-    dep = ep_in(m, b, PROG_PH_BACKWARD, dep, "ep.combine_grad", "etp.all_gather_grad");
-    uint32_t op = join(m, PROG_PH_BACKWARD, em_bwd_block(m->e, i, dep, grads, ngrads), ring);
-    op = ep_out(m, b, PROG_PH_BACKWARD, op, "etp.reduce_scatter_grad", "ep.dispatch_grad");
+    dep = cp_pre(m, b, PROG_PH_BACKWARD, dep, &k->ring);
+    k->dep = ep_in(m, b, PROG_PH_BACKWARD, dep, "ep.combine_grad", "etp.all_gather_grad");
+}
+
+static void bwd_run(mp *m, blk *k)
+{
+    uint32_t op = em_bwd_block(m->e, k->i, k->dep, &k->grad, k->grad == EM_NONE ? 0 : 1);
+    k->dep = join(m, PROG_PH_BACKWARD, op, k->ring);
+}
+
+static void bwd_post(mp *m, const blk *k)
+{
+    const plan_block *b = &m->pl->blocks[k->i];
+    uint32_t op = ep_out(m, b, PROG_PH_BACKWARD, k->dep, "etp.reduce_scatter_grad",
+                         "ep.dispatch_grad");
     if (is_attn(b) && b->cp_bytes && m->par->cp_comm == SPEC_CP_ALL_GATHER)
         op = mp_coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_REDUCE_SCATTER, m->g[G_CP],
                      b->cp_bytes, op, "cp.reduce_scatter_dkv", b->name);
-    m->dep = tp_post(m, b, PROG_PH_BACKWARD, op, rest);
+    m->dep = tp_post(m, b, PROG_PH_BACKWARD, op, k->rest);
 }
 
 /* ---- units ---- */
@@ -666,93 +697,292 @@ static uint32_t p2p(mp *m, uint32_t g, bool send, prog_phase ph, ss_bytes bytes,
     return op;
 }
 
-static void forward(mp *m, uint32_t mb, uint32_t k)
+/* ---- the walk: forward and backward of one micro-batch's model chunk ---- */
+
+/* Before chunk k's forward of micro-batch mb: its input, or its receive. */
+static void fwd_begin(mp *m, uint32_t mb, uint32_t k)
 {
     em *e = m->e;
-    const plan *pl = m->pl;
-    uint32_t b0, b1;
-    chunk_range(m, k, &b0, &b1);
     e->slot = mb;
     m->dep = EM_NONE;
     m->prev_first = EM_NONE;
     if (k == 0) {
         m->dep = em_input(e);
-    } else {
-        size_t at = EM_AT(e, b0 - 1);
-        e->t_act[at] = em_tensor(e, PROG_MEM_ACTIVATION, pl->blocks[b0 - 1].out_bytes, false,
-                                 "pp.recv.act");
-        m->dep = p2p(m, m->gin_fwd, false, PROG_PH_FORWARD, pl->blocks[b0 - 1].out_bytes,
-                     EM_NONE, e->t_act[at], "recv_act");
+        return;
     }
-    for (uint32_t i = b0; i < b1; i++) {
-        mp_unit *u = unit_of(m, i);
-        if (i == u->b0 && m->rt->pre_forward) m->rt->pre_forward(m, u, mb);
-        if (m->rt->before_block) m->rt->before_block(m, u, i, true);
-        fwd_block(m, i);
-        if (i == u->b0) m->prev_first = e->last;
-    }
-    if (k + 1 == pl->chunks) {
+    uint32_t b0, b1;
+    chunk_range(m, k, &b0, &b1);
+    size_t at = EM_AT(e, b0 - 1);
+    e->t_act[at] = em_tensor(e, PROG_MEM_ACTIVATION, m->pl->blocks[b0 - 1].out_bytes, false,
+                             "pp.recv.act");
+    m->dep = p2p(m, m->gin_fwd, false, PROG_PH_FORWARD, m->pl->blocks[b0 - 1].out_bytes, EM_NONE,
+                 e->t_act[at], "recv_act");
+}
+
+/* After it: the loss, or the send to the next stage. */
+static void fwd_end(mp *m, uint32_t k)
+{
+    em *e = m->e;
+    uint32_t b0, b1;
+    chunk_range(m, k, &b0, &b1);
+    if (k + 1 == m->pl->chunks)
         em_loss_fwd(e);
-    } else {
-        p2p(m, m->g[G_FWD], true, PROG_PH_FORWARD, pl->blocks[b1 - 1].out_bytes, m->dep,
+    else
+        p2p(m, m->g[G_FWD], true, PROG_PH_FORWARD, m->pl->blocks[b1 - 1].out_bytes, m->dep,
             e->t_act[EM_AT(e, b1 - 1)], "send_act");
+}
+
+/* Block k->i's forward with the runtime's hooks: open (hooks, then the
+ * collectives before the op), fwd_run, close (those after it). */
+static void fwd_open(mp *m, uint32_t mb, blk *k)
+{
+    mp_unit *u = unit_of(m, k->i);
+    if (k->i == u->b0 && m->rt->pre_forward) m->rt->pre_forward(m, u, mb);
+    if (m->rt->before_block) m->rt->before_block(m, u, k->i, true);
+    fwd_pre(m, k);
+}
+
+static void fwd_close(mp *m, const blk *k)
+{
+    fwd_post(m, k);
+    if (k->i == unit_of(m, k->i)->b0) m->prev_first = m->e->last;
+}
+
+static void fwd_whole(mp *m, uint32_t mb, uint32_t i)
+{
+    blk k = {.i = i};
+    fwd_open(m, mb, &k);
+    fwd_run(m, &k);
+    fwd_close(m, &k);
+}
+
+static void bwd_begin(mp *m, uint32_t mb, uint32_t k)
+{
+    em *e = m->e;
+    e->slot = mb;
+    m->prev_first = EM_NONE;
+    if (k + 1 == m->pl->chunks) {
+        m->dep = em_loss_bwd(e);
+        return;
     }
+    uint32_t b0, b1;
+    chunk_range(m, k, &b0, &b1);
+    size_t at = EM_AT(e, b1 - 1);
+    e->t_dact[at] = em_tensor(e, PROG_MEM_ACTIVATION, m->pl->blocks[b1 - 1].out_bytes, false,
+                              "pp.recv.grad");
+    m->dep = p2p(m, m->gin_bwd, false, PROG_PH_BACKWARD, m->pl->blocks[b1 - 1].out_bytes,
+                 EM_NONE, e->t_dact[at], "recv_grad");
+}
+
+static void bwd_end(mp *m, uint32_t k)
+{
+    uint32_t b0, b1;
+    chunk_range(m, k, &b0, &b1);
+    if (k > 0)
+        p2p(m, m->g[G_BWD], true, PROG_PH_BACKWARD, m->pl->blocks[b0].in_bytes, m->dep,
+            m->e->t_dact[EM_AT(m->e, b0 - 1)], "send_grad");
+}
+
+static void bwd_open(mp *m, uint32_t mb, blk *k)
+{
+    em *e = m->e;
+    mp_unit *u = unit_of(m, k->i);
+    if (k->i + 1 == u->b1 && m->rt->pre_backward) m->rt->pre_backward(m, u, mb);
+    if (m->rt->before_block) m->rt->before_block(m, u, k->i, false);
+    k->grad = EM_NONE;
+    if (u->t_grad == EM_NONE && !m->rt->persistent_grads) {
+        u->t_grad = em_tensor(e, PROG_MEM_GRAD, (u->dense + u->expert) * m->pl->grad_elem, false,
+                              "grad.%s", m->pl->blocks[u->b0].group);
+        k->grad = u->t_grad;
+    }
+    bwd_pre(m, k);
+}
+
+static void bwd_close(mp *m, uint32_t mb, const blk *k)
+{
+    mp_unit *u = unit_of(m, k->i);
+    bwd_post(m, k);
+    if (k->i + 1 == u->b1) m->prev_first = m->e->last;
+    if (k->i == u->b0 && m->rt->grads_ready) m->rt->grads_ready(m, u, mb, m->e->last);
+}
+
+static void bwd_whole(mp *m, uint32_t mb, uint32_t i)
+{
+    blk k = {.i = i};
+    bwd_open(m, mb, &k);
+    bwd_run(m, &k);
+    bwd_close(m, mb, &k);
+}
+
+static void forward(mp *m, uint32_t mb, uint32_t k)
+{
+    uint32_t b0, b1;
+    chunk_range(m, k, &b0, &b1);
+    fwd_begin(m, mb, k);
+    for (uint32_t i = b0; i < b1; i++) fwd_whole(m, mb, i);
+    fwd_end(m, k);
 }
 
 static void backward(mp *m, uint32_t mb, uint32_t k)
 {
-    em *e = m->e;
-    const plan *pl = m->pl;
     uint32_t b0, b1;
     chunk_range(m, k, &b0, &b1);
-    e->slot = mb;
-    m->prev_first = EM_NONE;
-    if (k + 1 == pl->chunks) {
-        m->dep = em_loss_bwd(e);
-    } else {
-        size_t at = EM_AT(e, b1 - 1);
-        e->t_dact[at] = em_tensor(e, PROG_MEM_ACTIVATION, pl->blocks[b1 - 1].out_bytes, false,
-                                  "pp.recv.grad");
-        m->dep = p2p(m, m->gin_bwd, false, PROG_PH_BACKWARD, pl->blocks[b1 - 1].out_bytes,
-                     EM_NONE, e->t_dact[at], "recv_grad");
-    }
-    for (uint32_t i = b1; i-- > b0;) {
-        mp_unit *u = unit_of(m, i);
-        if (i + 1 == u->b1 && m->rt->pre_backward) m->rt->pre_backward(m, u, mb);
-        if (m->rt->before_block) m->rt->before_block(m, u, i, false);
-        uint32_t grad = EM_NONE;
-        if (u->t_grad == EM_NONE && !m->rt->persistent_grads) {
-            u->t_grad = em_tensor(e, PROG_MEM_GRAD, (u->dense + u->expert) * pl->grad_elem, false,
-                                  "grad.%s", pl->blocks[u->b0].group);
-            grad = u->t_grad;
-        }
-        bwd_block(m, i, &grad, grad == EM_NONE ? 0 : 1);
-        if (i + 1 == u->b1) m->prev_first = e->last;
-        if (i == u->b0 && m->rt->grads_ready) m->rt->grads_ready(m, u, mb, e->last);
-    }
-    if (k > 0)
-        p2p(m, m->g[G_BWD], true, PROG_PH_BACKWARD, pl->blocks[b0].in_bytes, m->dep,
-            e->t_dact[EM_AT(e, b0 - 1)], "send_grad");
+    bwd_begin(m, mb, k);
+    for (uint32_t i = b1; i-- > b0;) bwd_whole(m, mb, i);
+    bwd_end(m, k);
+}
+
+/* ---- combined 1F1B (parallel.moe_a2a_overlap) ----
+ * Megatron-core's overlap_moe_expert_parallel_comm runs, in 1F1B's steady
+ * state, one micro-batch's forward chunk and another's backward chunk as
+ * one: layer by layer (forward layer i with backward layer n - 1 - i),
+ * each layer cut at its expert all-to-alls, on a compute stream and a
+ * communication stream (megatron/core/models/common/
+ * model_chunk_schedule_plan.py, schedule_layer_1f1b):
+ *   comm:    combine_bwd | dispatch_fwd, dispatch_bwd    | combine_fwd
+ *   compute: attn_fwd    | mlp_bwd, mlp_fwd              | attn_bwd
+ * Here the two chunks' ops are emitted in that order, the all-to-alls on
+ * the "ep" stream, so each one's communication runs under the other's
+ * computation wherever the dependencies allow. Non-layer units (embedding,
+ * output) run alone: the forward's first, the backward's last (the loss's
+ * backward) before the layers, the rest after them, as Megatron's pre- and
+ * post-process nodes. Each chunk keeps its own emitter state (chain). */
+typedef struct chain {
+    uint32_t slot, dep, prev_first;
+    uint32_t xfree[4], nxfree;
+    uint8_t xact[4];
+} chain;
+
+static void chain_enter(mp *m, const chain *c)
+{
+    em *e = m->e;
+    e->slot = c->slot, m->dep = c->dep, m->prev_first = c->prev_first;
+    e->nxfree = c->nxfree;
+    memcpy(e->xfree, c->xfree, sizeof e->xfree);
+    memcpy(e->xact, c->xact, sizeof e->xact);
+}
+
+static void chain_leave(const mp *m, chain *c)
+{
+    const em *e = m->e;
+    c->slot = e->slot, c->dep = m->dep, c->prev_first = m->prev_first;
+    c->nxfree = e->nxfree;
+    memcpy(c->xfree, e->xfree, sizeof c->xfree);
+    memcpy(c->xact, e->xact, sizeof c->xact);
+}
+
+static bool is_layer(const mp *m, const mp_unit *u)
+{
+    return strncmp(m->pl->blocks[u->b0].group, "layers.", 7) == 0;
+}
+
+/* Chunk k's units: m->u[*u0 .. *u1) (units are in block order). */
+static void chunk_units(const mp *m, uint32_t k, uint32_t *u0, uint32_t *u1)
+{
+    uint32_t b0, b1;
+    chunk_range(m, k, &b0, &b1);
+    *u0 = 0;
+    while (*u0 < m->nu && m->u[*u0].b0 < b0) ++*u0;
+    *u1 = *u0;
+    while (*u1 < m->nu && m->u[*u1].b0 < b1) ++*u1;
+}
+
+static void unit_fwd(mp *m, uint32_t mb, const mp_unit *u)
+{
+    for (uint32_t i = u->b0; i < u->b1; i++) fwd_whole(m, mb, i);
+}
+
+static void unit_bwd(mp *m, uint32_t mb, const mp_unit *u)
+{
+    for (uint32_t i = u->b1; i-- > u->b0;) bwd_whole(m, mb, i);
+}
+
+/* Forward layer uf (micro-batch fmb, chain F) with backward layer ub (bmb,
+ * B): the MLP (expert) block is each layer's last, cut in three. */
+static void layer_pair(mp *m, chain *F, uint32_t fmb, const mp_unit *uf, chain *B, uint32_t bmb,
+                       const mp_unit *ub)
+{
+    blk fm = {.i = uf->b1 - 1}, bm = {.i = ub->b1 - 1};
+    chain_enter(m, B); /* combine_bwd */
+    bwd_open(m, bmb, &bm);
+    chain_leave(m, B);
+    chain_enter(m, F); /* attn_fwd */
+    for (uint32_t i = uf->b0; i < fm.i; i++) fwd_whole(m, fmb, i);
+    chain_leave(m, F);
+    chain_enter(m, B); /* mlp_bwd */
+    bwd_run(m, &bm);
+    chain_leave(m, B);
+    chain_enter(m, F); /* dispatch_fwd */
+    fwd_open(m, fmb, &fm);
+    chain_leave(m, F);
+    chain_enter(m, B); /* dispatch_bwd */
+    bwd_close(m, bmb, &bm);
+    chain_leave(m, B);
+    chain_enter(m, F); /* mlp_fwd, combine_fwd */
+    fwd_run(m, &fm);
+    fwd_close(m, &fm);
+    chain_leave(m, F);
+    chain_enter(m, B); /* attn_bwd */
+    for (uint32_t i = bm.i; i-- > ub->b0;) bwd_whole(m, bmb, i);
+    chain_leave(m, B);
+}
+
+static void combined(mp *m, uint32_t fmb, uint32_t fk, uint32_t bmb, uint32_t bk)
+{
+    chain F, B;
+    uint32_t f, f1, b0, b;
+    chunk_units(m, fk, &f, &f1);
+    chunk_units(m, bk, &b0, &b);
+    fwd_begin(m, fmb, fk);
+    for (; f < f1 && !is_layer(m, &m->u[f]); f++) unit_fwd(m, fmb, &m->u[f]);
+    chain_leave(m, &F);
+    bwd_begin(m, bmb, bk);
+    for (; b > b0 && !is_layer(m, &m->u[b - 1]); b--) unit_bwd(m, bmb, &m->u[b - 1]);
+    chain_leave(m, &B);
+    for (; f < f1 && is_layer(m, &m->u[f]) && b > b0 && is_layer(m, &m->u[b - 1]); f++, b--)
+        layer_pair(m, &F, fmb, &m->u[f], &B, bmb, &m->u[b - 1]);
+    chain_enter(m, &F); /* the layers left over, then the post-process */
+    for (; f < f1; f++) unit_fwd(m, fmb, &m->u[f]);
+    fwd_end(m, fk);
+    chain_leave(m, &F);
+    chain_enter(m, &B);
+    for (; b > b0; b--) unit_bwd(m, bmb, &m->u[b - 1]);
+    bwd_end(m, bk);
 }
 
 /* Megatron's order: warm-up forwards, then one forward and one backward
  * alternately, then the remaining backwards. Virtual micro-batch j runs
  * chunk (j / pp) mod V (backward: counted from the last) of micro-batch
- * (j / (pp V)) pp + j mod pp. */
+ * (j / (pp V)) pp + j mod pp. With moe_a2a_overlap each forward of the
+ * alternation runs combined with the backward after it, after one more
+ * warm-up forward (Megatron-core's get_pp_rank_microbatches: else the last
+ * stage would pair a chunk's forward with its own backward); without a
+ * pipeline the first forward runs alone and forward j + 1 with backward j
+ * (combined_1f1b_schedule_for_no_pipelining). */
 static void run_pipeline(mp *m)
 {
     uint32_t pp = m->par->pp, V = m->par->virtual_stages, M = m->pl->s->grad_accum;
     uint32_t total = M * V;
     uint32_t warm = V == 1 ? pp - m->p - 1 : (pp - m->p - 1) * 2 + (V - 1) * pp;
+    bool both = m->par->moe_a2a_overlap;
+    if (both) warm = pp == 1 ? 1 : warm + 1; /* the pairs' chunks must not depend on each other */
     if (warm > total) warm = total;
     uint32_t nf = 0, nb = 0;
     while (nb < total && !m->e->rc) {
         bool fwd = nf < warm || (nf < total && nf - warm == nb);
-        uint32_t j = fwd ? nf++ : nb++;
-        uint32_t v = (j / pp) % V, mb = (j / (pp * V)) * pp + j % pp;
-        if (V == 1) mb = j;
-        if (fwd) forward(m, mb, v * pp + m->p);
-        else backward(m, mb, (V - 1 - v) * pp + m->p);
+        uint32_t jf = nf, jb = nb;
+        uint32_t vf = (jf / pp) % V, mbf = V == 1 ? jf : (jf / (pp * V)) * pp + jf % pp;
+        uint32_t vb = (jb / pp) % V, mbb = V == 1 ? jb : (jb / (pp * V)) * pp + jb % pp;
+        if (both && fwd && nf >= warm) {
+            combined(m, mbf, vf * pp + m->p, mbb, (V - 1 - vb) * pp + m->p);
+            nf++, nb++;
+        } else if (fwd) {
+            forward(m, mbf, vf * pp + m->p);
+            nf++;
+        } else {
+            backward(m, mbb, (V - 1 - vb) * pp + m->p);
+            nb++;
+        }
     }
 }
 
@@ -820,7 +1050,8 @@ static int mp_emit_rank(const plan *pl, prog *p, uint32_t rank, uint32_t *const 
                         ss_err *err)
 {
     em e;
-    mp m = {.e = &e, .pl = pl, .par = &pl->s->par, .rt = mp_rt_find(pl->s->shard.strategy)};
+    mp m = {.e = &e, .pl = pl, .par = &pl->s->par, .rt = mp_rt_find(pl->s->shard.strategy),
+            .ep_stream = pl->s->par.moe_a2a_overlap ? PROG_EP : PROG_TP};
     coords(pl, rank * pl->stride, &m.t, &m.c, &m.p, &m.d);
     for (int k = 0; k < G_NKINDS; k++) m.g[k] = gids[k][rank];
     receive_groups(pl, rank, gids, &m.gin_fwd, &m.gin_bwd);

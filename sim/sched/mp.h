@@ -93,6 +93,7 @@ struct mp {
     uint32_t gin_fwd, gin_bwd;  /* receive groups (the neighbours' send groups) */
     mp_unit *u;
     uint32_t nu;
+    prog_stream ep_stream;      /* the expert all-to-alls': "ep" under moe_a2a_overlap, else "tp" */
     uint32_t dep;               /* what the next compute op waits for */
     uint32_t prev_first;        /* first compute op of the previous unit */
     uint64_t part[2];           /* the stage's dense and expert elements */

@@ -270,10 +270,12 @@ static void test_tp_cp_fold_random(void **state)
 
 /* The same with experts: a 4-layer MoE (8 experts, top 2) under
  * Megatron's runtime, ep 2-8 and expert tensor parallel 1-2 inside tp x cp
- * x dp, on the H100 fat tree and Jean Zay's shared NICs. */
-static void test_tp_cp_fold_moe(void **state)
+ * x dp, on the H100 fat tree and Jean Zay's shared NICs; then each again
+ * with the combined 1F1B schedule (parallel.moe_a2a_overlap, interleaved
+ * over 2 virtual stages where pp is 2), whose forward and backward chunks
+ * interleave layer by layer on every simulated rank alike. */
+static void moe_fold_cases(bool overlap)
 {
-    (void)state;
     const char *moe = "model={\"name\": \"tiny MoE\", \"architecture\": {\"type\": \"transformer\", "
                       "\"layers\": 4, \"hidden\": 512, \"heads\": 8, \"kv_heads\": 4, "
                       "\"ffn_hidden\": 1536, \"activation\": \"swiglu\", \"vocab\": 1024, "
@@ -296,12 +298,28 @@ static void test_tp_cp_fold_moe(void **state)
         snprintf(a[6], sizeof a[6], "parallel.ep=%u", c[i].ep);
         snprintf(a[7], sizeof a[7], "parallel.etp=%u", c[i].etp);
         snprintf(a[8], sizeof a[8], "training.grad_accum=%u", 2 * c[i].pp);
-        const char *e[10] = {moe, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]};
-        uint32_t p, sim = compare_layout("examples/tiny-gpt-megatron-tp2-pp2-overlap.json", e, 10, &p);
-        print_message("  MoE tp %u cp %u pp %u dp %u ep %u etp %u on %s: %u simulated\n", c[i].tp,
-                      c[i].cp, c[i].pp, c[i].dp, c[i].ep, c[i].etp, c[i].topo, sim);
+        const char *e[13] = {moe, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]};
+        size_t ne = 10;
+        if (overlap) {
+            e[ne++] = "parallel.moe_a2a_overlap=true";
+            if (c[i].pp > 1) {
+                e[ne++] = "parallel.pipeline_schedule=\"interleaved\"";
+                e[ne++] = "parallel.virtual_stages=2";
+            }
+        }
+        uint32_t p, sim = compare_layout("examples/tiny-gpt-megatron-tp2-pp2-overlap.json", e, ne, &p);
+        print_message("  MoE tp %u cp %u pp %u dp %u ep %u etp %u on %s%s: %u simulated\n", c[i].tp,
+                      c[i].cp, c[i].pp, c[i].dp, c[i].ep, c[i].etp, c[i].topo,
+                      overlap ? ", moe_a2a_overlap" : "", sim);
         assert_int_equal(sim, p);
     }
+}
+
+static void test_tp_cp_fold_moe(void **state)
+{
+    (void)state;
+    moe_fold_cases(false);
+    moe_fold_cases(true);
 }
 
 /* Per-rank programs are not folded: ZeroRedundancyOptimizer (each rank
