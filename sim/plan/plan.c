@@ -486,12 +486,16 @@ static int check_times(const plan *p, ss_err *err)
  * own ops: only every rank simulated, each with its own program, shows it. */
 static bool uniform(const spec_scenario *s) { return !s->nstragglers && !s->jitter_samples; }
 
-/* Symmetric folding applies when every rank of a role runs the same program. */
-/* Folding keeps replica 0's ranks [0, tp cp pp): the order must put dp
- * outermost. */
-static bool can_fold(const spec_scenario *s)
+/* Symmetric folding applies when every rank of a role runs the same
+ * program. In the order tp-cp-pp-dp it keeps replica 0's ranks [0, tp cp
+ * pp) (then, node allowing, one per stage); in Megatron's tp-cp-dp-pp a
+ * stage's ranks are consecutive instead, and it keeps one per stage where
+ * the node allows (fold_stride), else every rank. */
+static bool can_fold(const spec_scenario *s) { return s->par.fold && uniform(s); }
+
+static bool dp_outermost(const spec_scenario *s)
 {
-    return s->par.fold && uniform(s) && s->par.order == SPEC_ORDER_TP_CP_PP_DP;
+    return s->par.order == SPEC_ORDER_TP_CP_PP_DP;
 }
 
 /* Whether the machine looks the same from every GPU of a node, as far as
@@ -525,11 +529,12 @@ static bool node_alike(const spec_topology *t, uint32_t shift)
 
 /* A layout folds along tp and cp too (one rank per stage) where the
  * replica folds, the ranks of a stage share one program, and the node
- * allows it; plan.h's stride. */
+ * allows it; in the order tp-cp-dp-pp along tp, cp and dp at once (a
+ * stage's ranks). plan.h's stride. */
 static uint32_t fold_stride(const plan *p)
 {
     const spec_parallel *x = &p->s->par;
-    uint32_t k = x->tp * x->cp;
+    uint32_t k = x->tp * x->cp * (dp_outermost(p->s) ? 1 : p->s->dp);
     if (k == 1 || !can_fold(p->s) || !p->share || !node_alike(&p->s->topo, k)) return 1;
     return k;
 }
@@ -635,7 +640,7 @@ int plan_layout(plan *p, ss_err *err)
     p->layout = true;
     p->replica = par->tp * par->cp * par->pp;
     p->world = p->replica * p->s->dp;
-    p->n = can_fold(p->s) ? p->replica : p->world;
+    p->n = can_fold(p->s) && dp_outermost(p->s) ? p->replica : p->world;
     p->share = uniform(p->s);
     p->stride = fold_stride(p);
     p->dense_dp = p->s->dp * par->cp;

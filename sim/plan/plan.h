@@ -81,9 +81,11 @@ typedef struct plan {
     uint32_t nsim;            /* ranks in the program: n, n / stride, or 1 when folded without a layout */
     /* A layout folded along tp and cp as well (plan.c's fold_stride): the
      * program holds one rank per stage, program rank i being world rank
-     * i x stride (stride = tp cp; 1 otherwise). The ranks a layout's
-     * figures name stay 0 .. n - 1 (world ranks of replica 0); rank w runs
-     * program rank w / stride's program. */
+     * i x stride (stride = tp cp in the order tp-cp-pp-dp, tp cp dp in
+     * Megatron's tp-cp-dp-pp, whose stages are runs of consecutive ranks;
+     * 1 otherwise). The ranks a layout's figures name stay 0 .. n - 1
+     * (replica 0's world ranks, or all of them in Megatron's order); rank
+     * w runs program rank w / stride's program. */
     uint32_t stride;
     uint32_t shard_n;         /* ranks a FlatParameter is sharded over (n; HSDP: a group) */
     uint32_t param_elem, compute_elem, grad_elem, reduce_elem;

@@ -227,16 +227,17 @@ static void test_tp_cp_fold(void **state)
  * parallel and its overlap, the CP ring, Megatron's or FSDP2's runtime) on the fat trees
  * and NVSwitch or PCIe nodes of topologies/, each folded and every rank:
  * the same summary. The seed is fixed: the same cases every run. */
-static void test_tp_cp_fold_random(void **state)
+/* n random layouts from seed, in shardsim's rank order or (megatron)
+ * Megatron-core's tp-cp-ep-dp-pp, whose stage's ranks are consecutive;
+ * returns how many folded to one rank per stage. */
+static uint32_t random_layouts(uint64_t x, int n, bool megatron)
 {
-    (void)state;
     static const char *topos[] = {"h100-ib-fattree", "dgx-a100-80gb-hdr", "jeanzay-a100-80gb-opa",
                                  "aws-p5-efa", "oci-bm-gpu4-a100", "gcp-a3mega", "pcie8-a100"};
     static const char *base[] = {"examples/tiny-gpt-megatron-tp2-pp2-overlap.json",
                                  "examples/tiny-gpt-fsdp2-tp2-cp2-ring.json"};
-    uint64_t x = 0x9e3779b97f4a7c15ull;
     uint32_t folded = 0;
-    for (int i = 0; i < 24; i++) {
+    for (int i = 0; i < n; i++) {
         uint32_t v[8];
         for (int k = 0; k < 8; k++) { /* xorshift64 */
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -246,7 +247,7 @@ static void test_tp_cp_fold_random(void **state)
         const char *tf = topos[v[4] % 7];
         if (!strcmp(tf, "pcie8-a100") && tp * cp * pp * dp > 8) tf = "h100-ib-fattree";
         uint32_t world = tp * cp * pp * dp, nodes = world < 8 ? 1 : world / 8;
-        char a[10][128];
+        char a[11][128];
         snprintf(a[0], sizeof a[0], "topology=../../topologies/%s.json", tf);
         snprintf(a[1], sizeof a[1], "topology.nodes=%u", nodes);
         snprintf(a[2], sizeof a[2], "topology.gpus_per_node=%u", world < 8 ? world : 8);
@@ -258,14 +259,22 @@ static void test_tp_cp_fold_random(void **state)
         snprintf(a[8], sizeof a[8], "parallel.cp_comm_type=%s", v[6] % 2 ? "p2p" : "all_gather");
         snprintf(a[9], sizeof a[9], "parallel.tp_comm_overlap=%s",
                  v[5] % 2 && v[7] % 2 == 0 ? "true" : "false");
-        const char *e[10];
-        for (int k = 0; k < 10; k++) e[k] = a[k];
-        uint32_t p, sim = compare_layout(base[v[7] % 2], e, 10, &p);
-        print_message("  tp %u cp %u pp %u dp %u on %-22s %-8s: %u simulated\n", tp, cp, pp, dp,
-                      tf, v[7] % 2 ? "fsdp2" : "megatron", sim);
+        snprintf(a[10], sizeof a[10], "parallel.order=\"tp-cp-ep-dp-pp\"");
+        const char *e[11];
+        for (int k = 0; k < 11; k++) e[k] = a[k];
+        uint32_t p, sim = compare_layout(base[v[7] % 2], e, megatron ? 11 : 10, &p);
+        print_message("  tp %u cp %u pp %u dp %u on %-22s %-8s%s: %u simulated\n", tp, cp, pp, dp,
+                      tf, v[7] % 2 ? "fsdp2" : "megatron", megatron ? ", tp-cp-ep-dp-pp" : "",
+                      sim);
         folded += sim == pp;
     }
-    assert_true(folded >= 12); /* most cases fold along tp and cp */
+    return folded;
+}
+
+static void test_tp_cp_fold_random(void **state)
+{
+    (void)state;
+    assert_true(random_layouts(0x9e3779b97f4a7c15ull, 24, false) >= 12); /* most fold along tp and cp */
 }
 
 /* The same with experts: a 4-layer MoE (8 experts, top 2) under
@@ -274,7 +283,7 @@ static void test_tp_cp_fold_random(void **state)
  * with the combined 1F1B schedule (parallel.moe_a2a_overlap, interleaved
  * over 2 virtual stages where pp is 2), whose forward and backward chunks
  * interleave layer by layer on every simulated rank alike. */
-static void moe_fold_cases(bool overlap)
+static void moe_fold_cases(bool overlap, bool megatron)
 {
     const char *moe = "model={\"name\": \"tiny MoE\", \"architecture\": {\"type\": \"transformer\", "
                       "\"layers\": 4, \"hidden\": 512, \"heads\": 8, \"kv_heads\": 4, "
@@ -298,8 +307,9 @@ static void moe_fold_cases(bool overlap)
         snprintf(a[6], sizeof a[6], "parallel.ep=%u", c[i].ep);
         snprintf(a[7], sizeof a[7], "parallel.etp=%u", c[i].etp);
         snprintf(a[8], sizeof a[8], "training.grad_accum=%u", 2 * c[i].pp);
-        const char *e[13] = {moe, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]};
+        const char *e[14] = {moe, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]};
         size_t ne = 10;
+        if (megatron) e[ne++] = "parallel.order=\"tp-cp-ep-dp-pp\"";
         if (overlap) {
             e[ne++] = "parallel.moe_a2a_overlap=true";
             if (c[i].pp > 1) {
@@ -308,9 +318,9 @@ static void moe_fold_cases(bool overlap)
             }
         }
         uint32_t p, sim = compare_layout("examples/tiny-gpt-megatron-tp2-pp2-overlap.json", e, ne, &p);
-        print_message("  MoE tp %u cp %u pp %u dp %u ep %u etp %u on %s%s: %u simulated\n", c[i].tp,
-                      c[i].cp, c[i].pp, c[i].dp, c[i].ep, c[i].etp, c[i].topo,
-                      overlap ? ", moe_a2a_overlap" : "", sim);
+        print_message("  MoE tp %u cp %u pp %u dp %u ep %u etp %u on %s%s%s: %u simulated\n",
+                      c[i].tp, c[i].cp, c[i].pp, c[i].dp, c[i].ep, c[i].etp, c[i].topo,
+                      overlap ? ", moe_a2a_overlap" : "", megatron ? ", tp-cp-ep-dp-pp" : "", sim);
         assert_int_equal(sim, p);
     }
 }
@@ -318,9 +328,30 @@ static void moe_fold_cases(bool overlap)
 static void test_tp_cp_fold_moe(void **state)
 {
     (void)state;
-    moe_fold_cases(false);
-    moe_fold_cases(true);
+    moe_fold_cases(false, false);
+    moe_fold_cases(true, false);
 }
+
+/* Megatron-core's own rank order (tp-cp-ep-dp-pp: pp outermost, a stage's
+ * tp x cp x dp ranks consecutive) folds along all three at once, one rank
+ * per stage, where the node allows: random layouts as above, the MoE
+ * layouts with and without the combined 1F1B, and the Qwen3 235B-A22B row
+ * of Megatron-Bridge 25.11 (256 ranks, 8 simulated), each byte for byte
+ * against every rank. */
+static void test_megatron_order_fold(void **state)
+{
+    (void)state;
+    assert_true(random_layouts(0xd1b54a32d192ed03ull, 16, true) >= 8);
+    moe_fold_cases(false, true);
+    moe_fold_cases(true, true);
+    const char *q[] = {"parallel.fold=true"};
+    uint32_t pp, sim = compare_layout(
+        "published/megatron-bridge-25.11-qwen3-235b-a22b-tp2-pp8-vp4-cp1-ep32-dp16-fp8cs-256xh100.json",
+        q, 1, &pp);
+    print_message("  Qwen3 235B-A22B, 256 ranks: %u simulated\n", sim);
+    assert_int_equal(sim, pp);
+}
+
 
 /* Per-rank programs are not folded: ZeroRedundancyOptimizer (each rank
  * steps the parameters it owns) and use_orig_params (each rank's views). */
@@ -515,6 +546,7 @@ int main(void)
         cmocka_unit_test(test_layout_copies),
         cmocka_unit_test(test_tp_cp_fold),
         cmocka_unit_test(test_tp_cp_fold_random),
+        cmocka_unit_test(test_megatron_order_fold),
         cmocka_unit_test(test_tp_cp_fold_moe),
         cmocka_unit_test(test_per_rank_programs_not_folded),
         cmocka_unit_test(test_fsdp2_even_folds),
