@@ -270,14 +270,23 @@ static int load_vgroup(js_node v, spec_topology *t, ss_err *err)
 {
     spec_vgroup *g = &t->vg[t->nvgroups];
     uint64_t count;
-    int kind, rc = js_keys_check(v, JS_KEYS("name", "kind", "count", "nvls"), err);
+    double nvls_GBps;
+    int kind, rc = js_keys_check(v, JS_KEYS("name", "kind", "count", "nvls", "nvls_GBps"), err);
     const char *name;
     if (rc || (rc = js_str(v, "name", true, NULL, &name, err)) ||
         (rc = js_enum(v, "kind", true, 0, spec_vkind_names, SPEC_NVKINDS, &kind, err)) ||
         (rc = js_u64(v, "count", false, 1, 1, SPEC_TOPO_VMAX, &count, err)) ||
-        (rc = js_bool(v, "nvls", false, false, &g->nvls, err)))
+        (rc = js_bool(v, "nvls", false, false, &g->nvls, err)) ||
+        (rc = js_num(v, "nvls_GBps", false, 0, 1e-3, 1e6, &nvls_GBps, err)))
         return rc;
     js_node at;
+    if (nvls_GBps > 0 && !(kind == SPEC_V_NVSWITCH && g->nvls)) {
+        js_get(v, "nvls_GBps", &at);
+        return js_failf(at, err, "nvls_GBps is the NVLS bus bandwidth of an NVSwitch group with "
+                                 "\"nvls\": true (this group is a %s%s)",
+                        spec_vkind_names[kind], kind == SPEC_V_NVSWITCH ? " without nvls" : "");
+    }
+    g->nvls_Bps = nvls_GBps * 1e9;
     js_get(v, "name", &at);
     if (kind == SPEC_V_GPU) return js_failf(at, err, "the GPUs are the implicit group \"gpu\"");
     if (!*name || strlen(name) >= sizeof g->name || strchr(name, '['))

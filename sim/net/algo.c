@@ -840,6 +840,15 @@ static double tree_correction(const algo_shape *s, prog_coll c, algo_proto p, ss
     return lg < TREE_CORR_N ? tree_corr[p - ALGO_P_LL][lg] : 1.0;
 }
 
+/* NVLS's algbw ceiling from the switch's own rate (algo.h, "NVLS switch
+ * rate"): the bus bandwidth topo_nvls_Bps, as all_reduce converts it over
+ * n ranks; 0: none. */
+static double nvls_cap(const topo *g, const algo_shape *s, uint32_t n)
+{
+    double c = topo_nvls_Bps(g);
+    return s->algo == ALGO_NVLS && c > 0 && n > 1 ? c * n / (2.0 * (n - 1)) : 0.0;
+}
+
 /* The channel caps' algbw ceiling (algo.h, "Channel caps"), bytes/s of
  * payload; 0: none. */
 static double channel_cap(const topo *g, const algo_shape *s, prog_coll c, uint32_t n,
@@ -875,6 +884,8 @@ algo_cost algo_cost_of(const topo *g, const algo_shape *s, prog_coll c, uint32_t
      * forced-tree log reaches the cap uncorrected: DECISIONS.md 95) */
     double ch = channel_cap(g, s, c, n, p) * k.wscale;
     if (ch > 0 && (k.wire_cap == 0 || ch < k.wire_cap)) k.wire_cap = ch;
+    double sw = nvls_cap(g, s, n) * k.wscale;
+    if (sw > 0 && (k.wire_cap == 0 || sw < k.wire_cap)) k.wire_cap = sw;
     for (uint32_t i = 0; i < s->nphase; i++) {
         k.iso_rate[i] = iso_rate(g, s->use[i], s->nuse[i], k.wscale);
         if (k.wire_cap > 0 && k.wire_cap / k.wscale < k.iso_rate[i])

@@ -65,6 +65,16 @@
  * eight get 1. The cap on the edge's rate rides on the whole collective
  * (peer_cap, a flow rate cap); it binds only when below the NICs' rate.
  *
+ * NVLS switch rate. NVLS's traffic on a GPU's links is (1 + 1/n) of the
+ * payload each way (the reduce of its shard and the multicast of all),
+ * at NCCL's nvlsEfficiency of the link rate: its bus bandwidth grows with
+ * n as 2(n - 1)/(n + 1), as H100 measures between 4 and 8 GPUs. Blackwell
+ * NVSwitches measure the same bus bandwidth, ~840 GB/s, for 8 GPUs (a DGX
+ * B200) and for 72 (a GB200 NVL72 rack), where the links would give 847
+ * and 1,056: the switch, not the link, sets it there. A topology names
+ * that rate on its NVSwitch group ("nvls_GBps"); NVLS's algbw is then at
+ * most it x n / (2(n - 1)) (a flow rate cap, as the channel caps below).
+ *
  * Channel caps (ring and tree across nodes). A channel is one CTA moving
  * one slice of the collective; NCCL's tuner caps what a channel carries by
  * protocol and architecture (src/graph/tuning.cc, 2.19 to 2.30, bus

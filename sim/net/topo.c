@@ -25,6 +25,7 @@ struct topo {
     uint16_t nic_v[SPEC_TOPO_VMAX];
     uint32_t *local;    /* [gpn]: bit i set when NIC i is local to the GPU */
     bool nvls;
+    double nvls_Bps; /* the NVLS switch group's bus bandwidth ceiling; 0: none */
     uint32_t nccl; /* NCCL version code (spec.h) */
     uint32_t cc;   /* the GPUs' compute capability x 10; 0: not given */
     spec_fabric fab;
@@ -211,7 +212,7 @@ static int build_routes(topo *g, const char *name, ss_err *err)
 }
 
 /* NVLS needs one NVLS-capable switch group that every GPU links to. */
-static bool find_nvls(const topo *g)
+static bool find_nvls(topo *g)
 {
     for (uint32_t k = 1; k < g->nvg; k++) {
         if (g->vg[k].kind != SPEC_V_NVSWITCH || !g->vg[k].nvls) continue;
@@ -223,7 +224,10 @@ static bool find_nvls(const topo *g)
                     linked++;
                     break;
                 }
-        if (linked == g->gpn) return true;
+        if (linked == g->gpn) {
+            g->nvls_Bps = g->vg[k].nvls_Bps;
+            return true;
+        }
     }
     return false;
 }
@@ -317,6 +321,7 @@ uint32_t topo_nics_per_node(const topo *g) { return g->nnic; }
 uint32_t topo_nlinks(const topo *g) { return g->fbase + g->nfl; }
 uint32_t topo_node_of(const topo *g, uint32_t gpu) { return gpu / g->gpn; }
 bool topo_has_nvls(const topo *g) { return g->nvls; }
+double topo_nvls_Bps(const topo *g) { return g->nvls ? g->nvls_Bps : 0.0; }
 uint32_t topo_nccl(const topo *g) { return g->nccl; }
 uint32_t topo_cc(const topo *g) { return g->cc; }
 

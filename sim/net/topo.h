@@ -59,6 +59,9 @@ const char *topo_link_name(const topo *g, uint32_t l, char *buf, size_t n);
 /* True when every GPU of a node has a link to one NVLS-capable NVSwitch
  * group (NVLink SHARP reductions are possible inside a node). */
 bool topo_has_nvls(const topo *g);
+/* That switch group's NVLS bus bandwidth per GPU (its "nvls_GBps"), bytes/s;
+ * 0: none given (only the links bound NVLS). */
+double topo_nvls_Bps(const topo *g);
 /* The NCCL version the collectives run (spec.h's code; the default when
  * the topology and the options name none). */
 uint32_t topo_nccl(const topo *g);

@@ -363,6 +363,10 @@ typedef struct spec_vgroup {
     spec_vkind kind;
     uint32_t count;
     bool nvls; /* nvswitch: can reduce and multicast (NVLink SHARP) */
+    /* nvswitch: the NVLS all-reduce's bus bandwidth per GPU the switch
+     * sustains whatever the group's size, bytes/s; 0: none but the links'
+     * (topology "nvls_GBps"; see docs/TOPOLOGY.md) */
+    double nvls_Bps;
 } spec_vgroup;
 
 /* Links between two vertex groups: "block" joins member i of the larger

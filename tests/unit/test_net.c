@@ -284,12 +284,27 @@ static void test_bus_factor(void **state)
     assert_true(REL(nv, link * 0.85 * 8.0 / 9.0) < 1e-12);
     topo_free(g);
     /* Blackwell's switch reduces at 0.74 of its link (nvlsEfficiency,
-     * compute capability 10.x): DGX B200, NVLink 5 at 900 GB/s */
+     * compute capability 10.x): DGX B200, NVLink 5 at 900 GB/s, 850 GB/s
+     * of bus bandwidth on the links; its NVSwitch sustains 840 (the
+     * topology's nvls_GBps, measured on 8 B200 and on 72 GB200), which
+     * binds: algbw = 840 x 8 / 14 */
     g = graph("dgx-b200.json", 0);
     link = 900e9 * 0.82;
-    nv = busbw(g, PROG_COLL_ALL_REDUCE, first8, 8, ALGO_NVLS) /
-         cost_bus_factor(PROG_COLL_ALL_REDUCE, 8);
-    assert_true(REL(nv, link * 0.74 * 8.0 / 9.0) < 1e-12);
+    assert_true(link * 0.74 * 8.0 / 9.0 * cost_bus_factor(PROG_COLL_ALL_REDUCE, 8) > 840e9);
+    nv = busbw(g, PROG_COLL_ALL_REDUCE, first8, 8, ALGO_NVLS);
+    assert_true(REL(nv, 840e9) < 1e-12);
+    topo_free(g);
+    /* A whole NVL72 rack: the links would give 2 x 71 / 73 of the link
+     * rate (1,062 GB/s), the switch's 840 holds whatever the group's size */
+    g = graph("gb200-nvl72.json", 1);
+    uint32_t rack[72];
+    for (uint32_t i = 0; i < 72; i++) rack[i] = i;
+    nv = busbw(g, PROG_COLL_ALL_REDUCE, rack, 72, ALGO_NVLS);
+    assert_true(REL(nv, 840e9) < 1e-12);
+    /* four of them: the links' 2 x 3 / 5 of the rate (531 GB/s) bind */
+    nv = busbw(g, PROG_COLL_ALL_REDUCE, rack, 4, ALGO_NVLS) /
+         cost_bus_factor(PROG_COLL_ALL_REDUCE, 4);
+    assert_true(REL(nv, link * 0.74 * 4.0 / 5.0) < 1e-12);
     topo_free(g);
 }
 
