@@ -699,6 +699,15 @@ static uint32_t p2p(mp *m, uint32_t g, bool send, prog_phase ph, ss_bytes bytes,
 
 /* ---- the walk: forward and backward of one micro-batch's model chunk ---- */
 
+/* A pipeline receive of `bytes` from group g into a new activation tensor
+ * *t named `tensor`. */
+static uint32_t recv_into(mp *m, uint32_t *t, ss_bytes bytes, uint32_t g, prog_phase ph,
+                          const char *tensor, const char *what)
+{
+    *t = em_tensor(m->e, PROG_MEM_ACTIVATION, bytes, false, "%s", tensor);
+    return p2p(m, g, false, ph, bytes, EM_NONE, *t, what);
+}
+
 /* Before chunk k's forward of micro-batch mb: its input, or its receive. */
 static void fwd_begin(mp *m, uint32_t mb, uint32_t k)
 {
@@ -712,11 +721,8 @@ static void fwd_begin(mp *m, uint32_t mb, uint32_t k)
     }
     uint32_t b0, b1;
     chunk_range(m, k, &b0, &b1);
-    size_t at = EM_AT(e, b0 - 1);
-    e->t_act[at] = em_tensor(e, PROG_MEM_ACTIVATION, m->pl->blocks[b0 - 1].out_bytes, false,
-                             "pp.recv.act");
-    m->dep = p2p(m, m->gin_fwd, false, PROG_PH_FORWARD, m->pl->blocks[b0 - 1].out_bytes, EM_NONE,
-                 e->t_act[at], "recv_act");
+    m->dep = recv_into(m, &e->t_act[EM_AT(e, b0 - 1)], m->pl->blocks[b0 - 1].out_bytes, m->gin_fwd,
+                       PROG_PH_FORWARD, "pp.recv.act", "recv_act");
 }
 
 /* After it: the loss, or the send to the next stage. */
@@ -767,11 +773,8 @@ static void bwd_begin(mp *m, uint32_t mb, uint32_t k)
     }
     uint32_t b0, b1;
     chunk_range(m, k, &b0, &b1);
-    size_t at = EM_AT(e, b1 - 1);
-    e->t_dact[at] = em_tensor(e, PROG_MEM_ACTIVATION, m->pl->blocks[b1 - 1].out_bytes, false,
-                              "pp.recv.grad");
-    m->dep = p2p(m, m->gin_bwd, false, PROG_PH_BACKWARD, m->pl->blocks[b1 - 1].out_bytes,
-                 EM_NONE, e->t_dact[at], "recv_grad");
+    m->dep = recv_into(m, &e->t_dact[EM_AT(e, b1 - 1)], m->pl->blocks[b1 - 1].out_bytes,
+                       m->gin_bwd, PROG_PH_BACKWARD, "pp.recv.grad", "recv_grad");
 }
 
 static void bwd_end(mp *m, uint32_t k)
