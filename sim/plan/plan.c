@@ -141,13 +141,20 @@ static ss_ns gemm8_ns(const plan *p, uint64_t groups, uint64_t m, uint64_t k, ui
 
 /* Casting e elements of a 16-bit tensor to fp8 for a GEMM, `ways` layouts
  * written (the backward needs a transposed copy for the weight gradient).
- * torchao's dynamic scaling (tensorwise, rowwise) in eager PyTorch: an amax
- * pass (read 2) and a cast (read 2, write 1 per layout), two kernels; fused
- * (torch.compile, or Transformer Engine's delayed scaling, whose cast
- * records the amax): one kernel reading 2 and writing 1 per layout. */
+ * Dynamic (current) scaling needs the tensor's amax before its scale: an
+ * amax pass (read 2) and a cast (read 2, write 1 per layout), two kernels,
+ * in eager torchao and in Transformer Engine alike (TE's
+ * Float8CurrentScalingQuantizer: amax, scale, quantize; "amax ... can not
+ * be fused with quantize kernel", transformer_engine/pytorch/csrc/
+ * quantizer.cpp). One kernel reading 2 and writing 1 per layout where the
+ * scale is known first: delayed scaling (TE's cast records the amax for
+ * later steps), and torch.compile's torchao, whose amax the compiler fuses
+ * into the producer's kernel. */
 static ss_ns cast8_ns(const plan *p, uint64_t e, uint32_t ways)
 {
-    bool fused = p->s->kernels != SPEC_KERNELS_EAGER || p->s->prec.fp8_recipe == SPEC_FP8_DELAYED;
+    bool delayed = p->s->prec.fp8_recipe == SPEC_FP8_DELAYED;
+    bool te = p->s->shard.strategy == SPEC_MEGATRON;
+    bool fused = delayed || (p->s->kernels != SPEC_KERNELS_EAGER && !te);
     uint64_t bytes = e * ((fused ? 2 : 4) + ways);
     return plan_kernels_ns(p, bytes, fused ? 1 : 2);
 }
