@@ -264,18 +264,20 @@ uint32_t em_input(em *e)
 void em_free_after_block(em *e, uint32_t tensor, prog_memact act)
 {
     if (tensor == EM_NONE || e->rc) return;
-    if (e->nxfree == SS_ARRAY_LEN(e->xfree)) {
+    em_pending *q = &e->pend;
+    if (q->n == SS_ARRAY_LEN(q->tensor)) {
         e->rc = ss_fail(e->err, SS_E_INTERNAL, NULL, "more than 4 buffers pending on a block");
         return;
     }
-    e->xact[e->nxfree] = (uint8_t)act;
-    e->xfree[e->nxfree++] = tensor;
+    q->act[q->n] = (uint8_t)act;
+    q->tensor[q->n++] = tensor;
 }
 
 static void free_pending(em *e)
 {
-    for (uint32_t k = 0; k < e->nxfree; k++) em_mem(e, e->xfree[k], (prog_memact)e->xact[k]);
-    e->nxfree = 0;
+    for (uint32_t k = 0; k < e->pend.n; k++)
+        em_mem(e, e->pend.tensor[k], (prog_memact)e->pend.act[k]);
+    e->pend.n = 0;
 }
 
 uint32_t em_fwd_block(em *e, uint32_t i, uint32_t dep)

@@ -19,6 +19,16 @@
 
 #define EM_NONE UINT32_MAX
 
+/* Tensors the next block op frees when it ends (buffers it reads that
+ * another stream filled: gathered KV, gathered activations, unsharded
+ * parameters); cleared by that op. A value: a body that interleaves two
+ * micro-batches' blocks (mp.c's combined 1F1B) saves and restores it. */
+typedef struct em_pending {
+    uint32_t tensor[4];
+    uint8_t act[4]; /* prog_memact */
+    uint32_t n;
+} em_pending;
+
 typedef struct em {
     prog *p;
     const plan *pl;
@@ -45,12 +55,7 @@ typedef struct em {
     /* Pipelines keep several micro-batches in flight: the three arrays hold
      * nslots rows of nblocks, and the block calls use row `slot`. */
     uint32_t slot, nslots;
-    /* Tensors the next block op frees when it ends (buffers it reads that
-     * another stream filled: gathered KV, gathered activations, unsharded
-     * parameters); cleared by that op. */
-    uint32_t xfree[4];
-    uint8_t xact[4]; /* prog_memact */
-    uint32_t nxfree;
+    em_pending pend;
     st_bytes st;      /* this rank's states */
 } em;
 
