@@ -123,6 +123,9 @@ static uint32_t prog_of(const plan *pl, uint32_t w)
     return w < pl->n && w % pl->stride == 0 ? w / pl->stride : MP_NOGROUP;
 }
 
+/* The world rank of program rank r: prog_of's inverse. */
+static uint32_t world_of(const plan *pl, uint32_t r) { return r * pl->stride; }
+
 static bool has_sim(const plan *pl, const uint32_t *mem, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
@@ -191,7 +194,7 @@ static int make_groups(const plan *pl, prog *pg, int kind, uint32_t *gid, uint32
     bool pair = kind == G_FWD || kind == G_BWD, folded = pl->nsim < pl->world;
     for (uint32_t r = 0; r < pl->nsim; r++) {
         if (gid[r] != MP_NOGROUP && !pair) continue;
-        uint32_t n, np = 0, id, w = r * pl->stride;
+        uint32_t n, np = 0, id, w = world_of(pl, r);
         members(pl, kind, w, buf, &n);
         if (n < 2 || (pair && buf[0] == buf[1])) continue;
         for (uint32_t i = 0; i < n; i++)
@@ -852,26 +855,21 @@ static void backward(mp *m, uint32_t mb, uint32_t k)
  * post-process nodes. Each chunk keeps its own emitter state (chain). */
 typedef struct chain {
     uint32_t slot, dep, prev_first;
-    uint32_t xfree[4], nxfree;
-    uint8_t xact[4];
+    em_pending pend;
 } chain;
 
 static void chain_enter(mp *m, const chain *c)
 {
     em *e = m->e;
     e->slot = c->slot, m->dep = c->dep, m->prev_first = c->prev_first;
-    e->nxfree = c->nxfree;
-    memcpy(e->xfree, c->xfree, sizeof e->xfree);
-    memcpy(e->xact, c->xact, sizeof e->xact);
+    e->pend = c->pend;
 }
 
 static void chain_leave(const mp *m, chain *c)
 {
     const em *e = m->e;
     c->slot = e->slot, c->dep = m->dep, c->prev_first = m->prev_first;
-    c->nxfree = e->nxfree;
-    memcpy(c->xfree, e->xfree, sizeof c->xfree);
-    memcpy(c->xact, e->xact, sizeof c->xact);
+    c->pend = e->pend;
 }
 
 static bool is_layer(const mp *m, const mp_unit *u)
@@ -953,6 +951,20 @@ static void combined(mp *m, uint32_t fmb, uint32_t fk, uint32_t bmb, uint32_t bk
     bwd_end(m, bk);
 }
 
+/* Virtual micro-batch j's micro-batch, and its model chunk on this stage
+ * (the forward's; the backward counts chunks from the last). */
+static uint32_t vmb_mb(const mp *m, uint32_t j)
+{
+    uint32_t pp = m->par->pp;
+    return (j / (pp * m->par->virtual_stages)) * pp + j % pp;
+}
+
+static uint32_t vmb_chunk(const mp *m, uint32_t j, bool fwd)
+{
+    uint32_t pp = m->par->pp, V = m->par->virtual_stages, v = (j / pp) % V;
+    return (fwd ? v : V - 1 - v) * pp + m->p;
+}
+
 /* Megatron's order: warm-up forwards, then one forward and one backward
  * alternately, then the remaining backwards. Virtual micro-batch j runs
  * chunk (j / pp) mod V (backward: counted from the last) of micro-batch
@@ -973,17 +985,15 @@ static void run_pipeline(mp *m)
     uint32_t nf = 0, nb = 0;
     while (nb < total && !m->e->rc) {
         bool fwd = nf < warm || (nf < total && nf - warm == nb);
-        uint32_t jf = nf, jb = nb;
-        uint32_t vf = (jf / pp) % V, mbf = V == 1 ? jf : (jf / (pp * V)) * pp + jf % pp;
-        uint32_t vb = (jb / pp) % V, mbb = V == 1 ? jb : (jb / (pp * V)) * pp + jb % pp;
         if (both && fwd && nf >= warm) {
-            combined(m, mbf, vf * pp + m->p, mbb, (V - 1 - vb) * pp + m->p);
+            combined(m, vmb_mb(m, nf), vmb_chunk(m, nf, true), vmb_mb(m, nb),
+                     vmb_chunk(m, nb, false));
             nf++, nb++;
         } else if (fwd) {
-            forward(m, mbf, vf * pp + m->p);
+            forward(m, vmb_mb(m, nf), vmb_chunk(m, nf, true));
             nf++;
         } else {
-            backward(m, mbb, (V - 1 - vb) * pp + m->p);
+            backward(m, vmb_mb(m, nb), vmb_chunk(m, nb, false));
             nb++;
         }
     }
@@ -1042,7 +1052,7 @@ static void receive_groups(const plan *pl, uint32_t r, uint32_t *const gids[G_NK
                            uint32_t *gin_fwd, uint32_t *gin_bwd)
 {
     uint32_t t, c, p, d, pp = pl->s->par.pp;
-    coords(pl, r * pl->stride, &t, &c, &p, &d);
+    coords(pl, world_of(pl, r), &t, &c, &p, &d);
     *gin_fwd = pp > 1 ? gids[G_FWD][prog_of(pl, world_rank(pl, t, c, (p + pp - 1) % pp, d))]
                       : MP_NOGROUP;
     *gin_bwd = pp > 1 ? gids[G_BWD][prog_of(pl, world_rank(pl, t, c, (p + 1) % pp, d))]
@@ -1055,7 +1065,7 @@ static int mp_emit_rank(const plan *pl, prog *p, uint32_t rank, uint32_t *const 
     em e;
     mp m = {.e = &e, .pl = pl, .par = &pl->s->par, .rt = mp_rt_find(pl->s->shard.strategy),
             .ep_stream = pl->s->par.moe_a2a_overlap ? PROG_EP : PROG_TP};
-    coords(pl, rank * pl->stride, &m.t, &m.c, &m.p, &m.d);
+    coords(pl, world_of(pl, rank), &m.t, &m.c, &m.p, &m.d);
     for (int k = 0; k < G_NKINDS; k++) m.g[k] = gids[k][rank];
     receive_groups(pl, rank, gids, &m.gin_fwd, &m.gin_bwd);
     int rc = em_init(&e, pl, p, rank, err);
@@ -1098,7 +1108,7 @@ int mp_build(const plan *pl, prog *p, ss_err *err)
     }
     for (uint32_t r = 0; r < pl->nsim && !rc; r++) {
         uint32_t t, c, s, d, rep;
-        coords(pl, r * pl->stride, &t, &c, &s, &d);
+        coords(pl, world_of(pl, r), &t, &c, &s, &d);
         rep = prog_of(pl, world_rank(pl, 0, 0, s, 0));
         rc = pl->share && rep != r ? mp_share_rank(pl, p, r, rep, gids, err)
                                    : mp_emit_rank(pl, p, r, gids, err);

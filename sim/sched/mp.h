@@ -6,11 +6,12 @@
  * collectives; under parallel.moe_a2a_overlap a forward chunk and a
  * backward chunk of two micro-batches at once, layer by layer (combined
  * 1F1B, the expert all-to-alls on stream "ep"), so the hooks below may
- * see two micro-batches' blocks interleaved. The data-parallel work around that walk (gathering sharded
- * parameters, reducing gradients, gathering the updated parameters) belongs
- * to the runtime: an mp_rt table, one per runtime, that the body calls at
- * fixed points of the walk. A runtime adds only its own ops, through em;
- * it never reorders the body's.
+ * see two micro-batches' blocks interleaved. The data-parallel work
+ * around that walk (gathering sharded parameters, reducing gradients,
+ * gathering the updated parameters) belongs to the runtime: an mp_rt
+ * table, one per runtime, that the body calls at fixed points of the
+ * walk. A runtime adds only its own ops, through em; it never reorders
+ * the body's.
  *
  *   setup          once, after the rank's states exist: buckets,
  *                  persistent buffers
