@@ -175,11 +175,12 @@ int chrome_write(const sum_report *r, const trc *t, uint32_t rank_lo, uint32_t r
     int rc = SS_OK;
     fputs("{\"traceEvents\":[", f);
     for (uint32_t k = rank_lo; k < t->nranks && k <= rank_hi && !ferror(f) && !rc; k++) {
-        metadata(&w, k, prog_rank_world(t->p, k));
+        uint32_t world = prog_rank_world(t->p, k);
+        metadata(&w, k, world);
         if ((rc = op_events(&w, t, k, err))) break;
         flow_events(&w, t, k, &flow_id);
         counter_ctx c = {&w, k};
-        mem_series_thin(&r->ranks[prog_rank_world(t->p, k)].mem, CHROME_MAX_COUNTERS, counter_event, &c);
+        mem_series_thin(&r->ranks[world].mem, CHROME_MAX_COUNTERS, counter_event, &c);
     }
     tef_lanes_fini(&w.lanes);
     if (rc) return rc;
