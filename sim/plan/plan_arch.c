@@ -468,6 +468,15 @@ static void attention(ab *x, unsigned l)
         /* FlashAttention-2's backward: dot(dO, O), the main kernel, dQ's
          * conversion (flash-attn's run_mha_bwd) */
         b->fwd_kernels += 1, b->bwd_kernels += 3;
+        /* Megatron's selective recomputation checkpoints the core: with a
+         * fused kernel, Transformer Engine's DotProductAttention
+         * (checkpoint_core_attention) re-runs its forward in backward to
+         * rebuild the output it did not keep (DECISIONS 144) */
+        if (x->p->s->recompute == SPEC_RECOMP_SELECTIVE) {
+            b->bwd_flops += (uint64_t)core;
+            b->bwd_ns += core_ns;
+            b->bwd_kernels += 1;
+        }
     }
     if (!a->kv_lora_rank && x->p->s->attn_impl != SPEC_ATTN_UNFUSED)
         eager_sdpa_layout(x, b, kv_saved, t * heads * (dqk + dv), t * heads * dv);

@@ -221,6 +221,19 @@ static void test_unfused_attention(void **state)
     assert_true(u->fwd_ns > f->fwd_ns);
     assert_int_equal(u->saved_bytes - sel->saved_bytes, (uint64_t)scores * 2 + 4096 * 32 * 128 * 2);
     assert_int_equal(sel->bwd_ns - u->bwd_ns, fwd);
+    /* with the fused kernel, selective recomputation re-runs the kernel's
+     * forward in backward (Transformer Engine's checkpoint_core_attention)
+     * and drops the output it would have kept: the forward at the table's
+     * causal rate once more, one more kernel */
+    spec_scenario sfs;
+    plan *pfs = load_plan_with("llama3-8b", ", \"kernels\": \"fused\", \"recompute\": \"selective\"", &sfs);
+    const plan_block *fs = plan_find(pfs, "layers.0.attn");
+    assert_int_equal(fs->fwd_ns, f->fwd_ns);
+    assert_int_equal(fs->bwd_ns - f->bwd_ns, flash_fwd);
+    assert_int_equal(fs->bwd_kernels - f->bwd_kernels, 1);
+    assert_int_equal(f->saved_bytes - fs->saved_bytes, 4096 * 32 * 128 * 2);
+    plan_free(pfs);
+    spec_scenario_fini(&sfs);
     plan_free(pf);
     plan_free(pu);
     plan_free(ps);
