@@ -28,6 +28,7 @@ static const alias_entry table[] = {
     {"parallel", "decoder_last_pipeline_num_layers", "num_layers_in_last_pipeline_stage",
      "Megatron-LM"},
     {"parallel", "overlap_moe_expert_parallel_comm", "moe_a2a_overlap", "Megatron-core"},
+    {"parallel", "moe_pad_expert_input_to_capacity", "moe_pad_to_capacity", "Megatron-core"},
     {"training", "micro_batch_size", "micro_batch", "Megatron-LM, NeMo"},
     {"training", "seq_length", "seq_len", "Megatron-LM, NeMo 2"},
     {"training", "encoder_seq_length", "seq_len", "NeMo 1"},

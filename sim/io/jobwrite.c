@@ -441,6 +441,9 @@ static int mg_layout(const spec_scenario *s, const char *where, FILE *f, ss_err 
         fprintf(f, "--cp-comm-type %s\n", p->cp_comm == SPEC_CP_P2P ? "p2p" : "allgather");
     fprintf(f, "--expert-model-parallel-size %u\n", p->ep);
     if (p->ep > 1 || p->etp > 1) fprintf(f, "--expert-tensor-parallel-size %u\n", p->etp);
+    if (p->moe_pad_to_capacity)
+        fprintf(f, "--moe-expert-capacity-factor %g\n--moe-pad-expert-input-to-capacity\n",
+                s->model.arch.capacity_factor);
     return SS_OK;
 }
 

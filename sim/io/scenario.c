@@ -1117,6 +1117,8 @@ static int load_overlaps(js_node par, spec_parallel *p, ss_err *err)
     if (!rc) rc = js_bool(par, "async_tp", false, false, &async, err);
     if (!rc) rc = js_bool(par, "p2p_scatter_gather", false, false, &p->p2p_scatter_gather, err);
     if (!rc) rc = js_bool(par, "moe_a2a_overlap", false, false, &p->moe_a2a_overlap, err);
+    if (!rc)
+        rc = js_bool(par, "moe_pad_to_capacity", false, false, &p->moe_pad_to_capacity, err);
     if (!rc) rc = js_enum(par, "cp_comm_type", false, SPEC_CP_ALL_GATHER, spec_cp_comm_names,
                           SPEC_NCP, &cpc, err);
     if (rc) return rc;
@@ -1385,6 +1387,11 @@ static int layout_check(js_node root, spec_scenario *s, ss_err *err)
         return par_fail(par, "moe_a2a_overlap", err, "moe_a2a_overlap with pp = %llu needs the "
                         "interleaved schedule (virtual_stages >= 2), as Megatron-core's combined "
                         "1F1B does", pp);
+    if (p->moe_pad_to_capacity && (!a->experts || s->shard.strategy != SPEC_MEGATRON))
+        return par_fail(par, "moe_pad_to_capacity", err, "moe_pad_to_capacity is Megatron-core's "
+                        "moe_pad_expert_input_to_capacity: it needs a model with experts and "
+                        "sharding.strategy \"megatron\" (the model has %llu experts; strategy "
+                        "\"%s\")", (ull)a->experts, spec_strategy_names[s->shard.strategy]);
     if (p->moe_a2a_overlap && s->shard.strategy != SPEC_MEGATRON)
         return par_fail(par, "moe_a2a_overlap", err, "moe_a2a_overlap is Megatron-core's "
                         "overlap_moe_expert_parallel_comm: it needs sharding.strategy "
@@ -1422,7 +1429,8 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
                                       "num_layers_in_first_pipeline_stage",
                                       "num_layers_in_last_pipeline_stage", "tp_comm_overlap",
                                       "async_tp", "p2p_scatter_gather", "cp_comm_type",
-                                      "order", "moe_a2a_overlap"), err)) ||
+                                      "order", "moe_a2a_overlap", "moe_pad_to_capacity"),
+                             err)) ||
         (rc = js_u64(par, "dp", true, 0, 1, 1u << 24, &dp, err)) ||
         (rc = js_need(root, "training", &tr, err)) || (rc = js_want_obj(tr, err)) ||
         (rc = js_keys_check(tr, KEYS("micro_batch", "seq_len", "recompute", "grad_accum",

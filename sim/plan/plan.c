@@ -104,6 +104,20 @@ static double floor_s(const plan *p, spec_dtype dt)
     return d->gemm_cal[dt].present ? 0.0 : (double)d->gemm_floor_ns * 1e-9;
 }
 
+/* Transformer Engine's GroupedLinear (Megatron-core's grouped experts)
+ * runs one cuBLASLt GEMM per problem, round-robin over 4 side streams
+ * (transformer_engine/common/gemm/cublaslt_gemm.cu, multi_stream_cublas_gemm;
+ * util/multi_stream.cpp: 4 streams; TE 2.9): its fixed time is paid once
+ * per 4 problems. Other grouped GEMMs (torch's grouped_mm, the
+ * grouped_gemm library) are one kernel. */
+#define TE_GEMM_STREAMS 4
+
+static double floors(const plan *p, uint64_t groups)
+{
+    if (groups < 2 || p->s->shard.strategy != SPEC_MEGATRON) return 1.0;
+    return (double)((groups + TE_GEMM_STREAMS - 1) / TE_GEMM_STREAMS);
+}
+
 /* A roofline of one GEMM kernel running `groups` problems m x k x n (a
  * grouped GEMM; 1 for a plain one): their FLOPs at `rate` (the rate of one
  * problem's shape) after the kernel's fixed time, or their bytes (inputs
@@ -115,7 +129,7 @@ static ss_ns roofline(const plan *p, spec_dtype dt, double rate, uint32_t in, ui
     double gr = (double)groups;
     double flops = 2.0 * (double)m * (double)k * (double)n * gr;
     double bytes = ((double)(m * k + k * n) * in + (double)(m * n) * out) * gr;
-    double tc = floor_s(p, dt) + flops / rate;
+    double tc = floor_s(p, dt) * floors(p, groups) + flops / rate;
     double tm = bytes / (d->hbm_bw_Bps * d->mem_efficiency);
     return dev_floor(d, ss_ns_from_s(tc > tm ? tc : tm));
 }
@@ -149,44 +163,69 @@ static ss_ns gemm8_ns(const plan *p, uint64_t groups, uint64_t m, uint64_t k, ui
  * quantizer.cpp). One kernel reading 2 and writing 1 per layout where the
  * scale is known first: delayed scaling (TE's cast records the amax for
  * later steps), and torch.compile's torchao, whose amax the compiler fuses
- * into the producer's kernel. */
-static ss_ns cast8_ns(const plan *p, uint64_t e, uint32_t ways)
+ * into the producer's kernel. The kernels: TE's current scaling is four a
+ * tensor (zero the amax, the amax, the scale, the cast; quantize_impl), and
+ * its GroupedLinear quantizes each expert's tensor on its own (split_
+ * quantize loops over the quantizers unless they are delayed-scaling ones,
+ * which it casts in one multi-tensor kernel; cast.cpp, TE 2.9; DECISIONS
+ * 146); eager torchao two. */
+static bool cast8_fused(const plan *p)
 {
     bool delayed = p->s->prec.fp8_recipe == SPEC_FP8_DELAYED;
-    bool te = p->s->shard.strategy == SPEC_MEGATRON;
-    bool fused = delayed || (p->s->kernels != SPEC_KERNELS_EAGER && !te);
-    uint64_t bytes = e * ((fused ? 2 : 4) + ways);
-    return plan_kernels_ns(p, bytes, fused ? 1 : 2);
+    return delayed || (p->s->kernels != SPEC_KERNELS_EAGER && p->s->shard.strategy != SPEC_MEGATRON);
+}
+
+static uint32_t cast8_kernels(const plan *p, uint64_t groups)
+{
+    if (cast8_fused(p)) return 1;
+    return p->s->shard.strategy == SPEC_MEGATRON ? 4 * (uint32_t)groups : 2;
+}
+
+static ss_ns cast8_ns(const plan *p, uint64_t groups, uint64_t e, uint32_t ways)
+{
+    uint64_t bytes = e * ((cast8_fused(p) ? 2 : 4) + ways);
+    return plan_kernels_ns(p, bytes, cast8_kernels(p, groups));
+}
+
+/* One GEMM of `groups` problems: TE's GroupedLinear a kernel a problem
+ * (see floors), other grouped GEMMs one. */
+static uint32_t gemm_kernels(const plan *p, uint64_t groups)
+{
+    return p->s->shard.strategy == SPEC_MEGATRON ? (uint32_t)groups : 1;
 }
 
 void plan_linear(const plan *p, bool hp, uint64_t groups, uint64_t m, uint64_t k, uint64_t n,
-                 ss_ns *fwd, ss_ns *bwd)
+                 plan_lin *out)
 {
+    uint32_t gk = gemm_kernels(p, groups);
     if (hp || !fp8(p)) {
-        *fwd = gemm_ns(p, groups, m, k, n);
-        *bwd = gemm_ns(p, groups, m, n, k) + gemm_ns(p, groups, k, m, n);
+        *out = (plan_lin){gemm_ns(p, groups, m, k, n),
+                          gemm_ns(p, groups, m, n, k) + gemm_ns(p, groups, k, m, n), gk, 2 * gk};
         return;
     }
     uint64_t g = groups; /* the casts cover every group's tensors */
+    uint32_t ck = cast8_kernels(p, groups);
     if (p->s->shard.strategy == SPEC_MEGATRON) {
         /* Transformer Engine (Megatron-core's fp8): the forward casts the
          * input in both layouts at once and keeps them for the backward, and
          * the weight's two fp8 layouts are made on a step's first micro-
          * batch and reused (is_first_microbatch), so each micro-batch
-         * carries 1 / grad_accum of that cast; the backward casts only the
-         * output gradient. */
-        *fwd = cast8_ns(p, g * m * k, 2) + cast8_ns(p, g * k * n, 2) / p->s->grad_accum +
-               gemm8_ns(p, g, m, k, n);
-        *bwd = cast8_ns(p, g * m * n, 2) + gemm8_ns(p, g, m, n, k) + gemm8_ns(p, g, k, m, n);
+         * carries 1 / grad_accum of that cast (its kernels not counted);
+         * the backward casts only the output gradient. */
+        out->fwd = cast8_ns(p, g, g * m * k, 2) + cast8_ns(p, g, g * k * n, 2) / p->s->grad_accum +
+                   gemm8_ns(p, g, m, k, n);
+        out->bwd = cast8_ns(p, g, g * m * n, 2) + gemm8_ns(p, g, m, n, k) + gemm8_ns(p, g, k, m, n);
+        out->fwd_kernels = ck + gk, out->bwd_kernels = ck + 2 * gk;
         return;
     }
     /* torchao's Float8Linear: forward the input and the weight cast, the
      * fp8 GEMM; backward the output gradient cast in both layouts, the
      * saved bf16 input and the weight cast again transposed, two fp8
      * GEMMs. */
-    *fwd = cast8_ns(p, g * m * k, 1) + cast8_ns(p, g * k * n, 1) + gemm8_ns(p, g, m, k, n);
-    *bwd = cast8_ns(p, g * m * n, 2) + cast8_ns(p, g * m * k, 1) + cast8_ns(p, g * k * n, 1) +
-           gemm8_ns(p, g, m, n, k) + gemm8_ns(p, g, k, m, n);
+    out->fwd = cast8_ns(p, g, g * m * k, 1) + cast8_ns(p, g, g * k * n, 1) + gemm8_ns(p, g, m, k, n);
+    out->bwd = cast8_ns(p, g, g * m * n, 2) + cast8_ns(p, g, g * m * k, 1) +
+               cast8_ns(p, g, g * k * n, 1) + gemm8_ns(p, g, m, n, k) + gemm8_ns(p, g, k, m, n);
+    out->fwd_kernels = 2 * ck + gk, out->bwd_kernels = 3 * ck + 2 * gk;
 }
 
 static int add_params(plan *p, ss_err *err)
@@ -223,11 +262,12 @@ static int add_params(plan *p, ss_err *err)
         b->dgrad = i > 0;
         b->fwd_flops = 2 * rows * b->numel;
         b->bwd_flops = b->fwd_flops * (b->dgrad ? 2 : 1);
-        ss_ns bwd;
-        plan_linear(p, false, 1, rows, sb->in, sb->out, &b->fwd_ns, &bwd);
+        plan_lin lin;
+        plan_linear(p, false, 1, rows, sb->in, sb->out, &lin);
         /* the first block computes no input gradient: its weight
          * gradient alone, about half of the pair */
-        b->bwd_ns = b->dgrad ? bwd : bwd / 2;
+        b->fwd_ns = lin.fwd;
+        b->bwd_ns = b->dgrad ? lin.bwd : lin.bwd / 2;
         b->fwd_kernels = 1, b->bwd_kernels = b->dgrad ? 2 : 1;
     }
     return SS_OK;

@@ -53,6 +53,10 @@ typedef struct plan_block {
     ss_bytes tp_bytes;       /* tp > 1: the activation its TP collectives move */
     ss_bytes cp_bytes;       /* cp > 1: the KV its attention gathers over cp */
     ss_bytes ep_bytes;       /* ep > 1: what one rank dispatches (and combines) */
+    ss_bytes ep_probs_bytes; /* Megatron, ep > 1: the fp32 routing probabilities
+                                dispatched beside the tokens (their own all-to-all) */
+    ss_bytes ep_counts_bytes; /* Megatron's dropless dispatcher: the per-expert token
+                                 counts one rank adds to the EP group's all-gather */
     ss_bytes etp_bytes;      /* etp > 1: the routed tokens its ETP group gathers */
     uint64_t expert_numel;   /* of numel: routed-expert parameters (EP-sharded) */
 } plan_block;
@@ -170,10 +174,17 @@ ss_ns plan_gemm_ns(const plan *p, uint64_t m, uint64_t k, uint64_t n);
  * run at the fp8 rate on fp8 inputs (bf16 outputs), plus the casts the
  * recipe launches (plan.c, plan_linear), unless hp: a layer Float8 recipes
  * leave in 16 bits (the output head, the MoE router). `groups` such
- * layers (MoE experts) run as grouped GEMMs: one kernel, one fixed time
- * (the device's gemm_floor), `groups` times the FLOPs and bytes. */
+ * layers (MoE experts) run as grouped GEMMs: `groups` times the FLOPs and
+ * bytes after one fixed time (the device's gemm_floor) per kernel; one
+ * kernel, except Transformer Engine's GroupedLinear under Megatron, a GEMM
+ * a problem over 4 streams. The kernel counts are the GEMMs' and the
+ * casts' launches a micro-batch (the host's issue). */
+typedef struct plan_lin {
+    ss_ns fwd, bwd;
+    uint32_t fwd_kernels, bwd_kernels;
+} plan_lin;
 void plan_linear(const plan *p, bool hp, uint64_t groups, uint64_t m, uint64_t k, uint64_t n,
-                 ss_ns *fwd, ss_ns *bwd);
+                 plan_lin *out);
 /* Internal to plan/: expand an architecture model into blocks (plan_arch.c). */
 int plan_arch_blocks(plan *p, ss_err *err);
 /* Internal: rebuild the blocks as one rank's share of a layout (plan.c). */

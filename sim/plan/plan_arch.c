@@ -108,18 +108,18 @@ static void gemm(ab *x, plan_block *b, uint64_t m, uint64_t k, uint64_t n)
     if (!b || !m) return;
     plan *p = x->p;
     uint64_t f = 2 * m * k * n * x->groups;
-    ss_ns fwd, bwd;
-    plan_linear(p, x->hp, x->groups, m, k, n, &fwd, &bwd);
+    plan_lin lin;
+    plan_linear(p, x->hp, x->groups, m, k, n, &lin);
     if (x->op_sac && ++x->mm % 2) {
-        x->keep_ns += fwd;
+        x->keep_ns += lin.fwd;
         x->keep_bytes += m * n * x->c * x->groups;
         x->keep_flops += f;
     }
     b->fwd_flops += f;
     b->bwd_flops += 2 * f;
-    b->fwd_ns += fwd;
-    b->bwd_ns += bwd;
-    b->fwd_kernels += 1, b->bwd_kernels += 2; /* backward: input and weight gradients */
+    b->fwd_ns += lin.fwd;
+    b->bwd_ns += lin.bwd;
+    b->fwd_kernels += lin.fwd_kernels, b->bwd_kernels += lin.bwd_kernels;
 }
 
 /* A linear layer with its parameters: weight k x n (+ bias n). */
@@ -523,6 +523,38 @@ static void mlp(ab *x, unsigned l)
     blk_done(x, b);
 }
 
+/* The memory-bound work around the experts in Megatron-core's MoE layer
+ * with its alltoall token dispatcher and Transformer Engine's kernels
+ * (NVIDIA/Megatron-LM megatron/core/transformer/moe/ at 0d8e0714, the
+ * core_r0.15 submodule of Megatron-Bridge 0.2; TE 2.9; DECISIONS 146),
+ * each a kernel forward and one backward unless said, on ts tokens of h,
+ * `sent` routed rows leaving the rank and `routed` arriving:
+ *   router: the fused top-k softmax, the aux-loss scores and the aux loss
+ *     (3 small kernels over the ts x E fp32 scores);
+ *   permute (moe_permute_fusion): 3 row-id-map passes over the ts x E
+ *     routing map and the permute reading ts h and writing sent h (and the
+ *     fp32 probabilities); unpermute, its mirror, after the combine;
+ *   with more than one local expert, sort_chunks_by_idxs into expert order
+ *     after the dispatch and back before the combine (2 kernels each,
+ *     reading and writing routed h);
+ *   with fp8 GEMMs, Fp8Padding of the tokens and of the probabilities to
+ *     multiples of 16 rows per expert and Fp8Unpadding of the output (one
+ *     pass each over routed h; moe_router_padding_for_quantization is off
+ *     by default, and forced-balance routing leaves counts unaligned).
+ * Bytes are c a hidden element; the probabilities, 4 bytes a row. */
+static void moe_glue_megatron(ab *x, plan_block *b, uint64_t ts, uint64_t sent, uint64_t routed,
+                              uint64_t local)
+{
+    uint64_t h = x->a->hidden, c = x->c, E = x->a->experts;
+    uint64_t scores = 3 * 2 * ts * E * 4, map = 3 * 2 * ts * E * 4;
+    uint64_t perm = ts * h * c + sent * (h * c + 4), rows = 2 * routed * (h * c + 4);
+    eltwise_k(x, b, scores, scores, 3, 3);                   /* router */
+    eltwise_k(x, b, map + perm, perm, 4, 1);                 /* permute */
+    eltwise_k(x, b, perm, map + perm, 1, 4);                 /* unpermute */
+    if (local > 1) eltwise_k(x, b, 2 * rows, 2 * rows, 4, 4); /* sort, unsort */
+    if (x->p->s->prec.compute == SPEC_DT_FP8) eltwise_k(x, b, 2 * rows, 2 * rows, 3, 3);
+}
+
 /* A rank holds E / ep experts, each split over its ETP group (1 / etp of
  * every expert FFN, Megatron-core's expert tensor parallel). It receives
  * from its EP group the tokens routed to its experts, on average its own
@@ -565,16 +597,21 @@ static void moe(ab *x, unsigned l)
     }
     for (uint64_t e = 0; e < a->shared_experts; e++) mlp_weights(x, b, fe / x->tp, t, true);
     /* Activations of the routed and shared experts; the routed tokens are
-     * permuted into expert order and back (a gather and a scatter). */
+     * permuted into expert order and back. */
     activation(x, b, routed, fl);
     if (a->shared_experts) activation(x, b, t * a->shared_experts, fe / x->tp);
-    eltwise(x, b, 4 * routed * h * x->c, 4 * routed * h * x->c);
+    if (x->p->s->shard.strategy == SPEC_MEGATRON) moe_glue_megatron(x, b, ts, sent, routed, local);
+    else eltwise(x, b, 4 * routed * h * x->c, 4 * routed * h * x->c); /* a gather, a scatter */
     residual(x, b);
     if (!b) return;
     uint64_t inter = spec_act_mats(a->act);
     keep(x, b, (ts * h + routed * h + routed * inter * fl +
                 t * a->shared_experts * inter * fe / x->tp) * x->c + ts * a->experts * 4);
     if (x->ep > 1) b->ep_bytes = sent * h * x->c;
+    if (x->ep > 1 && x->p->s->shard.strategy == SPEC_MEGATRON) {
+        b->ep_probs_bytes = sent * 4;
+        if (!x->p->s->par.moe_pad_to_capacity) b->ep_counts_bytes = a->experts * 8;
+    }
     if (x->etp > 1) b->etp_bytes = sent * x->etp * h * x->c;
     if (!a->shared_experts) b->tp_bytes = 0; /* routed tokens stay split over tp */
     blk_done(x, b);

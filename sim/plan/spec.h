@@ -627,6 +627,12 @@ typedef struct spec_parallel {
      * two micro-batches run layer by layer together, each one's expert
      * all-to-alls on their own stream under the other's computation. */
     bool moe_a2a_overlap;
+    /* Megatron-core's moe_pad_expert_input_to_capacity: each expert's input
+     * padded to its capacity (the model's capacity_factor), split sizes
+     * known ahead. Off (the dropless alltoall dispatcher): the per-expert
+     * counts are all-gathered over the EP group and the host waits for them
+     * before the all-to-all (DECISIONS 146). */
+    bool moe_pad_to_capacity;
     /* Megatron-LM's scatter_gather_tensors_in_pipeline: without sequence
      * parallel, a stage sends 1/tp of the activation and the receiver's TP
      * group all-gathers it. */

@@ -386,11 +386,39 @@ static uint32_t join(mp *m, prog_phase ph, uint32_t op, uint32_t also)
     return em_end(m->e);
 }
 
-/* Into a MoE block: the all-to-all over the EP group, then the ETP group's
- * all-gather of what arrived. */
-static uint32_t ep_in(mp *m, const plan_block *b, prog_phase ph, uint32_t dep, const char *a2a,
-                      const char *gather)
+/* Megatron-core's alltoall token dispatcher before it dispatches (token_
+ * dispatcher.py, MoEAlltoAllTokenDispatcher, core_r0.15 at 0d8e0714;
+ * DECISIONS 146): the router's tokens-per-expert all-reduce over the TP
+ * group (the aux loss), and, dropless, the all-gather of every rank's
+ * per-expert counts over the EP group, which the host waits for
+ * (d2h_event.synchronize() before the all-to-all, the split sizes being
+ * host values): a rank's host cannot issue the dispatch until the device
+ * has reached it. Padded to capacity, the sizes are known: no wait. */
+static uint32_t ep_preprocess(mp *m, const plan_block *b, prog_phase ph, uint32_t dep)
 {
+    if (!b->ep_counts_bytes) return dep;
+    const spec_arch *a = &m->pl->s->model.arch;
+    dep = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_REDUCE, m->g[G_TP], a->experts * 8, dep,
+                  "moe.tokens_per_expert.all_reduce", b->name);
+    dep = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_GATHER, m->g[G_EP],
+                  b->ep_counts_bytes * m->par->ep, dep, "ep.counts.all_gather", b->name);
+    em_begin(m->e, PROG_OP_HOST, PROG_HOST, ph, "ep.counts.synchronize.%s", b->name);
+    em_cost(m->e, 0, 0, 0);
+    em_dep(m->e, dep);
+    em_end(m->e);
+    return dep;
+}
+
+/* Into a MoE block: the all-to-all over the EP group (and the routing
+ * probabilities' when dispatching), then the ETP group's all-gather of
+ * what arrived. */
+static uint32_t ep_in(mp *m, const plan_block *b, prog_phase ph, uint32_t dep, const char *a2a,
+                      const char *gather, bool dispatch)
+{
+    if (dispatch) dep = ep_preprocess(m, b, ph, dep);
+    if (b->ep_bytes && dispatch && b->ep_probs_bytes)
+        dep = mp_coll(m, m->ep_stream, ph, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_probs_bytes,
+                      dep, "ep.dispatch_probs", b->name);
     if (b->ep_bytes)
         dep = mp_coll(m, m->ep_stream, ph, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes, dep,
                       a2a, b->name);
@@ -401,9 +429,10 @@ static uint32_t ep_in(mp *m, const plan_block *b, prog_phase ph, uint32_t dep, c
 }
 
 /* Out of a MoE block: the ETP group's reduce-scatter, then the all-to-all
- * back over the EP group. */
+ * back over the EP group (and, undoing a dispatch in backward, the
+ * probabilities' gradient's). */
 static uint32_t ep_out(mp *m, const plan_block *b, prog_phase ph, uint32_t op, const char *scatter,
-                       const char *a2a)
+                       const char *a2a, bool dispatch)
 {
     if (b->etp_bytes)
         op = mp_coll(m, PROG_TP, ph, PROG_COLL_REDUCE_SCATTER, m->g[G_ETP], b->etp_bytes, op,
@@ -411,6 +440,9 @@ static uint32_t ep_out(mp *m, const plan_block *b, prog_phase ph, uint32_t op, c
     if (b->ep_bytes)
         op = mp_coll(m, m->ep_stream, ph, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes, op,
                      a2a, b->name);
+    if (b->ep_bytes && dispatch && b->ep_probs_bytes)
+        op = mp_coll(m, m->ep_stream, ph, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_probs_bytes, op,
+                     "ep.dispatch_probs_grad", b->name);
     return op;
 }
 
@@ -430,7 +462,7 @@ static void fwd_pre(mp *m, blk *k)
     const plan_block *b = &m->pl->blocks[k->i];
     k->dep = tp_pre(m, b, PROG_PH_FORWARD, &k->rest);
     k->dep = cp_pre(m, b, PROG_PH_FORWARD, k->dep, &k->ring);
-    k->dep = ep_in(m, b, PROG_PH_FORWARD, k->dep, "ep.dispatch", "etp.all_gather");
+    k->dep = ep_in(m, b, PROG_PH_FORWARD, k->dep, "ep.dispatch", "etp.all_gather", true);
 }
 
 static void fwd_run(mp *m, blk *k)
@@ -441,7 +473,7 @@ static void fwd_run(mp *m, blk *k)
 static void fwd_post(mp *m, const blk *k)
 {
     const plan_block *b = &m->pl->blocks[k->i];
-    uint32_t op = ep_out(m, b, PROG_PH_FORWARD, k->dep, "etp.reduce_scatter", "ep.combine");
+    uint32_t op = ep_out(m, b, PROG_PH_FORWARD, k->dep, "etp.reduce_scatter", "ep.combine", false);
     m->dep = tp_post(m, b, PROG_PH_FORWARD, op, k->rest);
 }
 
@@ -464,8 +496,8 @@ static uint32_t recompute_colls(mp *m, const plan_block *b, uint32_t dep)
                                       ? b->cp_bytes / m->par->cp * (m->par->cp - 1)
                                       : b->cp_bytes,
                       dep, "recompute.cp.kv", b->name);
-    dep = ep_in(m, b, ph, dep, "recompute.ep.dispatch", "recompute.etp.all_gather");
-    dep = ep_out(m, b, ph, dep, "recompute.etp.reduce_scatter", "recompute.ep.combine");
+    dep = ep_in(m, b, ph, dep, "recompute.ep.dispatch", "recompute.etp.all_gather", true);
+    dep = ep_out(m, b, ph, dep, "recompute.etp.reduce_scatter", "recompute.ep.combine", false);
     if (b->tp_bytes)
         dep = mp_coll(m, PROG_TP, ph, sp ? PROG_COLL_REDUCE_SCATTER : PROG_COLL_ALL_REDUCE,
                       m->g[G_TP], b->tp_bytes, dep,
@@ -491,7 +523,7 @@ static void bwd_pre(mp *m, blk *k)
         }
     }
     dep = cp_pre(m, b, PROG_PH_BACKWARD, dep, &k->ring);
-    k->dep = ep_in(m, b, PROG_PH_BACKWARD, dep, "ep.combine_grad", "etp.all_gather_grad");
+    k->dep = ep_in(m, b, PROG_PH_BACKWARD, dep, "ep.combine_grad", "etp.all_gather_grad", false);
 }
 
 static void bwd_run(mp *m, blk *k)
@@ -504,7 +536,7 @@ static void bwd_post(mp *m, const blk *k)
 {
     const plan_block *b = &m->pl->blocks[k->i];
     uint32_t op = ep_out(m, b, PROG_PH_BACKWARD, k->dep, "etp.reduce_scatter_grad",
-                         "ep.dispatch_grad");
+                         "ep.dispatch_grad", true);
     if (is_attn(b) && b->cp_bytes && m->par->cp_comm == SPEC_CP_ALL_GATHER)
         op = mp_coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_REDUCE_SCATTER, m->g[G_CP],
                      b->cp_bytes, op, "cp.reduce_scatter_dkv", b->name);

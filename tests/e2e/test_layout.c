@@ -787,6 +787,64 @@ static void test_moe_a2a_overlap(void **state)
     }
 }
 
+/* Megatron-core's alltoall token dispatcher (DECISIONS 146), 8 MoE layers
+ * of 32 experts top 8, 4096 tokens, ep 16 over 2 nodes, 8 micro-batches:
+ * dropless, each forward dispatch all-gathers the per-expert counts over
+ * the EP group (32 experts x 8 bytes from each of 16 ranks) and the host
+ * waits for them (a HOST op on the all-gather); padded to capacity
+ * (moe_pad_to_capacity) neither. Both dispatch the fp32 routing
+ * probabilities beside the tokens (4 bytes a routed row, 4096 x 8 rows)
+ * and return their gradient in backward. Another runtime's layout
+ * (zero1) has none of these. The host's wait can only delay the step. */
+static uint64_t count_named(const run_result *r, prog_opkind kind, const char *prefix)
+{
+    uint64_t n = 0;
+    const prog_op *ops = prog_ops(r->p, 0);
+    for (uint32_t i = 0; i < prog_nops(r->p, 0); i++)
+        n += ops[i].kind == kind &&
+             !strncmp(prog_str_get(r->p, ops[i].name), prefix, strlen(prefix));
+    return n;
+}
+
+static void test_moe_dispatcher(void **state)
+{
+    (void)state;
+    const char *moe = "{\"name\": \"moe\", \"architecture\": {\"type\": \"transformer\", "
+                      "\"layers\": 8, \"hidden\": 2048, \"heads\": 16, \"kv_heads\": 4, "
+                      "\"ffn_hidden\": 4096, \"activation\": \"swiglu\", \"vocab\": 32000, "
+                      "\"norm\": \"rmsnorm\", \"moe\": {\"experts\": 32, \"top_k\": 8, "
+                      "\"expert_ffn_hidden\": 1024}}}";
+    const char *tr = "{\"micro_batch\": 1, \"seq_len\": 4096, \"grad_accum\": 8}";
+    static const char *const par[3] = {"{\"dp\": 16, \"ep\": 16}",
+                                       "{\"dp\": 16, \"ep\": 16, \"moe_pad_to_capacity\": true}",
+                                       "{\"dp\": 16, \"ep\": 16}"};
+    static const char *const strategy[3] = {"megatron", "megatron", "zero1"};
+    const uint64_t dispatches = 8 * 8, probs = 4096 * 8 * 4;
+    ss_ns step[3];
+    for (int k = 0; k < 3; k++) {
+        spec_scenario s;
+        load(moe, hgx(2), par[k], tr, strategy[k], &s);
+        run_result r;
+        run_of(&s, &r);
+        uint64_t gathered, pf, pb;
+        uint64_t ng = count_ops(&r, PROG_COLL_ALL_GATHER, "ep.counts.", &gathered);
+        uint64_t nw = count_named(&r, PROG_OP_HOST, "ep.counts.synchronize.");
+        uint64_t nb = count_ops(&r, PROG_COLL_ALL_TO_ALL, "ep.dispatch_probs_grad.", &pb);
+        uint64_t nf = count_ops(&r, PROG_COLL_ALL_TO_ALL, "ep.dispatch_probs.", &pf);
+        assert_int_equal(ng, k == 0 ? dispatches : 0);
+        assert_int_equal(nw, ng);
+        if (ng) assert_int_equal(gathered, dispatches * 32 * 8 * 16);
+        assert_int_equal(nf, k < 2 ? dispatches : 0);
+        assert_int_equal(nb, nf);
+        if (nf) assert_int_equal(pf, dispatches * probs), assert_int_equal(pb, pf);
+        step[k] = r.sum.step_ns;
+        run_fini(&r);
+        spec_scenario_fini(&s);
+    }
+    print_message("  step: dropless %.3f ms, padded %.3f ms\n", step[0] * 1e-6, step[1] * 1e-6);
+    assert_true(step[0] > step[1]);
+}
+
 /* Ring attention (cp_comm_type p2p) over cp = 4: each attention block
  * passes the other 3 of 4 KV chunks round the ring (forward) and KV with
  * its gradients (backward: twice), by send/recv; no all-gather or
@@ -883,6 +941,7 @@ int main(void)
         cmocka_unit_test(test_recompute_collectives),
         cmocka_unit_test(test_tp_comm_overlap),
         cmocka_unit_test(test_moe_a2a_overlap),
+        cmocka_unit_test(test_moe_dispatcher),
         cmocka_unit_test(test_cp_ring),
         cmocka_unit_test(test_rank_order),
     };

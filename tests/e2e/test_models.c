@@ -675,7 +675,10 @@ static ss_ns gemm8(const spec_device *d, uint64_t m, uint64_t k, uint64_t n)
 static ss_ns cast8_as(const plan *p, uint64_t e, uint32_t ways, bool fused)
 {
     ss_ns t = plan_mem_ns(p, e * ((fused ? 2 : 4) + ways));
-    ss_ns floor = (fused ? 1 : 2) * p->s->topo.device.kernel_min_ns;
+    /* current scaling: amax then cast (eager torchao), four kernels in
+     * Transformer Engine (zero the amax, amax, scale, cast) */
+    uint32_t k = fused ? 1 : p->s->shard.strategy == SPEC_MEGATRON ? 4 : 2;
+    ss_ns floor = k * p->s->topo.device.kernel_min_ns;
     return t > floor ? t : floor;
 }
 
@@ -697,10 +700,10 @@ static double floor_median(const plan *p, const double *meas, uint32_t (*dims)[4
     double e[400];
     double f0 = (double)p->s->topo.device.gemm_floor_ns * 1e-9;
     for (size_t i = 0; i < n; i++) {
-        ss_ns fwd, bwd;
-        plan_linear(p, false, dims[i][0], dims[i][1], dims[i][3], dims[i][2], &fwd, &bwd);
+        plan_lin lin;
+        plan_linear(p, false, dims[i][0], dims[i][1], dims[i][3], dims[i][2], &lin);
         double flops = 2.0 * dims[i][0] * dims[i][1] * dims[i][2] * dims[i][3];
-        double body = (double)fwd * 1e-9 - f0; /* the FLOPs at the curve */
+        double body = (double)lin.fwd * 1e-9 - f0; /* the FLOPs at the curve */
         double t = (with_floor ? f0 : 0.0) + body / s;
         e[i] = fabs(log(flops / t / meas[i]));
     }
@@ -888,27 +891,84 @@ static void test_fp8_linears(void **state)
     spec_scenario_fini(&sb), spec_scenario_fini(&s8);
 }
 
-static plan *megatron_plan(const char *compute, const char *recipe, spec_scenario *s)
+static plan *strategy_plan(const char *model, const char *strategy, const char *compute,
+                           const char *recipe, spec_scenario *s)
 {
     char fp8[64];
     snprintf(fp8, sizeof fp8, ", \"fp8\": {\"recipe\": \"%s\"}", recipe);
     char text[2048];
     snprintf(text, sizeof text,
-             "{\"name\": \"t\", \"model\": \"%s/models/llama3-8b.json\","
+             "{\"name\": \"t\", \"model\": \"%s/models/%s.json\","
              " \"topology\": \"%s/topologies/h100x8-hgx.json\", \"parallel\": {\"dp\": 8},"
              " \"training\": {\"micro_batch\": 1, \"seq_len\": 4096, \"grad_accum\": 4,"
              " \"kernels\": \"fused\"},"
              " \"precision\": {\"param\": \"bf16\", \"compute\": \"%s\", \"grad\": \"fp32\","
              " \"reduce\": \"fp32\", \"master\": \"fp32\", \"optimizer\": \"fp32\"%s},"
              " \"optimizer\": {\"type\": \"adamw\"},"
-             " \"sharding\": {\"strategy\": \"megatron\", \"use_distributed_optimizer\": true}}",
-             SS_SOURCE_DIR, SS_SOURCE_DIR, compute, strcmp(compute, "fp8") ? "" : fp8);
+             " \"sharding\": {\"strategy\": \"%s\"%s}}",
+             SS_SOURCE_DIR, model, SS_SOURCE_DIR, compute, strcmp(compute, "fp8") ? "" : fp8,
+             strategy, strcmp(strategy, "megatron") ? "" : ", \"use_distributed_optimizer\": true");
     ss_err err;
     ss_err_clear(&err);
     if (scn_load_text("t.json", text, strlen(text), NULL, 0, s, &err)) fail_msg("%s", err.msg);
     plan *p = NULL;
     assert_int_equal(plan_new(&p, s, NULL), SS_OK);
     return p;
+}
+
+static plan *megatron_plan(const char *compute, const char *recipe, spec_scenario *s)
+{
+    return strategy_plan("llama3-8b", "megatron", compute, recipe, s);
+}
+
+/* Megatron-core's MoE layer (DECISIONS 146) against another runtime's, on
+ * a Qwen3 30B-A3B layer (4096 tokens, h 2048, 128 experts of 768, top 8,
+ * all local: ep 1), fused kernels, bf16 unless said.
+ * - Memory-bound glue: the generic layer moves 4 routed h c bytes each way
+ *   in one kernel; Megatron's the router's 3 kernels, the fused permute's
+ *   4 and unpermute's 1, the expert sort and unsort's 4 each way, and under
+ *   fp8 the padding's 3 each way (sizes as plan_arch.c's moe_glue_megatron
+ *   lists them, worked again here).
+ * - GEMMs: TE's GroupedLinear runs one GEMM an expert over 4 streams: 128
+ *   kernels a grouped GEMM, 32 fixed times instead of 1.
+ * - fp8 current scaling (tensorwise) quantizes each expert's input on its
+ *   own in four kernels; delayed scaling in one multi-tensor kernel. */
+static void test_megatron_moe(void **state)
+{
+    (void)state;
+    spec_scenario sm, so, s8, sd;
+    plan *pm = strategy_plan("qwen3-30b-a3b", "megatron", "bf16", "", &sm);
+    plan *po = strategy_plan("qwen3-30b-a3b", "full_shard", "bf16", "", &so);
+    plan *p8 = strategy_plan("qwen3-30b-a3b", "megatron", "fp8", "tensorwise", &s8);
+    plan *pd = strategy_plan("qwen3-30b-a3b", "megatron", "fp8", "delayed", &sd);
+    const plan_block *m = plan_find(pm, "layers.0.moe"), *o = plan_find(po, "layers.0.moe");
+    const plan_block *c8 = plan_find(p8, "layers.0.moe"), *cd = plan_find(pd, "layers.0.moe");
+    assert_non_null(m), assert_non_null(o), assert_non_null(c8), assert_non_null(cd);
+    const uint64_t t = 4096, h = 2048, E = 128, k = 8, c = 2, sent = t * k, local = E;
+    assert_int_equal(m->fwd_flops, o->fwd_flops);
+    assert_int_equal(m->fwd_kernels - o->fwd_kernels, (12 - 1) + 3 * (local - 1));
+    assert_int_equal(m->bwd_kernels - o->bwd_kernels, (12 - 1) + 6 * (local - 1));
+    uint64_t scores = 6 * t * E * 4, perm = t * h * c + sent * (h * c + 4);
+    uint64_t rows = 2 * sent * (h * c + 4);
+    ss_ns glue_f = plan_kernels_ns(pm, scores, 3) + plan_kernels_ns(pm, scores + perm, 4) +
+                   plan_kernels_ns(pm, perm, 1) + plan_kernels_ns(pm, 2 * rows, 4);
+    ss_ns glue_b = plan_kernels_ns(pm, scores, 3) + plan_kernels_ns(pm, perm, 1) +
+                   plan_kernels_ns(pm, scores + perm, 4) + plan_kernels_ns(pm, 2 * rows, 4);
+    ss_ns generic = plan_kernels_ns(po, 4 * sent * h * c, 1);
+    ss_ns fl = pm->s->topo.device.gemm_floor_ns;
+    int64_t df = (int64_t)(m->fwd_ns - o->fwd_ns) - (int64_t)(glue_f - generic + 3 * 31 * fl);
+    int64_t db = (int64_t)(m->bwd_ns - o->bwd_ns) - (int64_t)(glue_b - generic + 6 * 31 * fl);
+    print_message("  Megatron - generic MoE layer - (glue + floors): %lld / %lld ns\n",
+                  (long long)df, (long long)db);
+    assert_true(llabs(df) <= 12 && llabs(db) <= 12); /* each term rounded to the ns */
+    /* fp8: 4 kernels an expert for each of the 3 inputs forward and 3
+     * output gradients backward, against 1 multi-tensor cast each */
+    assert_int_equal(c8->fwd_kernels - cd->fwd_kernels, 3 * (4 * local - 1));
+    assert_int_equal(c8->bwd_kernels - cd->bwd_kernels, 3 * (4 * local - 1));
+    assert_int_equal(cd->fwd_kernels - m->fwd_kernels, 3 + 3); /* the casts, the padding */
+    plan_free(pm), plan_free(po), plan_free(p8), plan_free(pd);
+    spec_scenario_fini(&sm), spec_scenario_fini(&so), spec_scenario_fini(&s8);
+    spec_scenario_fini(&sd);
 }
 
 /* Transformer Engine's fp8 linears (Megatron-core): the forward casts the
@@ -1041,6 +1101,7 @@ int main(void)
         cmocka_unit_test(test_moe_grouped_gemm),
         cmocka_unit_test(test_activations),
         cmocka_unit_test(test_fp8_linears), cmocka_unit_test(test_fp8_linears_te),
+        cmocka_unit_test(test_megatron_moe),
         cmocka_unit_test(test_selective_op),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
