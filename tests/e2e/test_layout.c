@@ -727,6 +727,13 @@ static bool fwd_a2a_under_bwd(const run_result *r)
     return false;
 }
 
+/* A MoE of 8 layers, 32 experts of 1024 top 8 (the MoE tests' model). */
+static const char *const moe = "{\"name\": \"moe\", \"architecture\": {\"type\": "
+                               "\"transformer\", \"layers\": 8, \"hidden\": 2048, \"heads\": 16, "
+                               "\"kv_heads\": 4, \"ffn_hidden\": 4096, \"activation\": \"swiglu\", "
+                               "\"vocab\": 32000, \"norm\": \"rmsnorm\", \"moe\": {\"experts\": 32, "
+                               "\"top_k\": 8, \"expert_ffn_hidden\": 1024}}}";
+
 /* parallel.moe_a2a_overlap (Megatron-core's combined 1F1B) reorders, it
  * moves nothing more: the same all-to-alls and bytes, now on the "ep"
  * stream, and in 1F1B's steady state a forward's all-to-all runs under
@@ -739,11 +746,6 @@ static bool fwd_a2a_under_bwd(const run_result *r)
 static void test_moe_a2a_overlap(void **state)
 {
     (void)state;
-    const char *moe = "{\"name\": \"moe\", \"architecture\": {\"type\": \"transformer\", "
-                      "\"layers\": 8, \"hidden\": 2048, \"heads\": 16, \"kv_heads\": 4, "
-                      "\"ffn_hidden\": 4096, \"activation\": \"swiglu\", \"vocab\": 32000, "
-                      "\"norm\": \"rmsnorm\", \"moe\": {\"experts\": 32, \"top_k\": 8, "
-                      "\"expert_ffn_hidden\": 1024}}}";
     static const char *const par[2][2] = {
         {"{\"dp\": 16, \"ep\": 16}", "{\"dp\": 16, \"ep\": 16, \"moe_a2a_overlap\": true}"},
         {"{\"dp\": 8, \"ep\": 8, \"pp\": 2, \"pipeline_schedule\": \"interleaved\", "
@@ -809,11 +811,6 @@ static uint64_t count_named(const run_result *r, prog_opkind kind, const char *p
 static void test_moe_dispatcher(void **state)
 {
     (void)state;
-    const char *moe = "{\"name\": \"moe\", \"architecture\": {\"type\": \"transformer\", "
-                      "\"layers\": 8, \"hidden\": 2048, \"heads\": 16, \"kv_heads\": 4, "
-                      "\"ffn_hidden\": 4096, \"activation\": \"swiglu\", \"vocab\": 32000, "
-                      "\"norm\": \"rmsnorm\", \"moe\": {\"experts\": 32, \"top_k\": 8, "
-                      "\"expert_ffn_hidden\": 1024}}}";
     const char *tr = "{\"micro_batch\": 1, \"seq_len\": 4096, \"grad_accum\": 8}";
     static const char *const par[3] = {"{\"dp\": 16, \"ep\": 16}",
                                        "{\"dp\": 16, \"ep\": 16, \"moe_pad_to_capacity\": true}",
