@@ -1387,11 +1387,17 @@ static int layout_check(js_node root, spec_scenario *s, ss_err *err)
         return par_fail(par, "moe_a2a_overlap", err, "moe_a2a_overlap with pp = %llu needs the "
                         "interleaved schedule (virtual_stages >= 2), as Megatron-core's combined "
                         "1F1B does", pp);
-    if (p->moe_pad_to_capacity && (!a->experts || s->shard.strategy != SPEC_MEGATRON))
+    if (p->moe_pad_to_capacity && !a->experts)
+        return par_fail(par, "moe_pad_to_capacity", err, "moe_pad_to_capacity pads each expert's "
+                        "input to its capacity: it needs a model with experts (this one has none)");
+    if (p->moe_pad_to_capacity && s->shard.strategy != SPEC_MEGATRON)
         return par_fail(par, "moe_pad_to_capacity", err, "moe_pad_to_capacity is Megatron-core's "
-                        "moe_pad_expert_input_to_capacity: it needs a model with experts and "
-                        "sharding.strategy \"megatron\" (the model has %llu experts; strategy "
-                        "\"%s\")", (ull)a->experts, spec_strategy_names[s->shard.strategy]);
+                        "moe_pad_expert_input_to_capacity: it needs sharding.strategy \"megatron\" "
+                        "(not \"%s\")", spec_strategy_names[s->shard.strategy]);
+    if (p->moe_pad_to_capacity && p->expert_imbalance > 1)
+        return par_fail(par, "expert_imbalance", err, "expert_imbalance %g with moe_pad_to_capacity: "
+                        "padded to capacity every expert computes exactly its capacity, so no rank "
+                        "is busier (leave expert_imbalance at 1)", p->expert_imbalance);
     if (p->moe_a2a_overlap && s->shard.strategy != SPEC_MEGATRON)
         return par_fail(par, "moe_a2a_overlap", err, "moe_a2a_overlap is Megatron-core's "
                         "overlap_moe_expert_parallel_comm: it needs sharding.strategy "

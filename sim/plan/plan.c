@@ -112,7 +112,7 @@ static double floor_s(const plan *p, spec_dtype dt)
  * grouped_gemm library) are one kernel. */
 #define TE_GEMM_STREAMS 4
 
-static double floors(const plan *p, uint64_t groups)
+static double te_fixed_times(const plan *p, uint64_t groups)
 {
     if (groups < 2 || p->s->shard.strategy != SPEC_MEGATRON) return 1.0;
     return (double)((groups + TE_GEMM_STREAMS - 1) / TE_GEMM_STREAMS);
@@ -129,7 +129,7 @@ static ss_ns roofline(const plan *p, spec_dtype dt, double rate, uint32_t in, ui
     double gr = (double)groups;
     double flops = 2.0 * (double)m * (double)k * (double)n * gr;
     double bytes = ((double)(m * k + k * n) * in + (double)(m * n) * out) * gr;
-    double tc = floor_s(p, dt) * floors(p, groups) + flops / rate;
+    double tc = floor_s(p, dt) * te_fixed_times(p, groups) + flops / rate;
     double tm = bytes / (d->hbm_bw_Bps * d->mem_efficiency);
     return dev_floor(d, ss_ns_from_s(tc > tm ? tc : tm));
 }
@@ -156,8 +156,8 @@ static ss_ns gemm8_ns(const plan *p, uint64_t groups, uint64_t m, uint64_t k, ui
 /* Casting e elements of a 16-bit tensor to fp8 for a GEMM, `ways` layouts
  * written (the backward needs a transposed copy for the weight gradient).
  * Dynamic (current) scaling needs the tensor's amax before its scale: an
- * amax pass (read 2) and a cast (read 2, write 1 per layout), two kernels,
- * in eager torchao and in Transformer Engine alike (TE's
+ * amax pass (read 2) and a cast (read 2, write 1 per layout), in eager
+ * torchao and in Transformer Engine alike (TE's
  * Float8CurrentScalingQuantizer: amax, scale, quantize; "amax ... can not
  * be fused with quantize kernel", transformer_engine/pytorch/csrc/
  * quantizer.cpp). One kernel reading 2 and writing 1 per layout where the
@@ -175,6 +175,8 @@ static bool cast8_fused(const plan *p)
     return delayed || (p->s->kernels != SPEC_KERNELS_EAGER && p->s->shard.strategy != SPEC_MEGATRON);
 }
 
+/* groups is a rank's local experts (at most 2^20 by the scenario's
+ * limits), so the counts fit 32 bits */
 static uint32_t cast8_kernels(const plan *p, uint64_t groups)
 {
     if (cast8_fused(p)) return 1;
@@ -188,7 +190,7 @@ static ss_ns cast8_ns(const plan *p, uint64_t groups, uint64_t e, uint32_t ways)
 }
 
 /* One GEMM of `groups` problems: TE's GroupedLinear a kernel a problem
- * (see floors), other grouped GEMMs one. */
+ * (see te_fixed_times), other grouped GEMMs one. */
 static uint32_t gemm_kernels(const plan *p, uint64_t groups)
 {
     return p->s->shard.strategy == SPEC_MEGATRON ? (uint32_t)groups : 1;

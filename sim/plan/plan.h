@@ -57,6 +57,8 @@ typedef struct plan_block {
                                 dispatched beside the tokens (their own all-to-all) */
     ss_bytes ep_counts_bytes; /* Megatron's dropless dispatcher: the per-expert token
                                  counts one rank adds to the EP group's all-gather */
+    ss_bytes moe_tpe_bytes;   /* Megatron's router, tp > 1: the tokens-per-expert
+                                 counts all-reduced over TP for the aux loss */
     ss_bytes etp_bytes;      /* etp > 1: the routed tokens its ETP group gathers */
     uint64_t expert_numel;   /* of numel: routed-expert parameters (EP-sharded) */
 } plan_block;
@@ -175,13 +177,16 @@ ss_ns plan_gemm_ns(const plan *p, uint64_t m, uint64_t k, uint64_t n);
  * recipe launches (plan.c, plan_linear), unless hp: a layer Float8 recipes
  * leave in 16 bits (the output head, the MoE router). `groups` such
  * layers (MoE experts) run as grouped GEMMs: `groups` times the FLOPs and
- * bytes after one fixed time (the device's gemm_floor) per kernel; one
- * kernel, except Transformer Engine's GroupedLinear under Megatron, a GEMM
- * a problem over 4 streams. The kernel counts are the GEMMs' and the
- * casts' launches a micro-batch (the host's issue). */
+ * bytes after the device's gemm_floor, once for one grouped kernel, or,
+ * for Transformer Engine's GroupedLinear under Megatron (a GEMM a problem
+ * over 4 streams), once per 4 problems; a calibration profile's GEMM curve
+ * includes the fixed time, so none is added then. */
 typedef struct plan_lin {
-    ss_ns fwd, bwd;
-    uint32_t fwd_kernels, bwd_kernels;
+    ss_ns fwd, bwd;          /* forward; backward's input and weight gradients */
+    uint32_t fwd_kernels;    /* launches a micro-batch, GEMMs and casts (the host's
+                                issue); Megatron's weight casts, made on a step's
+                                first micro-batch, are left out */
+    uint32_t bwd_kernels;
 } plan_lin;
 void plan_linear(const plan *p, bool hp, uint64_t groups, uint64_t m, uint64_t k, uint64_t n,
                  plan_lin *out);

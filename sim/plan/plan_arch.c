@@ -468,10 +468,12 @@ static void attention(ab *x, unsigned l)
         /* FlashAttention-2's backward: dot(dO, O), the main kernel, dQ's
          * conversion (flash-attn's run_mha_bwd) */
         b->fwd_kernels += 1, b->bwd_kernels += 3;
-        /* Megatron's selective recomputation checkpoints the core: with a
-         * fused kernel, Transformer Engine's DotProductAttention
-         * (checkpoint_core_attention) re-runs its forward in backward to
-         * rebuild the output it did not keep (DECISIONS 144) */
+        /* Selective recomputation (Megatron's, whichever runtime names it)
+         * checkpoints the core: a fused kernel re-runs its forward in
+         * backward to rebuild the output it did not keep, as Transformer
+         * Engine's DotProductAttention does under checkpoint_core_attention
+         * (DECISIONS 144); with cp > 1 the re-run's K and V exchange is not
+         * emitted again */
         if (x->p->s->recompute == SPEC_RECOMP_SELECTIVE) {
             b->bwd_flops += (uint64_t)core;
             b->bwd_ns += core_ns;
@@ -533,10 +535,11 @@ static void mlp(ab *x, unsigned l)
  *     (3 small kernels over the ts x E fp32 scores);
  *   permute (moe_permute_fusion): 3 row-id-map passes over the ts x E
  *     routing map and the permute reading ts h and writing sent h (and the
- *     fp32 probabilities); unpermute, its mirror, after the combine;
+ *     fp32 probabilities), one kernel back on the saved map in backward;
+ *     unpermute after the combine, one kernel each way;
  *   with more than one local expert, sort_chunks_by_idxs into expert order
- *     after the dispatch and back before the combine (2 kernels each,
- *     reading and writing routed h);
+ *     after the dispatch and back before the combine (a row-id map and the
+ *     sort forward, the sort alone backward, reading and writing routed h);
  *   with fp8 GEMMs, Fp8Padding of the tokens and of the probabilities to
  *     multiples of 16 rows per expert and Fp8Unpadding of the output (one
  *     pass each over routed h; moe_router_padding_for_quantization is off
@@ -546,12 +549,14 @@ static void moe_glue_megatron(ab *x, plan_block *b, uint64_t ts, uint64_t sent, 
                               uint64_t local)
 {
     uint64_t h = x->a->hidden, c = x->c, E = x->a->experts;
-    uint64_t scores = 3 * 2 * ts * E * 4, map = 3 * 2 * ts * E * 4;
+    /* three passes reading and writing a ts x E fp32 array: the router's
+     * scores, and in the same shape the permute's row-id maps */
+    uint64_t te = 3 * 2 * ts * E * 4;
     uint64_t perm = ts * h * c + sent * (h * c + 4), rows = 2 * routed * (h * c + 4);
-    eltwise_k(x, b, scores, scores, 3, 3);                   /* router */
-    eltwise_k(x, b, map + perm, perm, 4, 1);                 /* permute */
-    eltwise_k(x, b, perm, map + perm, 1, 4);                 /* unpermute */
-    if (local > 1) eltwise_k(x, b, 2 * rows, 2 * rows, 4, 4); /* sort, unsort */
+    eltwise_k(x, b, te, te, 3, 3);                           /* router */
+    eltwise_k(x, b, te + perm, perm, 4, 1);                  /* permute */
+    eltwise_k(x, b, perm, perm, 1, 1);                       /* unpermute */
+    if (local > 1) eltwise_k(x, b, 2 * rows, 2 * rows, 4, 2); /* sort, unsort */
     if (x->p->s->prec.compute == SPEC_DT_FP8) eltwise_k(x, b, 2 * rows, 2 * rows, 3, 3);
 }
 
@@ -608,9 +613,14 @@ static void moe(ab *x, unsigned l)
     keep(x, b, (ts * h + routed * h + routed * inter * fl +
                 t * a->shared_experts * inter * fe / x->tp) * x->c + ts * a->experts * 4);
     if (x->ep > 1) b->ep_bytes = sent * h * x->c;
-    if (x->ep > 1 && x->p->s->shard.strategy == SPEC_MEGATRON) {
-        b->ep_probs_bytes = sent * 4;
-        if (!x->p->s->par.moe_pad_to_capacity) b->ep_counts_bytes = a->experts * 8;
+    if (x->p->s->shard.strategy == SPEC_MEGATRON) {
+        /* the counts: E int64s a rank; the all-gather's group is Megatron's
+         * tp_ep group (etp x ep ranks), costed on the EP group (or the ETP
+         * group without EP) with its bytes */
+        if (x->ep > 1) b->ep_probs_bytes = sent * 4;
+        if ((x->ep > 1 || x->etp > 1) && !x->p->s->par.moe_pad_to_capacity)
+            b->ep_counts_bytes = a->experts * 8 * x->etp;
+        if (x->tp > 1) b->moe_tpe_bytes = a->experts * 8;
     }
     if (x->etp > 1) b->etp_bytes = sent * x->etp * h * x->c;
     if (!a->shared_experts) b->tp_bytes = 0; /* routed tokens stay split over tp */

@@ -396,13 +396,16 @@ static uint32_t join(mp *m, prog_phase ph, uint32_t op, uint32_t also)
  * has reached it. Padded to capacity, the sizes are known: no wait. */
 static uint32_t ep_preprocess(mp *m, const plan_block *b, prog_phase ph, uint32_t dep)
 {
+    bool re = ph == PROG_PH_BACKWARD; /* a full recomputation's forward */
+    dep = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_REDUCE, m->g[G_TP], b->moe_tpe_bytes, dep,
+                  re ? "recompute.moe.tokens_per_expert.all_reduce"
+                     : "moe.tokens_per_expert.all_reduce", b->name);
     if (!b->ep_counts_bytes) return dep;
-    const spec_arch *a = &m->pl->s->model.arch;
-    dep = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_REDUCE, m->g[G_TP], a->experts * 8, dep,
-                  "moe.tokens_per_expert.all_reduce", b->name);
-    dep = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_GATHER, m->g[G_EP],
-                  b->ep_counts_bytes * m->par->ep, dep, "ep.counts.all_gather", b->name);
-    em_begin(m->e, PROG_OP_HOST, PROG_HOST, ph, "ep.counts.synchronize.%s", b->name);
+    uint32_t g = m->par->ep > 1 ? m->g[G_EP] : m->g[G_ETP];
+    dep = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_GATHER, g, b->ep_counts_bytes * m->par->ep, dep,
+                  re ? "recompute.ep.counts.all_gather" : "ep.counts.all_gather", b->name);
+    em_begin(m->e, PROG_OP_HOST, PROG_HOST, ph, "%sep.counts.synchronize.%s", re ? "recompute." : "",
+             b->name);
     em_cost(m->e, 0, 0, 0);
     em_dep(m->e, dep);
     em_end(m->e);
@@ -418,7 +421,8 @@ static uint32_t ep_in(mp *m, const plan_block *b, prog_phase ph, uint32_t dep, c
     if (dispatch) dep = ep_preprocess(m, b, ph, dep);
     if (b->ep_bytes && dispatch && b->ep_probs_bytes)
         dep = mp_coll(m, m->ep_stream, ph, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_probs_bytes,
-                      dep, "ep.dispatch_probs", b->name);
+                      dep, ph == PROG_PH_BACKWARD ? "recompute.ep.dispatch_probs" : "ep.dispatch_probs",
+                      b->name);
     if (b->ep_bytes)
         dep = mp_coll(m, m->ep_stream, ph, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes, dep,
                       a2a, b->name);

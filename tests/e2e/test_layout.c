@@ -789,15 +789,6 @@ static void test_moe_a2a_overlap(void **state)
     }
 }
 
-/* Megatron-core's alltoall token dispatcher (DECISIONS 146), 8 MoE layers
- * of 32 experts top 8, 4096 tokens, ep 16 over 2 nodes, 8 micro-batches:
- * dropless, each forward dispatch all-gathers the per-expert counts over
- * the EP group (32 experts x 8 bytes from each of 16 ranks) and the host
- * waits for them (a HOST op on the all-gather); padded to capacity
- * (moe_pad_to_capacity) neither. Both dispatch the fp32 routing
- * probabilities beside the tokens (4 bytes a routed row, 4096 x 8 rows)
- * and return their gradient in backward. Another runtime's layout
- * (zero1) has none of these. The host's wait can only delay the step. */
 static uint64_t count_named(const run_result *r, prog_opkind kind, const char *prefix)
 {
     uint64_t n = 0;
@@ -808,6 +799,42 @@ static uint64_t count_named(const run_result *r, prog_opkind kind, const char *p
     return n;
 }
 
+/* Rank 0's dispatches against its counts all-gathers, in program order:
+ * each HOST wait depends on the all-gather before it, and the host issues
+ * the tokens' all-to-all that follows only once that all-gather ended (a
+ * dependency alone would hold its start back, not its issue). */
+static void host_waits_for_counts(const run_result *r)
+{
+    const prog_op *ops = prog_ops(r->p, 0);
+    const uint32_t *deps = prog_deps(r->p, 0);
+    uint32_t gather = UINT32_MAX, waits = 0, checked = 0;
+    for (uint32_t i = 0; i < prog_nops(r->p, 0); i++) {
+        const char *name = prog_str_get(r->p, ops[i].name);
+        if (!strncmp(name, "ep.counts.all_gather.", 21)) gather = i;
+        if (!strncmp(name, "ep.counts.synchronize.", 22)) {
+            assert_int_equal(ops[i].kind, PROG_OP_HOST);
+            assert_int_equal(ops[i].ndep, 1);
+            assert_int_equal(deps[ops[i].dep0], gather);
+            waits++;
+        }
+        if (!strncmp(name, "ep.dispatch.", 12) && gather != UINT32_MAX) {
+            assert_true(r->t->ops[0][i].issue >= r->t->ops[0][gather].end);
+            checked++;
+        }
+    }
+    assert_true(waits > 0 && checked == waits);
+}
+
+/* Megatron-core's alltoall token dispatcher (DECISIONS 146), 8 MoE layers
+ * of 32 experts top 8, 4096 tokens, ep 16 over 2 nodes, 8 micro-batches:
+ * dropless, each forward dispatch all-gathers the per-expert counts over
+ * the EP group (32 experts x 8 bytes from each of 16 ranks) and the host
+ * waits for them (a HOST op on the all-gather); padded to capacity
+ * (moe_pad_to_capacity) neither. Both dispatch the fp32 routing
+ * probabilities beside the tokens (4 bytes a routed row, 4096 x 8 rows)
+ * and return their gradient in backward. Another runtime's layout
+ * (zero1) has none of these. The host waits for the all-gather: its op
+ * depends on it, and no dispatch is issued before that all-gather ends. */
 static void test_moe_dispatcher(void **state)
 {
     (void)state;
@@ -834,6 +861,7 @@ static void test_moe_dispatcher(void **state)
         assert_int_equal(nf, k < 2 ? dispatches : 0);
         assert_int_equal(nb, nf);
         if (nf) assert_int_equal(pf, dispatches * probs), assert_int_equal(pb, pf);
+        if (ng) host_waits_for_counts(&r);
         step[k] = r.sum.step_ns;
         run_fini(&r);
         spec_scenario_fini(&s);
