@@ -551,10 +551,10 @@ static void moe_glue_megatron(ab *x, plan_block *b, uint64_t ts, uint64_t sent, 
     uint64_t h = x->a->hidden, c = x->c, E = x->a->experts;
     /* three passes reading and writing a ts x E fp32 array: the router's
      * scores, and in the same shape the permute's row-id maps */
-    uint64_t te = 3 * 2 * ts * E * 4;
+    uint64_t scores = 3 * 2 * ts * E * 4;
     uint64_t perm = ts * h * c + sent * (h * c + 4), rows = 2 * routed * (h * c + 4);
-    eltwise_k(x, b, te, te, 3, 3);                           /* router */
-    eltwise_k(x, b, te + perm, perm, 4, 1);                  /* permute */
+    eltwise_k(x, b, scores, scores, 3, 3);                   /* router */
+    eltwise_k(x, b, scores + perm, perm, 4, 1);              /* permute */
     eltwise_k(x, b, perm, perm, 1, 1);                       /* unpermute */
     if (local > 1) eltwise_k(x, b, 2 * rows, 2 * rows, 4, 2); /* sort, unsort */
     if (x->p->s->prec.compute == SPEC_DT_FP8) eltwise_k(x, b, 2 * rows, 2 * rows, 3, 3);
