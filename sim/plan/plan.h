@@ -54,7 +54,8 @@ typedef struct plan_block {
     ss_bytes cp_bytes;       /* cp > 1: the KV its attention gathers over cp */
     ss_bytes ep_bytes;       /* ep > 1: what one rank dispatches (and combines) */
     ss_bytes ep_probs_bytes; /* Megatron, ep > 1: the fp32 routing probabilities
-                                dispatched beside the tokens (their own all-to-all) */
+                                dispatched beside the tokens (their own all-to-all,
+                                costed with the tokens': mp.c dispatch_bytes) */
     ss_bytes ep_counts_bytes; /* Megatron's dropless dispatcher: the per-expert token
                                  counts one rank adds to the EP group's all-gather */
     ss_bytes moe_tpe_bytes;   /* Megatron's router, tp > 1: the tokens-per-expert

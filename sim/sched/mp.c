@@ -412,20 +412,25 @@ static uint32_t ep_preprocess(mp *m, const plan_block *b, prog_phase ph, uint32_
     return dep;
 }
 
-/* Into a MoE block: the all-to-all over the EP group (and the routing
- * probabilities' when dispatching), then the ETP group's all-gather of
- * what arrived. */
+/* A dispatch's all-to-all bytes: the tokens', and Megatron's fp32 routing
+ * probabilities', which it sends by an all-to-all of their own right after
+ * on the same stream and group; costed as one collective (the second
+ * call's launch latency, tens of microseconds, left out: one op less per
+ * layer and micro-batch). */
+static ss_bytes dispatch_bytes(const plan_block *b, bool dispatch)
+{
+    return b->ep_bytes + (dispatch ? b->ep_probs_bytes : 0);
+}
+
+/* Into a MoE block: the all-to-all over the EP group, then the ETP group's
+ * all-gather of what arrived. */
 static uint32_t ep_in(mp *m, const plan_block *b, prog_phase ph, uint32_t dep, const char *a2a,
                       const char *gather, bool dispatch)
 {
     if (dispatch) dep = ep_preprocess(m, b, ph, dep);
-    if (b->ep_bytes && dispatch && b->ep_probs_bytes)
-        dep = mp_coll(m, m->ep_stream, ph, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_probs_bytes,
-                      dep, ph == PROG_PH_BACKWARD ? "recompute.ep.dispatch_probs" : "ep.dispatch_probs",
-                      b->name);
     if (b->ep_bytes)
-        dep = mp_coll(m, m->ep_stream, ph, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes, dep,
-                      a2a, b->name);
+        dep = mp_coll(m, m->ep_stream, ph, PROG_COLL_ALL_TO_ALL, m->g[G_EP],
+                      dispatch_bytes(b, dispatch), dep, a2a, b->name);
     if (b->etp_bytes)
         dep = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_GATHER, m->g[G_ETP], b->etp_bytes, dep, gather,
                       b->name);
@@ -433,8 +438,8 @@ static uint32_t ep_in(mp *m, const plan_block *b, prog_phase ph, uint32_t dep, c
 }
 
 /* Out of a MoE block: the ETP group's reduce-scatter, then the all-to-all
- * back over the EP group (and, undoing a dispatch in backward, the
- * probabilities' gradient's). */
+ * back over the EP group (undoing a dispatch in backward, with the
+ * probabilities' gradient). */
 static uint32_t ep_out(mp *m, const plan_block *b, prog_phase ph, uint32_t op, const char *scatter,
                        const char *a2a, bool dispatch)
 {
@@ -442,11 +447,8 @@ static uint32_t ep_out(mp *m, const plan_block *b, prog_phase ph, uint32_t op, c
         op = mp_coll(m, PROG_TP, ph, PROG_COLL_REDUCE_SCATTER, m->g[G_ETP], b->etp_bytes, op,
                      scatter, b->name);
     if (b->ep_bytes)
-        op = mp_coll(m, m->ep_stream, ph, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_bytes, op,
-                     a2a, b->name);
-    if (b->ep_bytes && dispatch && b->ep_probs_bytes)
-        op = mp_coll(m, m->ep_stream, ph, PROG_COLL_ALL_TO_ALL, m->g[G_EP], b->ep_probs_bytes, op,
-                     "ep.dispatch_probs_grad", b->name);
+        op = mp_coll(m, m->ep_stream, ph, PROG_COLL_ALL_TO_ALL, m->g[G_EP],
+                     dispatch_bytes(b, dispatch), op, a2a, b->name);
     return op;
 }
 

@@ -831,8 +831,9 @@ static void host_waits_for_counts(const run_result *r)
  * the EP group (32 experts x 8 bytes from each of 16 ranks) and the host
  * waits for them (a HOST op on the all-gather); padded to capacity
  * (moe_pad_to_capacity) neither. Both dispatch the fp32 routing
- * probabilities beside the tokens (4 bytes a routed row, 4096 x 8 rows)
- * and return their gradient in backward. Another runtime's layout
+ * probabilities beside the tokens (4 bytes a routed row, 4096 x 8 rows:
+ * the dispatch's bytes less the combine's) and return their gradient in
+ * backward. Another runtime's layout
  * (zero1) has none of these. The host waits for the all-gather: its op
  * depends on it, and no dispatch is issued before that all-gather ends. */
 static void test_moe_dispatcher(void **state)
@@ -850,17 +851,21 @@ static void test_moe_dispatcher(void **state)
         load(moe, hgx(2), par[k], tr, strategy[k], &s);
         run_result r;
         run_of(&s, &r);
-        uint64_t gathered, pf, pb;
+        uint64_t gathered, df, db, cf, cb;
         uint64_t ng = count_ops(&r, PROG_COLL_ALL_GATHER, "ep.counts.", &gathered);
         uint64_t nw = count_named(&r, PROG_OP_HOST, "ep.counts.synchronize.");
-        uint64_t nb = count_ops(&r, PROG_COLL_ALL_TO_ALL, "ep.dispatch_probs_grad.", &pb);
-        uint64_t nf = count_ops(&r, PROG_COLL_ALL_TO_ALL, "ep.dispatch_probs.", &pf);
+        uint64_t nd = count_ops(&r, PROG_COLL_ALL_TO_ALL, "ep.dispatch.", &df);
+        count_ops(&r, PROG_COLL_ALL_TO_ALL, "ep.dispatch_grad.", &db);
+        count_ops(&r, PROG_COLL_ALL_TO_ALL, "ep.combine.", &cf);
+        count_ops(&r, PROG_COLL_ALL_TO_ALL, "ep.combine_grad.", &cb);
         assert_int_equal(ng, k == 0 ? dispatches : 0);
         assert_int_equal(nw, ng);
         if (ng) assert_int_equal(gathered, dispatches * 32 * 8 * 16);
-        assert_int_equal(nf, k < 2 ? dispatches : 0);
-        assert_int_equal(nb, nf);
-        if (nf) assert_int_equal(pf, dispatches * probs), assert_int_equal(pb, pf);
+        assert_int_equal(nd, dispatches);
+        /* the dispatches carry the probabilities beside the tokens, the
+         * combines the tokens alone */
+        assert_int_equal(df - cf, k < 2 ? dispatches * probs : 0);
+        assert_int_equal(db - cb, df - cf);
         if (ng) host_waits_for_counts(&r);
         step[k] = r.sum.step_ns;
         run_fini(&r);
