@@ -112,9 +112,12 @@ static double floor_s(const plan *p, spec_dtype dt)
  * grouped_gemm library) are one kernel. */
 #define TE_GEMM_STREAMS 4
 
+/* Megatron-core runs its linears as Transformer Engine's modules. */
+static bool te(const plan *p) { return p->s->shard.strategy == SPEC_MEGATRON; }
+
 static double te_fixed_times(const plan *p, uint64_t groups)
 {
-    if (groups < 2 || p->s->shard.strategy != SPEC_MEGATRON) return 1.0;
+    if (groups < 2 || !te(p)) return 1.0;
     return (double)((groups + TE_GEMM_STREAMS - 1) / TE_GEMM_STREAMS);
 }
 
@@ -172,7 +175,7 @@ static ss_ns gemm8_ns(const plan *p, uint64_t groups, uint64_t m, uint64_t k, ui
 static bool cast8_fused(const plan *p)
 {
     bool delayed = p->s->prec.fp8_recipe == SPEC_FP8_DELAYED;
-    return delayed || (p->s->kernels != SPEC_KERNELS_EAGER && p->s->shard.strategy != SPEC_MEGATRON);
+    return delayed || (p->s->kernels != SPEC_KERNELS_EAGER && !te(p));
 }
 
 /* groups is a rank's local experts (at most 2^20 by the scenario's
@@ -180,7 +183,7 @@ static bool cast8_fused(const plan *p)
 static uint32_t cast8_kernels(const plan *p, uint64_t groups)
 {
     if (cast8_fused(p)) return 1;
-    return p->s->shard.strategy == SPEC_MEGATRON ? 4 * (uint32_t)groups : 2;
+    return te(p) ? 4 * (uint32_t)groups : 2;
 }
 
 static ss_ns cast8_ns(const plan *p, uint64_t groups, uint64_t e, uint32_t ways)
@@ -193,7 +196,7 @@ static ss_ns cast8_ns(const plan *p, uint64_t groups, uint64_t e, uint32_t ways)
  * (see te_fixed_times), other grouped GEMMs one. */
 static uint32_t gemm_kernels(const plan *p, uint64_t groups)
 {
-    return p->s->shard.strategy == SPEC_MEGATRON ? (uint32_t)groups : 1;
+    return te(p) ? (uint32_t)groups : 1;
 }
 
 void plan_linear(const plan *p, bool hp, uint64_t groups, uint64_t m, uint64_t k, uint64_t n,
@@ -207,7 +210,7 @@ void plan_linear(const plan *p, bool hp, uint64_t groups, uint64_t m, uint64_t k
     }
     uint64_t g = groups; /* the casts cover every group's tensors */
     uint32_t ck = cast8_kernels(p, groups);
-    if (p->s->shard.strategy == SPEC_MEGATRON) {
+    if (te(p)) {
         /* Transformer Engine (Megatron-core's fp8): the forward casts the
          * input in both layouts at once and keeps them for the backward, and
          * the weight's two fp8 layouts are made on a step's first micro-
