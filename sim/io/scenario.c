@@ -1288,6 +1288,24 @@ static int ds_layout_check(js_node root, const spec_scenario *s, ss_err *err)
     return SS_OK;
 }
 
+/* moe_a2a_overlap over no expert parallelism: nothing to hide. */
+static int a2a_overlap_needs_ep(js_node par, uint32_t ep, ss_err *err)
+{
+    return par_fail(par, "moe_a2a_overlap", err, "moe_a2a_overlap hides the expert all-to-alls "
+                    "of one micro-batch under another's computation: it needs ep above 1 (ep = "
+                    "%u)", ep);
+}
+
+/* A key that is a Megatron-core option (named `option` there) under
+ * another runtime. */
+static int megatron_only(js_node par, const char *key, const char *option,
+                         const spec_scenario *s, ss_err *err)
+{
+    return par_fail(par, key, err, "%s is Megatron-core's %s: it needs sharding.strategy "
+                    "\"megatron\" (not \"%s\")", key, option,
+                    spec_strategy_names[s->shard.strategy]);
+}
+
 /* What a layout needs from the model and the batch: every divisibility a
  * runtime would refuse (Megatron-core's checks), named at the key. */
 static int layout_check(js_node root, spec_scenario *s, ss_err *err)
@@ -1303,10 +1321,7 @@ static int layout_check(js_node root, spec_scenario *s, ss_err *err)
         if (p->sequence_parallel || p->virtual_stages > 1 || p->schedule != SPEC_PP_ONE_F_ONE_B)
             return js_failf(par, err, "sequence_parallel, pipeline_schedule and virtual_stages "
                                       "need tp, cp or pp above 1");
-        if (p->moe_a2a_overlap)
-            return par_fail(par, "moe_a2a_overlap", err, "moe_a2a_overlap hides the expert "
-                            "all-to-alls of one micro-batch under another's computation: it "
-                            "needs ep above 1 (ep = 1)");
+        if (p->moe_a2a_overlap) return a2a_overlap_needs_ep(par, p->ep, err);
         return SS_OK;
     }
     if (!s->model.is_arch)
@@ -1379,10 +1394,7 @@ static int layout_check(js_node root, spec_scenario *s, ss_err *err)
         return par_fail(par, "etp", err, "ep x etp = %llu does not divide a stage's tp x cp x "
                         "dp = %llu ranks (experts regroup them as etp x ep x expert dp)",
                         (ull)p->ep * p->etp, (ull)stage);
-    if (p->moe_a2a_overlap && p->ep == 1)
-        return par_fail(par, "moe_a2a_overlap", err, "moe_a2a_overlap hides the expert "
-                        "all-to-alls of one micro-batch under another's computation: it needs "
-                        "ep above 1 (ep = %llu)", ep);
+    if (p->moe_a2a_overlap && p->ep == 1) return a2a_overlap_needs_ep(par, p->ep, err);
     if (p->moe_a2a_overlap && p->pp > 1 && p->virtual_stages < 2)
         return par_fail(par, "moe_a2a_overlap", err, "moe_a2a_overlap with pp = %llu needs the "
                         "interleaved schedule (virtual_stages >= 2), as Megatron-core's combined "
@@ -1391,17 +1403,13 @@ static int layout_check(js_node root, spec_scenario *s, ss_err *err)
         return par_fail(par, "moe_pad_to_capacity", err, "moe_pad_to_capacity pads each expert's "
                         "input to its capacity: it needs a model with experts (this one has none)");
     if (p->moe_pad_to_capacity && s->shard.strategy != SPEC_MEGATRON)
-        return par_fail(par, "moe_pad_to_capacity", err, "moe_pad_to_capacity is Megatron-core's "
-                        "moe_pad_expert_input_to_capacity: it needs sharding.strategy \"megatron\" "
-                        "(not \"%s\")", spec_strategy_names[s->shard.strategy]);
+        return megatron_only(par, "moe_pad_to_capacity", "moe_pad_expert_input_to_capacity", s, err);
     if (p->moe_pad_to_capacity && p->expert_imbalance > 1)
         return par_fail(par, "expert_imbalance", err, "expert_imbalance %g with moe_pad_to_capacity: "
                         "padded to capacity every expert computes exactly its capacity, so no rank "
                         "is busier (leave expert_imbalance at 1)", p->expert_imbalance);
     if (p->moe_a2a_overlap && s->shard.strategy != SPEC_MEGATRON)
-        return par_fail(par, "moe_a2a_overlap", err, "moe_a2a_overlap is Megatron-core's "
-                        "overlap_moe_expert_parallel_comm: it needs sharding.strategy "
-                        "\"megatron\" (not \"%s\")", spec_strategy_names[s->shard.strategy]);
+        return megatron_only(par, "moe_a2a_overlap", "overlap_moe_expert_parallel_comm", s, err);
     if (a->experts && p->tp > 1 && !p->sequence_parallel)
         return par_fail(par, "sequence_parallel", err, "MoE layers with tp = %llu need "
                         "sequence_parallel (as Megatron-core requires)", tp);
