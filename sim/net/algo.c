@@ -870,6 +870,12 @@ static double channel_cap(const topo *g, const algo_shape *s, prog_coll c, uint3
     return per * 1e9 * s->channels * ratio;
 }
 
+/* Lower *cap to c where c is a ceiling (above 0) and the tighter one. */
+static void tighten(double *cap, double c)
+{
+    if (c > 0 && (*cap == 0 || c < *cap)) *cap = c;
+}
+
 algo_cost algo_cost_of(const topo *g, const algo_shape *s, prog_coll c, uint32_t n,
                        algo_proto p, ss_bytes bytes)
 {
@@ -882,10 +888,8 @@ algo_cost algo_cost_of(const topo *g, const algo_shape *s, prog_coll c, uint32_t
     /* a hard ceiling of the channels' CTAs, not corrected at medium sizes
      * like the links' rate (NCCL's tuner corrects both; the corpus's one
      * forced-tree log reaches the cap uncorrected: DECISIONS.md 95) */
-    double ch = channel_cap(g, s, c, n, p) * k.wscale;
-    if (ch > 0 && (k.wire_cap == 0 || ch < k.wire_cap)) k.wire_cap = ch;
-    double sw = nvls_cap(g, s, n) * k.wscale;
-    if (sw > 0 && (k.wire_cap == 0 || sw < k.wire_cap)) k.wire_cap = sw;
+    tighten(&k.wire_cap, channel_cap(g, s, c, n, p) * k.wscale);
+    tighten(&k.wire_cap, nvls_cap(g, s, n) * k.wscale);
     for (uint32_t i = 0; i < s->nphase; i++) {
         k.iso_rate[i] = iso_rate(g, s->use[i], s->nuse[i], k.wscale);
         if (k.wire_cap > 0 && k.wire_cap / k.wscale < k.iso_rate[i])
