@@ -211,7 +211,7 @@ int coll_cmd(int argc, char **argv)
         rc = coll_compare(o.topo, &o.net, o.compare, o.op, o.table, o.ranks, o.nodes, &tabs, &n,
                           &err);
     } else {
-        uint32_t ranks = o.ranks ? o.ranks : t.nodes * t.gpus_per_node;
+        uint32_t ranks = o.ranks ? o.ranks : t.nodes * spec_topo_rpn(&t);
         rc = coll_sweep(o.topo, &o.net, c, ranks, t.nodes, o.b, o.e, o.f, &one, &err);
         if (!rc) {
             tabs = &one;

@@ -244,7 +244,7 @@ typedef struct base {
     uint64_t capacity; /* bytes; 0 = unlimited */
     uint64_t usable;   /* what a rank may reserve and fit (sum_usable_of) */
     spec_strategy strategy; /* the scenario's runtime (its sharding knobs are its own) */
-    uint32_t gpus, gpus_per_node; /* the topology's */
+    uint32_t gpus, gpus_per_node; /* the topology's, as the job takes them (ranks_per_node) */
     uint64_t micro_batch;
     bool offloads;     /* the optimizer step is already on the host */
 } base;
@@ -408,17 +408,18 @@ static int prepare(opts *o, base *b, ss_err *err)
     spec_scenario s;
     int rc = scn_load(o->scenario, o->sets, o->nsets, &s, err);
     if (rc) return rc;
-    uint64_t gpus = (uint64_t)s.topo.nodes * s.topo.gpus_per_node;
+    uint64_t gpus = (uint64_t)s.topo.nodes * spec_topo_rpn(&s.topo);
     if (o->sp.world > gpus)
-        rc = ss_fail(err, SS_E_INPUT, "--world", "%u GPUs, but topology %s has %llu",
-                     o->sp.world, s.topo.name, (unsigned long long)gpus);
+        rc = ss_fail(err, SS_E_INPUT, "--world", "%u GPUs, but topology %s has %llu%s",
+                     o->sp.world, s.topo.name, (unsigned long long)gpus,
+                     spec_topo_rpn(&s.topo) < s.topo.gpus_per_node ? " at its ranks_per_node" : "");
     search_defaults(&o->sp, &s);
     snprintf(b->name, sizeof b->name, "%s", s.name);
     snprintf(b->topo, sizeof b->topo, "%s", s.topo.name);
     b->capacity = s.capacity_bytes;
     b->usable = sum_usable_of(&s);
     b->strategy = s.shard.strategy;
-    b->gpus = (uint32_t)gpus, b->gpus_per_node = s.topo.gpus_per_node;
+    b->gpus = (uint32_t)gpus, b->gpus_per_node = spec_topo_rpn(&s.topo);
     b->micro_batch = s.micro_batch;
     b->offloads = s.off.optimizer != SPEC_OFF_NONE;
     spec_scenario_fini(&s);

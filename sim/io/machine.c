@@ -499,9 +499,11 @@ int mach_from_node(js_node n, uint32_t nodes_override, spec_topology *t, ss_err 
     int rc = js_want_obj(n, err);
     if (rc || (rc = js_keys_check(n, JS_KEYS("name", "source", "nodes", "gpus_per_node",
                                              "intra_node", "inter_node", "node", "fabric",
-                                             "device", "nccl_version"), err)) ||
+                                             "device", "nccl_version", "ranks_per_node"),
+                                 err)) ||
         (rc = js_copy_name(n, "name", true, t->name, err)) ||
         (rc = load_counts(n, nodes_override, t, err)) ||
+        (rc = mach_set_ranks_per_node(n, t, err)) ||
         (rc = mach_nccl_version(n, &t->nccl, err)))
         return rc;
     if (graph) {
@@ -541,6 +543,19 @@ int mach_set_fabric(js_node n, spec_topology *t, ss_err *err)
     int rc = load_fabric(n, t, err);
     if (rc) t->fabric = keep;
     return rc;
+}
+
+int mach_set_ranks_per_node(js_node n, spec_topology *t, ss_err *err)
+{
+    js_node k;
+    uint64_t v;
+    int rc = js_u64(n, "ranks_per_node", false, t->gpus_per_node, 1, 1024, &v, err);
+    if (rc || !js_get(n, "ranks_per_node", &k)) return rc;
+    if (v > t->gpus_per_node)
+        return js_failf(k, err, "expected at most the %u GPUs of a node (gpus_per_node), "
+                        "found %llu", t->gpus_per_node, (unsigned long long)v);
+    t->ranks_per_node = (uint32_t)v;
+    return SS_OK;
 }
 
 int mach_load(const char *file, uint32_t nodes_override, spec_topology *t, ss_err *err)

@@ -28,6 +28,10 @@ int mach_set_device(js_node n, spec_topology *t, ss_err *err);
  * topology file's), for a graph topology whose nodes are joined otherwise
  * than the file says. On error t's fabric is untouched. */
 int mach_set_fabric(js_node n, spec_topology *t, ss_err *err);
+/* t's ranks_per_node from n["ranks_per_node"] where n has it (1 to the
+ * node's GPUs: a job that takes only the first GPUs of each node, as a
+ * scheduler's segments place it), else left as it is. */
+int mach_set_ranks_per_node(js_node n, spec_topology *t, ss_err *err);
 
 /* n["nccl_version"] ("2.27.3", "2.27" or a code) as a version code (spec.h,
  * SPEC_NCCL_*), 0 when n has no such key; the topology file's key and the

@@ -571,13 +571,14 @@ static int load_hybrid(js_node root, spec_scenario *s, ss_err *err)
                                     "hybrid_shard_zero2 or fsdp2");
         return SS_OK;
     }
-    uint32_t def = fsdp2 || s->topo.gpus_per_node >= s->dp ? s->dp : s->topo.gpus_per_node;
+    uint32_t gpn = spec_topo_rpn(&s->topo); /* the ranks one node holds */
+    uint32_t def = fsdp2 || gpn >= s->dp ? s->dp : gpn;
     if (spec_model_parallel(&s->par) && !fsdp2) {
         /* In a layout the ranks of a dp group are tp cp pp apart: shard
          * over the dp ranks one node holds (at least one), as HYBRID_SHARD
          * shards within a node. */
         uint64_t per = (uint64_t)s->par.tp * s->par.cp * s->par.pp;
-        def = per < s->topo.gpus_per_node ? (uint32_t)(s->topo.gpus_per_node / per) : 1;
+        def = per < gpn ? (uint32_t)(gpn / per) : 1;
         while (s->dp % def) def--;
     }
     uint64_t size;
@@ -1488,24 +1489,27 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
     s->dp = (uint32_t)dp;
     s->micro_batch = mb;
     if ((rc = load_parallel(par, s, err)) || (rc = load_stage_layers(par, s, err))) return rc;
-    uint64_t gpus = (uint64_t)s->topo.nodes * s->topo.gpus_per_node;
+    uint64_t gpus = (uint64_t)s->topo.nodes * spec_topo_rpn(&s->topo);
     uint64_t world = dp * s->par.tp * s->par.cp * s->par.pp;
     if (world > gpus) {
         js_node d;
         js_get(par, "dp", &d);
+        const char *what = spec_topo_rpn(&s->topo) < s->topo.gpus_per_node
+                               ? "GPUs at its ranks_per_node" : "GPUs";
         if (world == dp)
-            return js_failf(d, err, "dp = %llu ranks do not fit topology %s (%llu GPUs)",
-                            (unsigned long long)dp, s->topo.name, (unsigned long long)gpus);
-        return js_failf(par, err, "tp x cp x pp x dp = %llu ranks do not fit topology %s (%llu GPUs)",
-                        (unsigned long long)world, s->topo.name, (unsigned long long)gpus);
+            return js_failf(d, err, "dp = %llu ranks do not fit topology %s (%llu %s)",
+                            (unsigned long long)dp, s->topo.name, (unsigned long long)gpus, what);
+        return js_failf(par, err, "tp x cp x pp x dp = %llu ranks do not fit topology %s (%llu %s)",
+                        (unsigned long long)world, s->topo.name, (unsigned long long)gpus, what);
     }
     return SS_OK;
 }
 
 /* "topology": a path, an inline topology, or {"file": PATH, "nodes": N,
- * "device": PATH, "fabric": {...}} (a shipped topology at another node
- * count, with another GPU in the same places, or with its nodes joined by
- * another fabric: a cluster whose source gives its inter-node bandwidth). */
+ * "device": PATH, "fabric": {...}, "ranks_per_node": K} (a shipped
+ * topology at another node count, with another GPU in the same places,
+ * with its nodes joined by another fabric: a cluster whose source gives
+ * its inter-node bandwidth, or with the job on each node's first K GPUs). */
 static int load_topology_ref(js_node root, js_doc *doc, spec_topology *t, ss_err *err)
 {
     js_node n, f, ref, dev;
@@ -1513,10 +1517,12 @@ static int load_topology_ref(js_node root, js_doc *doc, spec_topology *t, ss_err
     int rc;
     if (js_get(root, "topology", &n) && js_is_obj(n) && js_get(n, "file", &f)) {
         ref = n;
-        if ((rc = js_keys_check(n, KEYS("file", "nodes", "device", "fabric"), err)) ||
+        if ((rc = js_keys_check(n, KEYS("file", "nodes", "device", "fabric", "ranks_per_node"),
+                                err)) ||
             (rc = js_u64(n, "nodes", false, 0, 1, 1u << 20, &nodes, err)) ||
             (rc = js_load_ref(n, "file", doc, &n, err)) ||
-            (rc = mach_from_node(n, (uint32_t)nodes, t, err)))
+            (rc = mach_from_node(n, (uint32_t)nodes, t, err)) ||
+            (rc = mach_set_ranks_per_node(ref, t, err)))
             return rc;
         if (js_get(ref, "device", &dev) && (rc = mach_set_device(ref, t, err))) return rc;
         return js_get(ref, "fabric", &dev) ? mach_set_fabric(ref, t, err) : SS_OK;
@@ -1721,7 +1727,7 @@ static int expand_trainer(js_doc *doc, tt_origin *origin, ss_err *err)
     uint64_t world = 0;
     if (!rc) rc = load_refs(root, &pre, err);
     if (!rc) { /* torchrun's world: every GPU of the topology unless "gpus" says fewer */
-        uint64_t all = (uint64_t)pre.topo.nodes * pre.topo.gpus_per_node;
+        uint64_t all = (uint64_t)pre.topo.nodes * spec_topo_rpn(&pre.topo);
         rc = js_u64(tr, "gpus", false, all, 1, all, &world, err);
     }
     if (!rc) rc = ttc_sections(cfg, world, pre.model.is_arch ? pre.model.arch.layers : 0, &secs,
@@ -1829,6 +1835,7 @@ static int inline_for(js_doc *doc, const char *file, const char *assignment, ss_
     if (cJSON_IsObject(v) && !strcmp(head, "topology")) {
         const char *sub = assignment + strlen(head) + 1;
         if (!strncmp(sub, "file", 4) || !strncmp(sub, "nodes", 5) ||
+            !strncmp(sub, "ranks_per_node", 14) ||
             (!strncmp(sub, "device", 6) && (sub[6] == '\0' || sub[6] == '=' ||
                                              cJSON_GetObjectItemCaseSensitive(v, "device"))) ||
             (!strncmp(sub, "fabric", 6) && cJSON_GetObjectItemCaseSensitive(v, "fabric")))
@@ -1844,8 +1851,8 @@ static int inline_for(js_doc *doc, const char *file, const char *assignment, ss_
     if (!rc) rc = absolute_ref(sub.root, !strcmp(head, "model") ? "hf_config" : "device", path, err);
     if (!rc && wrap) rc = absolute_ref(wrap, "device", file, err);
     cJSON *obj = rc ? NULL : sub.root;
-    static const char *const kept[] = {"nodes", "device", "fabric"}; /* the wrapper's, over the file's */
-    for (size_t k = 0; obj && wrap && k < 3 && !rc; k++) {
+    static const char *const kept[] = {"nodes", "device", "fabric", "ranks_per_node"}; /* the wrapper's, over the file's */
+    for (size_t k = 0; obj && wrap && k < 4 && !rc; k++) {
         cJSON *w = cJSON_DetachItemFromObjectCaseSensitive(wrap, kept[k]);
         if (w && !cJSON_ReplaceItemInObjectCaseSensitive(obj, kept[k], w) &&
             !cJSON_AddItemToObject(obj, kept[k], w)) {

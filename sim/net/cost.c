@@ -23,9 +23,9 @@ static uint32_t ring_steps(prog_coll coll, uint32_t n)
 
 static int spans_nodes(const spec_topology *t, prog_group g)
 {
-    uint32_t node0 = g.ranks[0] / t->gpus_per_node;
+    uint32_t k = spec_topo_rpn(t), node0 = g.ranks[0] / k;
     for (uint32_t i = 1; i < g.size; i++)
-        if (g.ranks[i] / t->gpus_per_node != node0) return 1;
+        if (g.ranks[i] / k != node0) return 1;
     return 0;
 }
 

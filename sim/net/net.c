@@ -65,6 +65,8 @@ struct net {
     bool classed;   /* the link classes were made (first start) */
     uint32_t *rep;  /* [links]: its class's first link; NULL: every link its own */
     uint32_t loaded, solved; /* links the flows can load; classes among them */
+    spec_topology place;     /* nodes, gpus_per_node, ranks_per_node: spec_topo_gpu */
+    uint32_t *gbuf, cap_gbuf; /* a group's GPUs (gpus_of) */
 };
 
 static int nomem(ss_err *err) { return ss_fail(err, SS_E_NOMEM, NULL, "out of memory in the network"); }
@@ -74,6 +76,8 @@ int net_new(const spec_topology *t, const net_opts *o, net **out, ss_err *err)
     net *n = calloc(1, sizeof *n);
     if (!n) return nomem(err);
     n->o = *o;
+    n->place.nodes = t->nodes, n->place.gpus_per_node = t->gpus_per_node;
+    n->place.ranks_per_node = t->ranks_per_node;
     spec_topology tv = *t; /* the version the options name, over the file's */
     if (o->nccl) tv.nccl = o->nccl;
     int rc = topo_new(&tv, &n->g, err);
@@ -111,6 +115,7 @@ void net_free(net *n)
     free(n->owner);
     free(n->scratch);
     free(n->rep);
+    free(n->gbuf);
     flow_sys_free(n->fs);
     topo_free(n->g);
     free(n);
@@ -127,6 +132,20 @@ void net_link_classes(const net *n, uint32_t *loaded, uint32_t *solved)
 
 /* ---- shapes ---- */
 
+/* The GPUs a group's ranks run on (spec_topo_gpu): the ranks themselves
+ * where the job fills whole nodes, else their images in n->gbuf, valid
+ * until the next call. The map is increasing: ascending ranks stay so. */
+static const uint32_t *gpus_of(net *n, const uint32_t *ranks, uint32_t size, ss_err *err)
+{
+    if (spec_topo_rpn(&n->place) == n->place.gpus_per_node) return ranks;
+    if (!ss_grow((void **)&n->gbuf, &n->cap_gbuf, size ? size : 1, sizeof *n->gbuf)) {
+        nomem(err);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < size; i++) n->gbuf[i] = spec_topo_gpu(&n->place, ranks[i]);
+    return n->gbuf;
+}
+
 static int cached_shape(net *n, uint32_t gid, prog_coll c, prog_group pg, algo_kind a,
                         int32_t *out, ss_err *err)
 {
@@ -140,12 +159,14 @@ static int cached_shape(net *n, uint32_t gid, prog_coll c, prog_group pg, algo_k
         return ss_fail(err, SS_E_INTERNAL, NULL, "group %u: a %s shape after the link classes",
                        gid, prog_coll_name(c));
     if (n->slot[k] == 0) {
-        if (!algo_applies(n->g, c, pg.ranks, pg.size, a)) {
+        const uint32_t *gpu = gpus_of(n, pg.ranks, pg.size, err);
+        if (!gpu) return SS_E_NOMEM;
+        if (!algo_applies(n->g, c, gpu, pg.size, a)) {
             n->slot[k] = -1;
         } else {
             if (!ss_grow((void **)&n->shapes, &n->cap_shapes, n->nshapes + 1, sizeof *n->shapes))
                 return nomem(err);
-            int rc = algo_shape_build(n->g, c, pg.ranks, pg.size, a, &n->shapes[n->nshapes], err);
+            int rc = algo_shape_build(n->g, c, gpu, pg.size, a, &n->shapes[n->nshapes], err);
             if (rc) return rc;
             n->slot[k] = (int32_t)++n->nshapes;
         }
@@ -177,7 +198,8 @@ static int merge_copies(net *n, uint32_t gid, prog_coll c, uint32_t base, algo_s
     int rc = SS_OK;
     for (uint32_t i = 0; i < nc && !rc; i++) {
         prog_group g = prog_group_copy(n->p, gid, i);
-        rc = algo_shape_build(n->g, c, g.ranks, g.size, m.algo, &cp[i], err);
+        const uint32_t *gpu = gpus_of(n, g.ranks, g.size, err);
+        rc = gpu ? algo_shape_build(n->g, c, gpu, g.size, m.algo, &cp[i], err) : SS_E_NOMEM;
         if (!rc && cp[i].nphase != m.nphase)
             rc = ss_fail(err, SS_E_INTERNAL, NULL, "a copy of group %u runs %u phases, not %u",
                          gid, cp[i].nphase, m.nphase);
@@ -251,9 +273,10 @@ static void pick(const net *n, const algo_shape *const *sh, uint32_t nsh, prog_c
         }
 }
 
-/* The profile's curve for c over pg, if any: latency and time alone
- * replace the model's, the flows' bytes scale to match (net.h). */
-static void calibrate(const net *n, prog_coll c, const uint32_t *ranks, uint32_t size,
+/* The profile's curve for c over the GPUs gpu[0 .. size), if any: latency
+ * and time alone replace the model's, the flows' bytes scale to match
+ * (net.h). */
+static void calibrate(const net *n, prog_coll c, const uint32_t *gpu, uint32_t size,
                       ss_bytes bytes, algo_cost *k)
 {
     static const ncclt_op ops[PROG_NCOLLS] = {
@@ -264,7 +287,7 @@ static void calibrate(const net *n, prog_coll c, const uint32_t *ranks, uint32_t
     if (!n->o.profile) return;
     uint32_t nodes = 1;
     for (uint32_t i = 1; i < size; i++)
-        nodes += topo_node_of(n->g, ranks[i]) != topo_node_of(n->g, ranks[i - 1]);
+        nodes += topo_node_of(n->g, gpu[i]) != topo_node_of(n->g, gpu[i - 1]);
     const prof_coll *pc = prof_coll_find(n->o.profile, ops[c], size, nodes);
     if (!pc || pc->c.nreg == 0) return;
     const prof_regime *r = pc->c.reg;
@@ -515,7 +538,9 @@ static int choose(net *n, uint32_t gid, prog_coll c, prog_group pg, ss_bytes byt
         if (rc) return rc;
         for (uint32_t i = 0; i < nsh; i++) sh[i] = &n->shapes[idx[i]]; /* stable from here */
         pick(n, sh, nsh, c, pg.size, bytes, &best, &cost);
-        calibrate(n, c, pg.ranks, pg.size, bytes, &cost);
+        const uint32_t *gpu = n->o.profile ? gpus_of(n, pg.ranks, pg.size, err) : pg.ranks;
+        if (!gpu) return SS_E_NOMEM;
+        calibrate(n, c, gpu, pg.size, bytes, &cost);
         uint32_t fshape;
         rc = flow_shape(n, gid, c, idx[best], &fshape, err);
         if (rc) return rc;
@@ -583,12 +608,13 @@ int net_coll_alone(net *n, prog_coll c, const uint32_t *ranks, uint32_t nranks, 
     algo_shape own[ALGO_NKINDS];
     const algo_shape *sh[ALGO_NKINDS];
     uint32_t nsh = 0, best = 0;
-    int rc = SS_OK;
+    const uint32_t *gpu = gpus_of(n, ranks, nranks, err);
+    int rc = gpu ? SS_OK : SS_E_NOMEM;
     for (int pass = 0; pass < 2 && nsh == 0 && !rc; pass++)
         for (int a = ALGO_RING; a < ALGO_NKINDS && !rc; a++) {
-            if (!considered(n, pass, a) || !algo_applies(n->g, c, ranks, nranks, (algo_kind)a))
+            if (!considered(n, pass, a) || !algo_applies(n->g, c, gpu, nranks, (algo_kind)a))
                 continue;
-            rc = algo_shape_build(n->g, c, ranks, nranks, (algo_kind)a, &own[nsh], err);
+            rc = algo_shape_build(n->g, c, gpu, nranks, (algo_kind)a, &own[nsh], err);
             if (!rc) {
                 sh[nsh] = &own[nsh];
                 nsh++;
@@ -597,7 +623,7 @@ int net_coll_alone(net *n, prog_coll c, const uint32_t *ranks, uint32_t nranks, 
     if (!rc && nsh) {
         algo_cost k;
         pick(n, sh, nsh, c, nranks, bytes, &best, &k);
-        calibrate(n, c, ranks, nranks, bytes, &k);
+        calibrate(n, c, gpu, nranks, bytes, &k);
         *out = (net_alone){k.algo, k.proto, k.latency_ns, k.iso_s};
     }
     for (uint32_t i = 0; i < nsh; i++) algo_shape_fini(&own[i]);

@@ -20,8 +20,9 @@
  * the same program gives the same trace.
  *
  * Shapes (usage vectors) are built once per (group, collective, algorithm)
- * and cached; a group's ranks are GPUs (identity placement: rank r on GPU
- * r). Links that every flow the program can start loads alike carry the
+ * and cached; a group's ranks are world ranks, rank r on the GPU the
+ * topology's placement gives (spec_topo_gpu: GPU r where the job fills
+ * whole nodes, else each node's first ranks_per_node GPUs). Links that every flow the program can start loads alike carry the
  * same constraint at every instant, so flows load one link of each such
  * class (a folded program: one copy's links), which changes no rate.
  * Owns its topology graph.
@@ -69,6 +70,7 @@ typedef struct net_alone {
     double time_s;
 } net_alone;
 
+/* ranks are world ranks, placed as the topology says (spec_topo_gpu). */
 int net_coll_alone(net *n, prog_coll c, const uint32_t *ranks, uint32_t nranks, ss_bytes bytes,
                    net_alone *out, ss_err *err);
 

@@ -179,7 +179,7 @@ int kin_write(const sum_report *r, const trc *t, uint32_t rank, FILE *f, ss_err 
     uint32_t gpn = r->s->topo.gpus_per_node;
     uint32_t world = prog_rank_world(t->p, rank);
     kw w = {.f = f, .first = true, .t = t, .rank = rank, .world = world,
-            .device = gpn ? world % gpn : 0};
+            .device = gpn ? spec_topo_gpu(&r->s->topo, world) % gpn : 0};
     int rc = tef_lanes_rank(&w.lanes, t, rank, err);
     if (rc) return rc;
     header(r, &w);

@@ -308,7 +308,7 @@ static ss_bytes max_of(const sum_report *r, max_what w)
  * fill nodes in order). */
 static ss_bytes max_host_per_node(const sum_report *r)
 {
-    uint32_t g = r->s->topo.gpus_per_node ? r->s->topo.gpus_per_node : 1;
+    uint32_t g = spec_topo_rpn(&r->s->topo) ? spec_topo_rpn(&r->s->topo) : 1;
     ss_bytes m = 0, node = 0;
     for (uint32_t k = 0; k < r->nranks; k++) {
         node += r->ranks[k].st.host;
@@ -400,6 +400,8 @@ static void json_layout(cJSON *root, const sum_report *r)
     add_u64(l, "dp", r->s->dp);
     add_u64(l, "world", (uint64_t)p->tp * p->cp * p->pp * r->s->dp);
     add_u64(l, "simulated_ranks", r->nsim);
+    if (spec_topo_rpn(&r->s->topo) < r->s->topo.gpus_per_node) /* a placement, only where given */
+        add_u64(l, "ranks_per_node", spec_topo_rpn(&r->s->topo));
     cJSON_AddBoolToObject(l, "sequence_parallel", p->sequence_parallel);
     cJSON_AddStringToObject(l, "pipeline_schedule", spec_pp_names[p->schedule]);
     add_u64(l, "virtual_stages", p->virtual_stages ? p->virtual_stages : 1);
@@ -611,11 +613,14 @@ void sum_text(const sum_report *r, FILE *f)
     text_model(r, f);
     const spec_parallel *p = &r->s->par;
     if (spec_model_parallel(p)) {
-        char etp[32] = "";
+        char etp[32] = "", per[64] = "";
         if (p->etp > 1) snprintf(etp, sizeof etp, " (etp %u)", p->etp);
-        fprintf(f, "  layout           tp %u%s, cp %u, pp %u, ep %u%s, dp %u: %llu GPUs, %u simulated\n",
+        if (spec_topo_rpn(&r->s->topo) < r->s->topo.gpus_per_node)
+            snprintf(per, sizeof per, " (%u of each node's %u)", spec_topo_rpn(&r->s->topo),
+                     r->s->topo.gpus_per_node);
+        fprintf(f, "  layout           tp %u%s, cp %u, pp %u, ep %u%s, dp %u: %llu GPUs%s, %u simulated\n",
                 p->tp, p->sequence_parallel ? " + SP" : "", p->cp, p->pp, p->ep, etp, r->s->dp,
-                (unsigned long long)p->tp * p->cp * p->pp * r->s->dp, r->nranks);
+                (unsigned long long)p->tp * p->cp * p->pp * r->s->dp, per, r->nranks);
         if (p->pp > 1)
             fprintf(f, "  pipeline         %s, %u micro-batches: bubble %.1f%% without communication\n",
                     spec_pp_names[p->schedule], r->s->grad_accum,

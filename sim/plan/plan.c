@@ -563,8 +563,8 @@ static bool dp_outermost(const spec_scenario *s)
  * is what tests/e2e/test_fold.c checks, on every shipped layout. */
 static bool node_alike(const spec_topology *t, uint32_t shift)
 {
-    uint32_t G = t->gpus_per_node;
-    if (!G || (G % shift && shift % G)) return false;
+    uint32_t G = t->gpus_per_node, K = spec_topo_rpn(t); /* K: the ranks a node holds */
+    if (!G || (K % shift && shift % K)) return false;
     if (!t->graph) return true;
     if (t->fabric.kind == SPEC_FAB_TORUS2D) return false;
     uint32_t gpu = SPEC_TOPO_VGROUPS, nics = 0;

@@ -402,6 +402,10 @@ typedef struct spec_fabric {
 typedef struct spec_topology {
     char name[SPEC_NAME_MAX];
     uint32_t nodes, gpus_per_node;
+    /* The job's ranks on each node ("ranks_per_node"; 0: gpus_per_node):
+     * they fill each node's first ranks_per_node GPUs, as a scheduler's
+     * segment placement does (spec_topo_gpu). */
+    uint32_t ranks_per_node;
     spec_link_level intra, inter; /* flat form */
     bool graph;                   /* graph form: the fields below */
     uint32_t nvgroups, nlgroups;
@@ -411,6 +415,18 @@ typedef struct spec_topology {
     spec_device device;
     uint32_t nccl; /* NCCL version (SPEC_NCCL_*); 0: SPEC_NCCL_DEFAULT */
 } spec_topology;
+
+/* The ranks a node holds, and the GPU world rank r runs on: local GPU
+ * r % rpn of node r / rpn (the identity when the job fills whole nodes). */
+static inline uint32_t spec_topo_rpn(const spec_topology *t)
+{
+    return t->ranks_per_node ? t->ranks_per_node : t->gpus_per_node;
+}
+static inline uint32_t spec_topo_gpu(const spec_topology *t, uint32_t r)
+{
+    uint32_t k = spec_topo_rpn(t);
+    return k == t->gpus_per_node || !k ? r : (r / k) * t->gpus_per_node + r % k;
+}
 
 /* NCCL versions as NCCL_VERSION_CODE has them: major * 10000 + minor * 100
  * + patch (2.29.7 is 22907). The version decides which algorithms the

@@ -13,8 +13,10 @@
 
 #define ELEM 4 /* float, nccl-tests' default -d */
 
-/* The GPUs of `ranks` ranks spread evenly over `nodes` nodes. */
-static int place(const spec_topology *t, uint32_t ranks, uint32_t nodes, uint32_t **out,
+/* `ranks` ranks spread evenly over `nodes` nodes: each node's first
+ * ranks / nodes GPUs (t's ranks_per_node, which the network places by),
+ * and the ranks 0 .. ranks - 1 in *out. */
+static int place(spec_topology *t, uint32_t ranks, uint32_t nodes, uint32_t **out,
                  ss_err *err)
 {
     if (!t->graph)
@@ -26,9 +28,10 @@ static int place(const spec_topology *t, uint32_t ranks, uint32_t nodes, uint32_
                        "%u ranks on %u nodes of %s (%u nodes of %u GPUs): expected an equal "
                        "number of ranks per node, at most the GPUs of a node", ranks, nodes,
                        t->name, t->nodes, t->gpus_per_node);
-    uint32_t *g = malloc(ranks * sizeof *g), ppn = ranks / nodes;
+    uint32_t *g = malloc(ranks * sizeof *g);
     if (!g) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
-    for (uint32_t i = 0; i < ranks; i++) g[i] = (i / ppn) * t->gpus_per_node + i % ppn;
+    for (uint32_t i = 0; i < ranks; i++) g[i] = i;
+    t->ranks_per_node = ranks / nodes;
     *out = g;
     return SS_OK;
 }
@@ -68,14 +71,17 @@ static int grow_rows(coll_table *t, uint32_t need, uint32_t *cap, ss_err *err)
     return SS_OK;
 }
 
-static int open_net(const char *file, uint32_t nodes, const net_opts *o, spec_topology *t,
-                    net **nt, ss_err *err)
+/* The topology of `file` at `nodes` nodes (0: the file's), `ranks` ranks
+ * spread over them (place), and its network. */
+static int open_net(const char *file, uint32_t nodes, uint32_t ranks, const net_opts *o,
+                    spec_topology *t, net **nt, uint32_t **g, ss_err *err)
 {
     int rc = mach_load(file, nodes, t, err);
     if (!rc && !t->graph)
         rc = ss_fail(err, SS_E_INPUT, file,
                      "topology %s has the flat form; collectives need its graph (\"node\")",
                      t->name);
+    if (!rc) rc = place(t, ranks, nodes ? nodes : t->nodes, g, err);
     return rc ? rc : net_new(t, o, nt, err);
 }
 
@@ -98,8 +104,7 @@ int coll_sweep(const char *topo_file, const net_opts *o, prog_coll c, uint32_t r
     net *nt = NULL;
     uint32_t *g = NULL, cap = 0;
     coll_table tab = {.op = c, .nranks = ranks, .nodes = nodes, .median_abs_err = NAN};
-    int rc = open_net(topo_file, nodes, o, &t, &nt, err);
-    if (!rc) rc = place(&t, ranks, nodes ? nodes : t.nodes, &g, err);
+    int rc = open_net(topo_file, nodes, ranks, o, &t, &nt, &g, err);
     if (!rc) tab.nccl = topo_nccl(net_topo(nt));
     tab.nccl_from = nccl_from(o, 0, &t);
     tab.nodes = t.nodes;
@@ -186,8 +191,7 @@ static int compare_table(const char *topo_file, const net_opts *o, const char *l
     net_opts ov = *o; /* the NCCL the log ran, unless the options name one */
     if (!ov.nccl && in->nccl_version) ov.nccl = in->nccl_version;
     int rc = to_coll(log_file, in, &tab->op, err);
-    if (!rc) rc = open_net(topo_file, tab->nodes, &ov, &t, &nt, err);
-    if (!rc) rc = place(&t, tab->nranks, tab->nodes, &g, err);
+    if (!rc) rc = open_net(topo_file, tab->nodes, tab->nranks, &ov, &t, &nt, &g, err);
     if (!rc) tab->nccl = topo_nccl(net_topo(nt));
     tab->nccl_from = nccl_from(o, in->nccl_version, &t);
     if (!rc && !(tab->rows = calloc(in->nrows ? in->nrows : 1, sizeof *tab->rows)))

@@ -35,7 +35,7 @@ static void one_value(search_list *l, uint32_t v)
 
 void search_defaults(search_space *sp, const spec_scenario *s)
 {
-    uint32_t gpn = s->topo.gpus_per_node;
+    uint32_t gpn = spec_topo_rpn(&s->topo); /* the ranks one node holds */
     if (!sp->world) sp->world = s->topo.nodes * gpn;
     pow2_upto(&sp->tp, sp->world < gpn ? sp->world : gpn);
     pow2_upto(&sp->cp, sp->world);

@@ -353,6 +353,32 @@ static void test_megatron_order_fold(void **state)
 }
 
 
+/* A job on each node's first K GPUs (topology ranks_per_node, as Slurm's
+ * segments place NeMo's GB200 jobs): a folded-away rank moves within its
+ * node's K GPUs or by whole nodes (node_alike asks K, not the node's
+ * GPUs), and the answer is the every-rank one. The GB200 Nemotron-4 340B
+ * row (128 ranks, 64 of each rack's 72, Megatron's order) and a tiny
+ * TP 2 x PP 2 x DP 2 layout on two 8-GPU nodes holding 4 ranks each, in
+ * both rank orders. */
+static void test_ranks_per_node_fold(void **state)
+{
+    (void)state;
+    uint32_t pp, sim = compare_layout(
+        "published/nemo-25.04-nemotron4-340b-tp8-pp4-cp1-vp12-dp4-fp8cs-128xgb200.json", NULL, 0,
+        &pp);
+    print_message("  GB200 Nemotron-4 340B, 64 ranks a rack: %u simulated\n", sim);
+    assert_int_equal(sim, pp);
+    const char *tiny[] = {"topology=../../topologies/h100-ib-fattree.json", "topology.nodes=2",
+                          "topology.ranks_per_node=4", "parallel.dp=2",
+                          "parallel.order=\"tp-cp-ep-dp-pp\""};
+    for (size_t n = 4; n <= 5; n++) {
+        sim = compare_layout("examples/tiny-gpt-megatron-tp2-pp2-overlap.json", tiny, n, &pp);
+        print_message("  tiny tp 2 pp 2 dp 2, 4 ranks a node%s: %u simulated\n",
+                      n == 5 ? ", tp-cp-ep-dp-pp" : "", sim);
+        assert_int_equal(sim, pp);
+    }
+}
+
 /* Per-rank programs are not folded: ZeroRedundancyOptimizer (each rank
  * steps the parameters it owns) and use_orig_params (each rank's views). */
 /* Link classes (net.h): flows load one link of each class of links every
@@ -547,6 +573,7 @@ int main(void)
         cmocka_unit_test(test_tp_cp_fold),
         cmocka_unit_test(test_tp_cp_fold_random),
         cmocka_unit_test(test_megatron_order_fold),
+        cmocka_unit_test(test_ranks_per_node_fold),
         cmocka_unit_test(test_tp_cp_fold_moe),
         cmocka_unit_test(test_per_rank_programs_not_folded),
         cmocka_unit_test(test_fsdp2_even_folds),

@@ -547,6 +547,41 @@ static void test_hierarchical_only_forced(void **state)
     }
 }
 
+/* A job on each node's first K GPUs (ranks_per_node): rank r runs on
+ * local GPU r % K of node r / K. Worked by hand on two 8-GPU H100 nodes
+ * holding 4 ranks each: the 8 ranks' all-reduce is the one over GPUs 0-3
+ * and 8-11 of the whole-node placement (the same algorithm, protocol and
+ * time at every size), and slower than the one over GPUs 0-7, which never
+ * leaves node 0's NVLink. Placement must touch nothing but that: the
+ * 4-rank group 0-3 costs the same either way. */
+static void test_ranks_per_node(void **state)
+{
+    (void)state;
+    spec_topology t;
+    load("h100-ib-fattree.json", 2, &t);
+    net *whole = NULL, *half = NULL;
+    net_opts o = {.algo = ALGO_AUTO, .proto = ALGO_P_AUTO};
+    assert_int_equal(net_new(&t, &o, &whole, NULL), SS_OK);
+    t.ranks_per_node = 4;
+    assert_int_equal(net_new(&t, &o, &half, NULL), SS_OK);
+    static const uint32_t split[] = {0, 1, 2, 3, 8, 9, 10, 11};
+    for (ss_bytes b = 1u << 20; b <= 1u << 30; b <<= 2) {
+        net_alone h, w, one, h4, w4;
+        assert_int_equal(net_coll_alone(half, PROG_COLL_ALL_REDUCE, first8, 8, b, &h, NULL), SS_OK);
+        assert_int_equal(net_coll_alone(whole, PROG_COLL_ALL_REDUCE, split, 8, b, &w, NULL), SS_OK);
+        assert_int_equal(net_coll_alone(whole, PROG_COLL_ALL_REDUCE, first8, 8, b, &one, NULL), SS_OK);
+        assert_int_equal(h.algo, w.algo);
+        assert_int_equal(h.proto, w.proto);
+        assert_true(h.time_s == w.time_s);
+        assert_true(h.time_s > one.time_s * 1.4); /* 4 NICs of 50 GB/s a node against NVLink: 1.48x at 1 MiB, 1.65x at 1 GiB */
+        assert_int_equal(net_coll_alone(half, PROG_COLL_ALL_REDUCE, first8, 4, b, &h4, NULL), SS_OK);
+        assert_int_equal(net_coll_alone(whole, PROG_COLL_ALL_REDUCE, first8, 4, b, &w4, NULL), SS_OK);
+        assert_true(h4.time_s == w4.time_s);
+    }
+    net_free(whole);
+    net_free(half);
+}
+
 static void test_pat(void **state)
 {
     (void)state;
@@ -926,7 +961,7 @@ int main(void)
         cmocka_unit_test(test_all_to_all_nodes), cmocka_unit_test(test_p2p_channels),
         cmocka_unit_test(test_link_classes),
         cmocka_unit_test(test_pat), cmocka_unit_test(test_hierarchical_only_forced),              cmocka_unit_test(test_nccl_versions),
-        cmocka_unit_test(test_channel_caps),
+        cmocka_unit_test(test_channel_caps), cmocka_unit_test(test_ranks_per_node),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
