@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../core/ss.h"
+
 /* Each alias means what its key means: same unit, same values. Sources:
  * Megatron-LM's megatron/training/arguments.py (core_r0.8.0 and later:
  * --tensor-model-parallel-size ... --decoder-first-pipeline-num-layers),
@@ -14,7 +16,10 @@
  * data_parallel_size, like parallel.dp, excludes context parallelism; its
  * virtual_pipeline_model_parallel_size is model chunks per stage, as
  * parallel.virtual_stages; recompute_granularity "full" and "selective" are
- * training.recompute's values of those names (full: every layer). */
+ * training.recompute's values of those names (full: every layer).
+ * Megatron-FSDP's switch is DistributedDataParallelConfig.use_custom_fsdp
+ * in core 0.11-0.13 (use_megatron_fsdp from 0.14) and NeMo 2's
+ * MegatronStrategy(use_mcore_fsdp=...) (NVIDIA/NeMo v2.3.0). */
 static const alias_entry table[] = {
     {"parallel", "tensor_model_parallel_size", "tp", "Megatron-LM, NeMo"},
     {"parallel", "pipeline_model_parallel_size", "pp", "Megatron-LM, NeMo"},
@@ -29,6 +34,8 @@ static const alias_entry table[] = {
      "Megatron-LM"},
     {"parallel", "overlap_moe_expert_parallel_comm", "moe_a2a_overlap", "Megatron-core"},
     {"parallel", "moe_pad_expert_input_to_capacity", "moe_pad_to_capacity", "Megatron-core"},
+    {"sharding", "use_custom_fsdp", "use_megatron_fsdp", "Megatron-core 0.11-0.13"},
+    {"sharding", "use_mcore_fsdp", "use_megatron_fsdp", "NeMo 2"},
     {"training", "micro_batch_size", "micro_batch", "Megatron-LM, NeMo"},
     {"training", "seq_length", "seq_len", "Megatron-LM, NeMo 2"},
     {"training", "encoder_seq_length", "seq_len", "NeMo 1"},
@@ -93,9 +100,9 @@ static int rename_section(cJSON *obj, const char *section, const char *file, ss_
 
 int alias_doc(cJSON *root, const char *file, ss_err *err)
 {
-    static const char *const sections[] = {"parallel", "training"};
+    static const char *const sections[] = {"parallel", "training", "sharding"};
     int rc = SS_OK;
-    for (size_t i = 0; i < 2 && !rc; i++) {
+    for (size_t i = 0; i < SS_ARRAY_LEN(sections) && !rc; i++) {
         cJSON *s = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, sections[i]) : NULL;
         if (cJSON_IsObject(s)) rc = rename_section(s, sections[i], file, err);
     }

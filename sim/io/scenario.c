@@ -398,7 +398,8 @@ static int load_sharding_obj(js_node n, spec_sharding *s, ss_err *err)
                                     "modules_to_backward_prefetch",
                                     "use_distributed_optimizer", "overlap_grad_reduce",
                                     "overlap_param_gather", "bucket_size",
-                                    "grad_reduce_in_fp32"), err)) ||
+                                    "grad_reduce_in_fp32", "use_megatron_fsdp",
+                                    "data_parallel_sharding_strategy"), err)) ||
         (rc = js_enum(n, "strategy", true, 0, spec_strategy_names, SPEC_NSTRATEGIES, &strat, err)) ||
         (rc = js_num(n, "bucket_cap_mb", false, 25.0, 1e-6, 1e7, &mb, err)) ||
         (rc = js_bool(n, "gradient_as_bucket_view", false, false, &s->gradient_as_bucket_view, err)) ||
@@ -730,7 +731,8 @@ static int load_fsdp2(js_node root, spec_scenario *s, ss_err *err)
 
 static const char *const mcore_only[] = {"use_distributed_optimizer", "overlap_grad_reduce",
                                          "overlap_param_gather", "bucket_size",
-                                         "grad_reduce_in_fp32"};
+                                         "grad_reduce_in_fp32", "use_megatron_fsdp",
+                                         "data_parallel_sharding_strategy"};
 
 /* grad_reduce_in_fp32 sets the gradient and reduction dtypes; a precision
  * section that names either must agree. */
@@ -775,6 +777,45 @@ static bool mcore_fp32_default(js_node root, const spec_scenario *s)
     return s->prec.param == SPEC_DT_BF16;
 }
 
+/* use_megatron_fsdp (Megatron-FSDP, sched/mp_mfsdp.c) and its
+ * data_parallel_sharding_strategy, default optim_grads_params: what FSDP
+ * means, and what NeMo's and Megatron-Bridge's performance configs set
+ * (Megatron's own default, no_shard, is its DDP). optim_grads_params
+ * gathers and reduces as it goes: Megatron-core 0.12 asserts both
+ * overlaps, 0.14 turns them on, so an explicit false is refused. */
+static int load_megatron_fsdp(js_node sh, struct spec_mcore *m, ss_err *err)
+{
+    js_node k;
+    int shard;
+    int rc = js_bool(sh, "use_megatron_fsdp", false, false, &m->fsdp, err);
+    if (!rc) rc = js_enum(sh, "data_parallel_sharding_strategy", false,
+                          SPEC_MFSDP_OPTIM_GRADS_PARAMS, spec_mfsdp_names, SPEC_NMFSDP, &shard, err);
+    if (rc) return rc;
+    m->fsdp_shard = (spec_mfsdp_shard)shard;
+    if (!m->fsdp && js_get(sh, "data_parallel_sharding_strategy", &k))
+        return js_failf(k, err, "data_parallel_sharding_strategy goes with use_megatron_fsdp: true "
+                                "(Megatron-FSDP); Megatron's DDP shards as use_distributed_optimizer "
+                                "says");
+    if (m->fsdp && m->fsdp_shard < SPEC_MFSDP_OPTIM_GRADS) {
+        js_get(sh, "data_parallel_sharding_strategy", &k);
+        return js_failf(k, err, "Megatron-FSDP's %s is not modelled: Megatron's DDP runs the same "
+                                "sharding (use_megatron_fsdp false, use_distributed_optimizer %s); "
+                                "expected optim_grads or optim_grads_params",
+                        spec_mfsdp_names[m->fsdp_shard],
+                        m->fsdp_shard == SPEC_MFSDP_OPTIM ? "true" : "false");
+    }
+    if (!m->fsdp || m->fsdp_shard != SPEC_MFSDP_OPTIM_GRADS_PARAMS) return SS_OK;
+    static const char *const overlaps[] = {"overlap_param_gather", "overlap_grad_reduce"};
+    const bool on[] = {m->overlap_param_gather, m->overlap_grad_reduce}; /* as read */
+    for (int i = 0; i < 2; i++)
+        if (js_get(sh, overlaps[i], &k) && !on[i])
+            return js_failf(k, err, "Megatron-FSDP's optim_grads_params gathers parameters and "
+                                    "reduces gradients as the step goes (%s is always on there): "
+                                    "expected true or no key, found false", overlaps[i]);
+    m->overlap_param_gather = m->overlap_grad_reduce = true;
+    return SS_OK;
+}
+
 /* Megatron-core's DistributedDataParallelConfig keys go with strategy
  * megatron only. Defaults: Megatron-LM's (megatron/training/arguments.py):
  * overlaps off, bf16 gradients accumulated and reduced in fp32; bucket_size
@@ -804,7 +845,8 @@ static int load_megatron(js_node root, spec_scenario *s, ss_err *err)
                       &m->grad_reduce_in_fp32, err)) ||
         (rc = js_u64(sh, "bucket_size", false, def, 1, UINT64_MAX / 16, &m->bucket_size, err)))
         return rc;
-    if (m->overlap_param_gather && !m->distributed_optimizer) {
+    if ((rc = load_megatron_fsdp(sh, m, err))) return rc;
+    if (m->overlap_param_gather && !m->distributed_optimizer && !m->fsdp) {
         js_get(sh, "overlap_param_gather", &k);
         return js_failf(k, err, "overlap_param_gather needs use_distributed_optimizer (Megatron "
                                 "gathers parameters only when the optimizer is distributed)");

@@ -491,6 +491,19 @@ typedef struct spec_optimizer_cfg {
     bool momentum; /* SGD only */
 } spec_optimizer_cfg;
 
+/* Megatron-FSDP's data_parallel_sharding_strategy: what the data-parallel
+ * ranks shard, ZeRO's stages by Megatron's names (nothing; the optimizer
+ * states; and the gradients; and the parameters). */
+#define SPEC_MFSDP_SHARDS(X)                                                   \
+    X(NO_SHARD, "no_shard")                                                    \
+    X(OPTIM, "optim")                                                          \
+    X(OPTIM_GRADS, "optim_grads")                                              \
+    X(OPTIM_GRADS_PARAMS, "optim_grads_params")
+#define SPEC_ENUM2_(id, name) SPEC_MFSDP_##id,
+typedef enum { SPEC_MFSDP_SHARDS(SPEC_ENUM2_) SPEC_NMFSDP } spec_mfsdp_shard;
+#undef SPEC_ENUM2_
+extern const char *const spec_mfsdp_names[SPEC_NMFSDP];
+
 typedef struct spec_sharding {
     spec_strategy strategy;
     /* DDP (also under zero1, which runs DDP for gradients) */
@@ -532,6 +545,10 @@ typedef struct spec_sharding {
         bool distributed_optimizer; /* use_distributed_optimizer */
         bool overlap_grad_reduce, overlap_param_gather, grad_reduce_in_fp32;
         uint64_t bucket_size; /* parameters per bucket; 0: one bucket per model chunk */
+        /* use_megatron_fsdp: Megatron-FSDP (sched/mp_mfsdp.c) instead of
+         * the DDP buffers, sharding as data_parallel_sharding_strategy says */
+        bool fsdp;
+        spec_mfsdp_shard fsdp_shard;
     } mcore;
 } spec_sharding;
 

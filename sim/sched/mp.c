@@ -238,7 +238,7 @@ int mp_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err)
     uint64_t dense, expert;
     stage_numel(pl, p, &dense, &expert);
     uint32_t q = t + x->tp * (c + x->cp * d);
-    st_input in = {.kind = mp_rt_find(pl->s->shard.strategy)->state_kind(pl), .n = pl->shard_n,
+    st_input in = {.kind = mp_rt_find(&pl->s->shard)->state_kind(pl), .n = pl->shard_n,
                    .rank = (c + x->cp * d) % pl->shard_n, .numels = &dense, .count = 1, .prec = pl->s->prec,
                    .opt = pl->s->opt};
     *out = (st_bytes){0};
@@ -594,8 +594,8 @@ void mp_reduce_bucket(mp *m, const mp_bucket *b, bool dist, uint32_t after, cons
     }
 }
 
-void mp_gather_unit(mp *m, mp_unit *u, prog_phase ph, uint32_t g_dense, mp_bound bound,
-                    const char *prefix)
+uint32_t mp_gather_issue(mp *m, mp_unit *u, prog_phase ph, uint32_t g_dense, mp_bound bound,
+                         const char *prefix)
 {
     const plan *pl = m->pl;
     const char *unit = pl->blocks[u->b0].group;
@@ -603,7 +603,7 @@ void mp_gather_unit(mp *m, mp_unit *u, prog_phase ph, uint32_t g_dense, mp_bound
                      mp_padded(u->expert, m->gsize[1], pl->compute_elem);
     u->t_full = em_tensor(m->e, PROG_MEM_PARAM_UNSHARDED, bytes, false, "%s.unsharded.%s",
                           prefix, unit);
-    uint32_t last = EM_NONE;
+    uint32_t last = EM_NONE, issued = bound == MP_BOUND_ISSUED ? mp_last_compute(m) : EM_NONE;
     for (int k = 0; k < 2; k++) {
         uint64_t n = k ? u->expert : u->dense;
         uint32_t g = k ? m->g[G_EDP] : g_dense;
@@ -621,18 +621,28 @@ void mp_gather_unit(mp *m, mp_unit *u, prog_phase ph, uint32_t g_dense, mp_bound
         em_coll(m->e, PROG_COLL_ALL_GATHER, mp_padded(n, m->gsize[k], pl->compute_elem));
         em_group(m->e, g);
         if (bound == MP_BOUND_DEVICE) em_dep(m->e, m->prev_first);
+        em_dep(m->e, issued);
         if (last == EM_NONE) em_mem(m->e, u->t_full, PROG_ALLOC_AT_ISSUE);
         last = em_end(m->e);
     }
-    if (last == EM_NONE) {
-        u->t_full = EM_NONE;
-        return;
-    }
+    if (last == EM_NONE) u->t_full = EM_NONE;
+    return last;
+}
+
+void mp_gather_wait(mp *m, uint32_t ag, prog_phase ph, const char *prefix)
+{
+    if (ag == EM_NONE) return;
     char wait[32];
     snprintf(wait, sizeof wait, "%s.wait", prefix);
     em_marker_begin(m->e, PROG_COMPUTE, ph, wait);
-    em_dep(m->e, last);
+    em_dep(m->e, ag);
     em_end(m->e);
+}
+
+void mp_gather_unit(mp *m, mp_unit *u, prog_phase ph, uint32_t g_dense, mp_bound bound,
+                    const char *prefix)
+{
+    mp_gather_wait(m, mp_gather_issue(m, u, ph, g_dense, bound, prefix), ph, prefix);
 }
 
 uint32_t mp_last_compute(const mp *m)
@@ -643,10 +653,10 @@ uint32_t mp_last_compute(const mp *m)
     return EM_NONE;
 }
 
-const mp_rt *mp_rt_find(spec_strategy s)
+const mp_rt *mp_rt_find(const spec_sharding *sh)
 {
-    switch (s) {
-    case SPEC_MEGATRON: return &mp_rt_megatron;
+    switch (sh->strategy) {
+    case SPEC_MEGATRON: return sh->mcore.fsdp ? &mp_rt_mfsdp : &mp_rt_megatron;
     case SPEC_DEEPSPEED: return &mp_rt_deepspeed;
     case SPEC_FSDP2:
     case SPEC_SHARD_GRAD_OP:
@@ -1101,7 +1111,7 @@ static int mp_emit_rank(const plan *pl, prog *p, uint32_t rank, uint32_t *const 
                         ss_err *err)
 {
     em e;
-    mp m = {.e = &e, .pl = pl, .par = &pl->s->par, .rt = mp_rt_find(pl->s->shard.strategy),
+    mp m = {.e = &e, .pl = pl, .par = &pl->s->par, .rt = mp_rt_find(&pl->s->shard),
             .ep_stream = pl->s->par.moe_a2a_overlap ? PROG_EP : PROG_TP};
     coords(pl, world_of(pl, rank), &m.t, &m.c, &m.p, &m.d);
     for (int k = 0; k < G_NKINDS; k++) m.g[k] = gids[k][rank];

@@ -105,9 +105,10 @@ struct mp {
     void *rt_state;             /* the runtime's own, freed by rt->fini */
 };
 
-/* The runtimes (mp_zero.c, mp_megatron.c). */
-extern const mp_rt mp_rt_zero, mp_rt_megatron, mp_rt_fsdp, mp_rt_deepspeed;
-const mp_rt *mp_rt_find(spec_strategy s);
+/* The runtimes (mp_zero.c, mp_megatron.c, mp_mfsdp.c, mp_fsdp.c, mp_ds.c),
+ * and the one a sharding section runs. */
+extern const mp_rt mp_rt_zero, mp_rt_megatron, mp_rt_mfsdp, mp_rt_fsdp, mp_rt_deepspeed;
+const mp_rt *mp_rt_find(const spec_sharding *sh);
 
 /* Gradient buckets (Megatron's param-and-grad buffer buckets, DeepSpeed's
  * ipg buckets): runs of units in backward order, closed once they hold cap
@@ -134,8 +135,11 @@ uint32_t mp_last_compute(const mp *m);
 /* How a runtime bounds the gathers that run ahead of the compute. HOST:
  * the host waits for the previous unit's compute before it gathers the
  * next (FSDP1's limit_all_gathers, DeepSpeed's fetch limiter); DEVICE: the
- * gather waits for it on the device and the host runs on (FSDP2). */
-typedef enum { MP_BOUND_HOST, MP_BOUND_DEVICE } mp_bound;
+ * gather waits for it on the device and the host runs on (FSDP2); ISSUED:
+ * the gather waits on the device for every compute op issued before it
+ * (an NCCL call's stream waits for the stream it was issued from:
+ * Megatron-FSDP's prefetches, issued before the current unit's kernels). */
+typedef enum { MP_BOUND_HOST, MP_BOUND_DEVICE, MP_BOUND_ISSUED } mp_bound;
 /* Unit u's parameters gathered before its blocks run in phase ph: a new
  * buffer u->t_full ("<prefix>.unsharded.<unit>", its padded dense and
  * expert shards in the compute dtype) filled by "<prefix>.all_gather"s,
@@ -144,6 +148,12 @@ typedef enum { MP_BOUND_HOST, MP_BOUND_DEVICE } mp_bound;
  * (groups of one) u->t_full is EM_NONE. */
 void mp_gather_unit(mp *m, mp_unit *u, prog_phase ph, uint32_t g_dense, mp_bound bound,
                     const char *prefix);
+/* mp_gather_unit in two: the gathers alone (their last op, EM_NONE with
+ * nothing to gather), and the compute stream's "<prefix>.wait" for them,
+ * for runtimes that gather a unit ahead of its compute (prefetch). */
+uint32_t mp_gather_issue(mp *m, mp_unit *u, prog_phase ph, uint32_t g_dense, mp_bound bound,
+                         const char *prefix);
+void mp_gather_wait(mp *m, uint32_t ag, prog_phase ph, const char *prefix);
 
 /* numel padded to a multiple of n, in bytes of elem. */
 ss_bytes mp_padded(uint64_t numel, uint32_t n, uint32_t elem);

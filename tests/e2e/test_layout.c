@@ -546,6 +546,93 @@ static void test_megatron_stage_buckets(void **state)
     spec_scenario_fini(&s);
 }
 
+/* Megatron-FSDP (use_megatron_fsdp, optim_grads_params by default), Llama
+ * 3 8B over dp = 8 in one node, 2 micro-batches, bf16 gradients; worked
+ * from Megatron-core's custom_fsdp / megatron_fsdp (sched/mp_mfsdp.c):
+ * - states sharded as ZeRO-3 over 8: P / 8 = 1,003,782,656 parameters a
+ *   rank (no padding), in bf16, with bf16 gradient, fp32 master and Adam;
+ * - the embedding and the output layer gathered once a step, each of the
+ *   32 layers before its forward and its backward in both micro-batches:
+ *   2 + 128 all-gathers, the layers' of 2 x 128 x LAYER8B bytes;
+ * - every unit's gradients reduce-scattered in every micro-batch (no_sync
+ *   does not hold them): 34 x 2 reduce-scatters;
+ * - prefetch one layer ahead: layer 1's gather is issued before layer 0's
+ *   first kernel, layer 0's only after the embedding's (it waits for it on
+ *   the device: exposed), and no more than two layers are unsharded at
+ *   once in the host's order (the allocator's);
+ * - at most two reductions in flight: the 68th and every one after the
+ *   first two waits, the two left are waited for at the end (66 + 2);
+ * - the bf16 gradient shard copied to fp32 once for the optimizer.
+ * optim_grads gathers nothing and keeps the parameters whole. */
+static void test_megatron_fsdp(void **state)
+{
+    (void)state;
+    const uint64_t P = 32 * LAYER8B + 4096 + 2 * EMBED8B, shard = P / 8;
+    static const char *const sh[2] = {
+        "{\"strategy\": \"megatron\", \"use_megatron_fsdp\": true, \"grad_reduce_in_fp32\": false}",
+        "{\"strategy\": \"megatron\", \"use_mcore_fsdp\": true, \"grad_reduce_in_fp32\": false,"
+        " \"data_parallel_sharding_strategy\": \"optim_grads\"}"};
+    for (int k = 0; k < 2; k++) {
+        spec_scenario s;
+        load("llama3-8b", hgx(1), "{\"dp\": 8}",
+             "{\"micro_batch\": 1, \"seq_len\": 4096, \"grad_accum\": 2}", sh[k], &s);
+        run_result r;
+        run_of(&s, &r);
+        const st_bytes *st = &r.sum.ranks[0].st;
+        assert_int_equal(P % 8, 0);
+        assert_int_equal(st->param.physical, k ? 2 * P : 2 * shard);
+        assert_int_equal(st->grad.physical, 2 * shard);
+        assert_int_equal(st->master.physical, 4 * shard);
+        assert_int_equal(st->optim.physical, 8 * shard);
+        const prog_op *ops = prog_ops(r.p, 0);
+        const prog_mem *mem = prog_mems(r.p, 0);
+        const prog_tensor *ts = prog_tensors(r.p, 0);
+        uint32_t ag = 0, rs = 0, waits = 0, drains = 0, upd = 0, live = 0, most = 0;
+        uint32_t ag0 = UINT32_MAX, ag1 = UINT32_MAX, fwd0 = UINT32_MAX, embed = UINT32_MAX;
+        uint64_t layer_bytes = 0;
+        for (uint32_t i = 0; i < prog_nops(r.p, 0); i++) {
+            const char *name = prog_str_get(r.p, ops[i].name);
+            if (!strncmp(name, "fsdp.all_gather.", 16)) {
+                ag++;
+                if (!strncmp(name + 16, "layers.", 7)) layer_bytes += ops[i].bytes;
+                if (!strcmp(name + 16, "layers.0") && ag0 == UINT32_MAX) ag0 = i;
+                if (!strcmp(name + 16, "layers.1") && ag1 == UINT32_MAX) ag1 = i;
+            }
+            if (!strncmp(name, "fsdp.reduce_scatter.", 20)) rs++;
+            waits += !strcmp(name, "fsdp.wait_reduce");
+            drains += !strcmp(name, "fsdp.finish_grad_sync");
+            upd += !strcmp(name, "fsdp.update_main_grads");
+            if (!strcmp(name, "fwd.embed") && embed == UINT32_MAX) embed = i;
+            if (!strncmp(name, "fwd.layers.0.", 13) && fwd0 == UINT32_MAX) fwd0 = i;
+            for (uint32_t j = 0; j < ops[i].nmem; j++) {
+                const prog_mem *pm = &mem[ops[i].mem0 + j];
+                if (strncmp(prog_str_get(r.p, ts[pm->tensor].name), "fsdp.unsharded.layers.", 22))
+                    continue;
+                live += pm->act == PROG_ALLOC_AT_ISSUE ? 1 : -1;
+                if (live > most) most = live;
+            }
+        }
+        print_message("  %s: %u all-gathers, %u reduce-scatters, %u waits, at most %u layers "
+                      "unsharded\n", k ? "optim_grads" : "optim_grads_params", ag, rs, waits, most);
+        assert_int_equal(rs, 34 * 2);
+        assert_int_equal(waits, 66);
+        assert_int_equal(drains, 2);
+        assert_int_equal(upd, 1);
+        if (k) {
+            assert_int_equal(ag, 0);
+        } else {
+            assert_int_equal(ag, 2 + 128);
+            assert_int_equal(layer_bytes, 128 * 2 * LAYER8B);
+            assert_true(embed < ag0 && ag1 < fwd0 && ag0 < ag1);
+            const trc_op *e = &r.t->ops[0][embed], *g = &r.t->ops[0][ag0];
+            assert_true(g->start >= e->end);
+            assert_int_equal(most, 2);
+        }
+        run_fini(&r);
+        spec_scenario_fini(&s);
+    }
+}
+
 /* FSDP under a pipeline schedule (torch.distributed.pipelining) waits for a
  * receive on the stream (Work.wait() on an NCCL receive), not on the host as
  * Megatron's batch_p2p_sync does: the host runs on into the stage's forward,
@@ -974,6 +1061,7 @@ int main(void)
         cmocka_unit_test(test_moe_dispatcher),
         cmocka_unit_test(test_cp_ring),
         cmocka_unit_test(test_rank_order),
+        cmocka_unit_test(test_megatron_fsdp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
