@@ -652,6 +652,7 @@ int plan_new(plan **out, const spec_scenario *s, ss_err *err)
         p->act_elem = 2;
         p->compute_elem = s->prec.fp8_all_gather ? 1 : 2;
     }
+    p->saved_in_elem = te(p) && s->prec.compute == SPEC_DT_FP8 ? 1 : p->act_elem;
     p->grad_elem = spec_dtype_size(s->prec.grad);
     p->reduce_elem = spec_dtype_size(s->prec.reduce);
     rc = s->model.is_arch ? plan_arch_blocks(p, err) : add_params(p, err);

@@ -101,6 +101,12 @@ typedef struct plan {
      * inputs); compute_elem is then the all-gathered weight's (1 with
      * precision.fp8.all_gather, else 2). */
     uint32_t act_elem;
+    /* A linear's input as kept for its weight gradient: act_elem, but 1
+     * under Transformer Engine's fp8 (strategy megatron), which keeps the
+     * fp8 cast it ran the GEMM on, column-wise data only ("Discard row-wise
+     * data since it is not needed in backward pass", module/linear.py,
+     * NVIDIA/TransformerEngine v2.2 to v2.9; layernorm_linear.py alike). */
+    uint32_t saved_in_elem;
     spec_dtype dt16; /* the 16-bit dtype fp8 scenarios run the rest in */
     plan_param *params;
     uint32_t nparams;

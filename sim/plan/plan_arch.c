@@ -33,6 +33,7 @@ typedef struct ab {
     const spec_arch *a;
     uint32_t capb, capp;
     uint64_t t, c; /* tokens per micro-batch (of a CP rank), bytes per activation element */
+    uint64_t lc;   /* bytes per element of a linear's input kept for its weight gradient */
     ss_err *err;
     int rc;
     /* Layout shares (all 1 without one): tensor parallel, the split of the
@@ -483,7 +484,12 @@ static void attention(ab *x, unsigned l)
     if (!a->kv_lora_rank && x->p->s->attn_impl != SPEC_ATTN_UNFUSED)
         eager_sdpa_layout(x, b, kv_saved, t * heads * (dqk + dv), t * heads * dv);
     if (!a->kv_lora_rank) eager_fanout(x, b, 3, t * h);
-    keep(x, b, in + (t * heads * dqk + kv_saved + qk_saved) * x->c + out + lse + probs);
+    /* Under Transformer Engine's fp8 the QKV projection keeps its input as
+     * its fp8 cast and the output projection an fp8 copy of the core's
+     * output, which the core keeps in 16 bits for its own backward */
+    uint64_t in_kept = t * h / sp * x->lc, out_fp8 = x->lc < x->c ? t * heads * dv * x->lc : 0;
+    keep(x, b, in_kept + (t * heads * dqk + kv_saved + qk_saved) * x->c + out + out_fp8 + lse +
+                   probs);
     b->recompute_bytes = out + probs;
     /* selective_op keeps the layer's input and the attention output with
      * its logsumexp; the kernel's own time is not re-run. */
@@ -519,8 +525,11 @@ static void mlp(ab *x, unsigned l)
     eager_fanout(x, b, spec_act_mats(a->act) - 1, x->t * a->hidden); /* gated: w1 and w3 */
     residual(x, b);
     if (!b) return;
-    uint64_t inter = spec_act_mats(a->act);
-    keep(x, b, x->t * (a->hidden / x->sp + inter * a->ffn_hidden / x->tp) * x->c);
+    /* kept: the up projection's input and outputs and the down projection's
+     * input; the projections' inputs as x->lc bytes (their fp8 casts under
+     * Transformer Engine's fp8), the activation's input in 16 bits */
+    uint64_t inter = spec_act_mats(a->act), f = a->ffn_hidden / x->tp;
+    keep(x, b, x->t * (a->hidden / x->sp * x->lc + (inter - 1) * f * x->c + f * x->lc));
     op_sac(x, b, 0, 0, 0);
     blk_done(x, b);
 }
@@ -609,9 +618,10 @@ static void moe(ab *x, unsigned l)
     else eltwise(x, b, 4 * routed * h * x->c, 4 * routed * h * x->c); /* a gather, a scatter */
     residual(x, b);
     if (!b) return;
-    uint64_t inter = spec_act_mats(a->act);
-    keep(x, b, (ts * h + routed * h + routed * inter * fl +
-                t * a->shared_experts * inter * fe / x->tp) * x->c + ts * a->experts * 4);
+    uint64_t inter = spec_act_mats(a->act), fs = fe / x->tp;
+    keep(x, b, ts * h * x->c + routed * (h * x->lc + (inter - 1) * fl * x->c + fl * x->lc) +
+                   t * a->shared_experts * ((inter - 1) * fs * x->c + fs * x->lc) +
+                   ts * a->experts * 4);
     if (x->ep > 1) b->ep_bytes = sent * h * x->c;
     if (x->p->s->shard.strategy == SPEC_MEGATRON) {
         /* the counts: E int64s a rank; the all-gather's group is Megatron's
@@ -757,7 +767,7 @@ int plan_arch_blocks(plan *p, ss_err *err)
     const spec_arch *a = &p->s->model.arch;
     const spec_parallel *par = &p->s->par;
     ab x = {.p = p, .a = a, .capb = (uint32_t)(2 * a->layers + 3), .t = p->tokens,
-            .c = p->act_elem, .err = err, .rc = SS_OK, .tp = 1, .sp = 1, .ep = 1, .cp = 1, .etp = 1,
+            .c = p->act_elem, .lc = p->saved_in_elem, .err = err, .rc = SS_OK, .tp = 1, .sp = 1, .ep = 1, .cp = 1, .etp = 1,
             .groups = 1};
     if (p->layout) {
         x.tp = par->tp, x.cp = par->cp, x.ep = par->ep, x.etp = par->etp;

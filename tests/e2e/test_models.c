@@ -916,6 +916,43 @@ static plan *strategy_plan(const char *model, const char *strategy, const char *
     return p;
 }
 
+/* Transformer Engine keeps a linear's input for its weight gradient as the
+ * fp8 cast the GEMM ran on, column-wise data only (module/linear.py at
+ * NVIDIA/TransformerEngine v2.2-v2.9: "Discard row-wise data since it is
+ * not needed in backward pass"; layernorm_linear.py keeps ln_out alike).
+ * Llama 3 8B, 4,096 tokens, strategy megatron, bf16 against fp8
+ * (tensorwise), worked by hand:
+ * - MLP: fc1's input (h) and fc2's (the SwiGLU output, f) drop from 2
+ *   bytes to 1; SwiGLU's input (2f) stays bf16: t (h + f) bytes less;
+ * - attention: QKV's input (h) drops to 1 byte, but the output projection
+ *   keeps an fp8 copy of the core's output (heads x dv = h), which the
+ *   flash core keeps in bf16 for itself: the same bytes.
+ * torchao's Float8Linear (strategy full_shard) is unchanged: bf16 inputs. */
+static void test_te_fp8_saved_inputs(void **state)
+{
+    (void)state;
+    spec_scenario sb, s8, tb, t8;
+    plan *pb = strategy_plan("llama3-8b", "megatron", "bf16", "", &sb);
+    plan *p8 = strategy_plan("llama3-8b", "megatron", "fp8", "tensorwise", &s8);
+    plan *qb = strategy_plan("llama3-8b", "full_shard", "bf16", "", &tb);
+    plan *q8 = strategy_plan("llama3-8b", "full_shard", "fp8", "tensorwise", &t8);
+    const uint64_t t = 4096, h = 4096, f = 14336;
+    assert_int_equal(p8->saved_in_elem, 1);
+    assert_int_equal(q8->saved_in_elem, 2);
+    assert_int_equal(plan_find(pb, "layers.0.mlp")->saved_bytes -
+                         plan_find(p8, "layers.0.mlp")->saved_bytes, t * (h + f));
+    assert_int_equal(plan_find(pb, "layers.0.attn")->saved_bytes,
+                     plan_find(p8, "layers.0.attn")->saved_bytes);
+    assert_int_equal(plan_find(qb, "layers.0.mlp")->saved_bytes,
+                     plan_find(q8, "layers.0.mlp")->saved_bytes);
+    plan *ps[] = {pb, p8, qb, q8};
+    spec_scenario *ss[] = {&sb, &s8, &tb, &t8};
+    for (int i = 0; i < 4; i++) {
+        plan_free(ps[i]);
+        spec_scenario_fini(ss[i]);
+    }
+}
+
 static plan *megatron_plan(const char *compute, const char *recipe, spec_scenario *s)
 {
     return strategy_plan("llama3-8b", "megatron", compute, recipe, s);
@@ -1104,6 +1141,7 @@ int main(void)
         cmocka_unit_test(test_activations),
         cmocka_unit_test(test_fp8_linears), cmocka_unit_test(test_fp8_linears_te),
         cmocka_unit_test(test_megatron_moe),
+        cmocka_unit_test(test_te_fp8_saved_inputs),
         cmocka_unit_test(test_selective_op),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
