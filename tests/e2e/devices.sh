@@ -58,8 +58,10 @@ if seen < 3:
 # follows the B200 fit.
 # Peaks: DGX B200 datasheet per GPU; GB200 the NVL72 sheet's rack figures / 72
 # (BF16 360 and FP8 720 PFLOPS with sparsity, 13.4 TB HBM3e, 576 TB/s).
-for f, (bf16, fp8, hbm, bw) in {"b200-180gb.json": (2250, 4500, 180e9, 8000),
-                                "gb200-186gb.json": (360e3 / 2 / 72, 720e3 / 2 / 72, 186e9, 576e3 / 72)}.items():
+# The sheets' GB of HBM are GiB, as for every part here (CUDA reports more
+# than the decimal figure on B200, GB200 and H200: DECISIONS 151).
+for f, (bf16, fp8, hbm, bw) in {"b200-180gb.json": (2250, 4500, 180 * 2**30, 8000),
+                                "gb200-186gb.json": (360e3 / 2 / 72, 720e3 / 2 / 72, 186 * 2**30, 576e3 / 72)}.items():
     d = json.load(open("topologies/devices/" + f))
     b200 = json.load(open("topologies/devices/b200-180gb.json"))
     if not 0.4 <= d["gemm_efficiency"] < base["gemm_efficiency"] or d["gemm_efficiency"] != b200["gemm_efficiency"]:
@@ -69,6 +71,13 @@ for f, (bf16, fp8, hbm, bw) in {"b200-180gb.json": (2250, 4500, 180e9, 8000),
     if (d["peak_tflops"]["bf16"], d["peak_tflops"]["fp8"], d["hbm_bw_GBps"]) != (bf16, fp8, bw) or \
             abs(d["hbm_bytes"] - hbm) > 0.5e9:
         bad.append(f"{f}: peaks {d['peak_tflops']}, {d['hbm_bytes']} B at {d['hbm_bw_GBps']} GB/s against the sheet")
+# What CUDA reports a process can have is part of the HBM, never more: a
+# total above hbm_bytes means the file read its sheet's GB as decimal
+# (the B200, GB200 and H200 files did until DECISIONS 151).
+for f in sorted(glob.glob("topologies/devices/*.json")):
+    d = json.load(open(f))
+    if d.get("cuda_total_bytes", 0) > d["hbm_bytes"]:
+        bad.append(f"{f}: CUDA's total {d['cuda_total_bytes']} B above hbm_bytes {d['hbm_bytes']}")
 print("\n".join(bad) if bad else "ok")
 PY
 check "derived device tables are their source times the stated ratio ($(tail -1 "$d/py.txt"))" \
