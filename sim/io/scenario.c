@@ -857,6 +857,37 @@ static int load_megatron(js_node root, spec_scenario *s, ss_err *err)
     return mcore_precision(root, sh, s, err);
 }
 
+/* training.cpu_offloading_num_layers: Transformer Engine's activation
+ * offloading as Megatron-core's TransformerBlock drives it, under
+ * Megatron-core's own checks (megatron/core/transformer/
+ * transformer_config.py, every core from 0.14): fewer layers than the
+ * model's, no pipeline parallelism, no activation recomputation. */
+static int offload_activations_check(js_node root, const spec_scenario *s, ss_err *err)
+{
+    js_node tr, k;
+    if (!s->cpu_offload_layers) return SS_OK;
+    js_get(root, "training", &tr);
+    js_get(tr, "cpu_offloading_num_layers", &k);
+    if (s->shard.strategy != SPEC_MEGATRON)
+        return js_failf(k, err, "cpu_offloading_num_layers is Transformer Engine's activation "
+                                "offloading as Megatron-core drives it: it goes with strategy "
+                                "megatron, not %s", spec_strategy_names[s->shard.strategy]);
+    if (s->cpu_offload_layers >= s->model.arch.layers)
+        return js_failf(k, err, "expected fewer than the model's %llu layers (Megatron-core's "
+                        "check), found %u", (unsigned long long)s->model.arch.layers,
+                        s->cpu_offload_layers);
+    if (s->par.pp > 1)
+        return js_failf(k, err, "Megatron-core offloads no activations under a pipeline "
+                        "(\"Currently there is no support for Pipeline parallelism with CPU "
+                        "offloading\"): expected parallel.pp 1, found %u", s->par.pp);
+    if (s->recompute != SPEC_RECOMP_NONE)
+        return js_failf(k, err, "Megatron-core refuses CPU offloading with recomputation (\"CPU "
+                        "offloading does not work when activation recomputation is enabled\"): "
+                        "expected training.recompute none, found %s",
+                        spec_recompute_names[s->recompute]);
+    return SS_OK;
+}
+
 /* runtime.stragglers: [{"rank": r, "factor": f}], at most 16, distinct ranks
  * inside dp. */
 static int load_stragglers(js_node n, spec_scenario *s, ss_err *err)
@@ -1476,7 +1507,7 @@ static int layout_check(js_node root, spec_scenario *s, ss_err *err)
 static int load_layout(js_node root, spec_scenario *s, ss_err *err)
 {
     js_node par, tr;
-    uint64_t dp, mb, accum, every;
+    uint64_t dp, mb, accum, every, offl;
     int recomp, kern, attn, moe_gemm, loss;
     int rc = js_need(root, "parallel", &par, err);
     if (rc || (rc = js_want_obj(par, err)) ||
@@ -1492,7 +1523,7 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
         (rc = js_need(root, "training", &tr, err)) || (rc = js_want_obj(tr, err)) ||
         (rc = js_keys_check(tr, KEYS("micro_batch", "seq_len", "recompute", "grad_accum",
                                      "kernels", "recompute_every", "attention", "moe_gemm",
-                                     "loss", "attention_dropout"),
+                                     "loss", "attention_dropout", "cpu_offloading_num_layers"),
                                err)) ||
         (rc = js_u64(tr, "grad_accum", false, 1, 1, 4096, &accum, err)) ||
         (rc = js_u64(tr, "micro_batch", true, 0, 1, 1ull << 32, &mb, err)) ||
@@ -1507,8 +1538,10 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
         (rc = js_enum(tr, "moe_gemm", false, SPEC_MOE_GEMM_GROUPED, spec_moe_gemm_names,
                       SPEC_NMOE_GEMMS, &moe_gemm, err)) ||
         (rc = js_enum(tr, "loss", false, SPEC_LOSS_AUTO, spec_loss_names, SPEC_NLOSS, &loss, err)) ||
-        (rc = js_num(tr, "attention_dropout", false, 0.0, 0.0, 0.99, &s->attn_dropout, err)))
+        (rc = js_num(tr, "attention_dropout", false, 0.0, 0.0, 0.99, &s->attn_dropout, err)) ||
+        (rc = js_u64(tr, "cpu_offloading_num_layers", false, 0, 0, 1u << 20, &offl, err)))
         return rc;
+    s->cpu_offload_layers = (uint32_t)offl;
     s->loss = (spec_loss)loss;
     s->moe_gemm = (spec_moe_gemm)moe_gemm;
     s->kernels = (spec_kernels)kern;
@@ -1652,7 +1685,7 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
         (rc = load_optimizer(root, &s->opt, err)) ||
         (rc = load_sharding(root, s, err)) || (rc = load_hybrid(root, s, err)) ||
         (rc = load_fsdp2(root, s, err)) || (rc = load_megatron(root, s, err)) ||
-        (rc = load_offload(root, s, err)) ||
+        (rc = offload_activations_check(root, s, err)) || (rc = load_offload(root, s, err)) ||
         (rc = ds_optimizer_impl(root, s, err)) ||
         (rc = layout_check(root, s, err)) || (rc = resolve_kernels(s)) ||
         (rc = resolve_loss(s)) || (rc = resolve_attention(root, s, err)) ||

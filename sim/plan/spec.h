@@ -721,6 +721,10 @@ typedef struct spec_scenario {
     uint32_t grad_accum;  /* micro-batches per optimizer step */
     spec_recompute recompute;
     uint32_t recompute_every; /* full: every N-th layer only (1: all) */
+    /* training.cpu_offloading_num_layers: Transformer Engine offloads the
+     * saved activations of this many transformer layers to the host
+     * (strategy megatron; sched/mp_offload.c); 0: none */
+    uint32_t cpu_offload_layers;
     spec_kernels kernels; /* never AUTO after loading */
     spec_attn_impl attn_impl; /* training.attention; never AUTO after loading */
     double attn_dropout;      /* training.attention_dropout: the rate, [0, 0.99] */

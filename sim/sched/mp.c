@@ -801,8 +801,10 @@ static void fwd_open(mp *m, uint32_t mb, blk *k)
 
 static void fwd_close(mp *m, const blk *k)
 {
+    mp_unit *u = unit_of(m, k->i);
     fwd_post(m, k);
-    if (k->i == unit_of(m, k->i)->b0) m->prev_first = m->e->last;
+    if (k->i == u->b0) m->prev_first = m->e->last;
+    if (k->i + 1 == u->b1) mp_off_fwd_end(m, u);
 }
 
 static void fwd_whole(mp *m, uint32_t mb, uint32_t i)
@@ -841,6 +843,7 @@ static void bwd_open(mp *m, uint32_t mb, blk *k)
 {
     em *e = m->e;
     mp_unit *u = unit_of(m, k->i);
+    if (k->i + 1 == u->b1) mp_off_bwd_begin(m, u);
     if (k->i + 1 == u->b1 && m->rt->pre_backward) m->rt->pre_backward(m, u, mb);
     if (m->rt->before_block) m->rt->before_block(m, u, k->i, false);
     k->grad = EM_NONE;
@@ -1068,8 +1071,8 @@ static void states_and_step(mp *m)
         em_tensors_add(&optim, on, k ? "experts" : "dense");
     }
     em_states(e, &params, &optim);
-    if (make_units(m)) {
-        e->rc = SS_E_NOMEM;
+    if (make_units(m) || mp_off_new(m)) {
+        e->rc = ss_fail(e->err, SS_E_NOMEM, NULL, "out of memory");
         goto out;
     }
     if (m->rt->setup) m->rt->setup(m);
@@ -1122,6 +1125,7 @@ static int mp_emit_rank(const plan *pl, prog *p, uint32_t rank, uint32_t *const 
     rc = em_done(&e);
     if (m.rt->fini) m.rt->fini(&m);
     free(m.u);
+    mp_off_free(m.off);
     em_fini(&e);
     return rc;
 }

@@ -103,7 +103,19 @@ struct mp {
     uint64_t part[2];           /* the stage's dense and expert elements */
     uint32_t gsize[2];          /* the dense and expert data-parallel group sizes */
     void *rt_state;             /* the runtime's own, freed by rt->fini */
+    struct mp_off *off;         /* CPU activation offloading (mp_offload.c); NULL: none */
 };
+
+/* Transformer Engine's CPU activation offloading (mp_offload.c), with
+ * training.cpu_offloading_num_layers: mp_off_new after the units exist
+ * (m->off stays NULL without it; SS_E_NOMEM), mp_off_fwd_end after a
+ * unit's forward, mp_off_bwd_begin before its backward (both no-ops
+ * without offloading or outside a transformer layer), mp_off_free. */
+typedef struct mp_off mp_off;
+int mp_off_new(mp *m);
+void mp_off_free(mp_off *o);
+void mp_off_fwd_end(mp *m, mp_unit *u);
+void mp_off_bwd_begin(mp *m, mp_unit *u);
 
 /* The runtimes (mp_zero.c, mp_megatron.c, mp_mfsdp.c, mp_fsdp.c, mp_ds.c),
  * and the one a sharding section runs. */

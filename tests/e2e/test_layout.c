@@ -633,6 +633,67 @@ static void test_megatron_fsdp(void **state)
     }
 }
 
+/* Transformer Engine's CPU activation offloading (training.
+ * cpu_offloading_num_layers), Llama 3 8B, 32 layers, 16 offloaded, dp 8,
+ * one micro-batch; worked from TE 2.7's AsyncDoubleBufferGroupOffloadHandler
+ * (sched/mp_offload.c): the window map is w(i) = (32 / 16)(i + 1) - 1 =
+ * 2i + 1, so group 0's copy starts after layer 0, and at the end of layer
+ * 2i + 1 the compute waits for copy i, drops group i and starts copy i + 1
+ * (16 copies out, 16 waits); in backward each w(i) starts reload i (16
+ * copies in, 16 waits, and one more before layer 0). Every group is off the
+ * device when backward begins and group 15 comes back at once, so the peak
+ * drops by 15 groups at least (a group: the layer's saved tensors and its
+ * blocks' inputs) and by 16 at most. With the host link at 1000 GB/s the
+ * copies hide under two layers' compute (the step within 0.5%); at 2 GB/s
+ * they do not. */
+static void test_cpu_offload(void **state)
+{
+    (void)state;
+    static const char *const sh = "{\"strategy\": \"megatron\"}";
+    const char *train[2] = {"{\"micro_batch\": 1, \"seq_len\": 4096}",
+                            "{\"micro_batch\": 1, \"seq_len\": 4096, \"cpu_offloading_num_layers\": 16}"};
+    run_result r[4];
+    spec_scenario s[4];
+    for (int k = 0; k < 4; k++) {
+        load("llama3-8b", hgx(1), "{\"dp\": 8}", train[k > 0], sh, &s[k]);
+        s[k].off.pcie_Bps = k == 3 ? 2e9 : 1000e9;
+        run_of(&s[k], &r[k]);
+    }
+    const prog_op *ops = prog_ops(r[1].p, 0);
+    uint32_t d2h = 0, h2d = 0, waits = 0, rwaits = 0, first = UINT32_MAX, fwd1 = UINT32_MAX;
+    for (uint32_t i = 0; i < prog_nops(r[1].p, 0); i++) {
+        const char *name = prog_str_get(r[1].p, ops[i].name);
+        if (!strncmp(name, "offload.d2h.", 12) && !d2h++) first = i;
+        h2d += !strncmp(name, "offload.h2d.", 12);
+        waits += !strcmp(name, "offload.wait");
+        rwaits += !strcmp(name, "offload.reload_wait");
+        if (!strncmp(name, "fwd.layers.1.", 13) && fwd1 == UINT32_MAX) fwd1 = i;
+    }
+    assert_int_equal(d2h, 16);
+    assert_int_equal(h2d, 16);
+    assert_int_equal(waits, 16);
+    assert_int_equal(rwaits, 17);
+    assert_true(first < fwd1);
+    /* a group: attention's and the MLP's saved tensors and their inputs */
+    const plan_block *at = NULL, *ml = NULL;
+    plan *p = plan_of(&s[1]);
+    at = plan_find(p, "layers.0.attn"), ml = plan_find(p, "layers.0.mlp");
+    uint64_t group = at->saved_bytes + ml->saved_bytes + at->in_bytes + ml->in_bytes;
+    uint64_t off = r[0].sum.ranks[0].mem.peak, on = r[1].sum.ranks[0].mem.peak;
+    print_message("  peak %.2f GiB without, %.2f GiB with 16 of 32 layers offloaded (a group "
+                  "%.2f GiB); step %.3f / %.3f / %.3f s\n", off / 1073741824.0, on / 1073741824.0,
+                  group / 1073741824.0, r[0].sum.step_ns * 1e-9, r[2].sum.step_ns * 1e-9,
+                  r[3].sum.step_ns * 1e-9);
+    assert_true(off - on >= 15 * group && off - on <= 16 * group);
+    assert_true(r[2].sum.step_ns < r[0].sum.step_ns * 1.005);
+    assert_true(r[3].sum.step_ns > r[0].sum.step_ns * 1.1);
+    plan_free(p);
+    for (int k = 0; k < 4; k++) {
+        run_fini(&r[k]);
+        spec_scenario_fini(&s[k]);
+    }
+}
+
 /* FSDP under a pipeline schedule (torch.distributed.pipelining) waits for a
  * receive on the stream (Work.wait() on an NCCL receive), not on the host as
  * Megatron's batch_p2p_sync does: the host runs on into the stage's forward,
@@ -1062,6 +1123,7 @@ int main(void)
         cmocka_unit_test(test_cp_ring),
         cmocka_unit_test(test_rank_order),
         cmocka_unit_test(test_megatron_fsdp),
+        cmocka_unit_test(test_cpu_offload),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,196 @@
+/* Transformer Engine's CPU activation offloading in the layout body
+ * (training.cpu_offloading_num_layers; mp.h's mp_off_*). What it does, from
+ * transformer_engine/pytorch/cpu_offload.py, AsyncDoubleBufferGroupOffloadHandler
+ * (NVIDIA/TransformerEngine v2.7), which Megatron-core's TransformerBlock
+ * drives with one group a transformer layer, n of the L layers offloaded:
+ *
+ * - a window map: group i must be on the host by the end of layer w(i) =
+ *   (L / n)(i + 1) - 1 (plus the remainder spread over the first groups),
+ *   so the copies are spread over the forward;
+ * - forward, at a layer's end: after layer 0 the first group's saved
+ *   tensors start copying to the host on the d2h stream; at layer w(k) the
+ *   streams wait for each other both ways (the compute for copy k), group
+ *   k's device tensors are dropped and group k + 1's copy starts;
+ * - backward, at a layer's start: at layer w(k - 1) the streams wait for
+ *   each other both ways and group k - 1 is copied back on the h2d stream
+ *   into new device buffers; before layer 0's backward the compute waits
+ *   for every reload.
+ *
+ * The tensors moved are what each block of the layer keeps for backward
+ * (plan_block saved_bytes) and each block's input (TE marks a
+ * LayerNormLinear's and a Linear's saved input for offload: the layer's
+ * input and the residual stream between its blocks). Copies run at offload.pcie_GBps
+ * (pinned: TE pins its host buffers), D2H and H2D on one copy stream (the
+ * forward's copies are done before the backward's start, one micro-batch at
+ * a time without a pipeline). */
+#include "mp.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct mp_off {
+    uint32_t n, nlayers;   /* groups offloaded, transformer layers of the stage */
+    uint32_t *window;      /* [n]: the layer by whose end group i is on the host */
+    uint32_t *layer_unit;  /* [nlayers]: the unit of each layer, in model order */
+    uint32_t *copy;        /* [n]: group i's last copy (d2h or h2d) */
+    uint32_t k;            /* TE's offloaded_group_count */
+};
+
+static bool layer_unit(const mp *m, const mp_unit *u)
+{
+    return !strncmp(m->pl->blocks[u->b0].group, "layers.", 7);
+}
+
+/* TE's layer_window_map. */
+static void windows(uint32_t L, uint32_t n, uint32_t *w)
+{
+    uint32_t constant = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        w[i] = (L / n) * (i + 1) - 1;
+        if (i < L % n) {
+            w[i] += i + 1;
+            constant = i + 1;
+        } else {
+            w[i] += constant;
+        }
+    }
+}
+
+int mp_off_new(mp *m)
+{
+    uint32_t n = m->pl->s->cpu_offload_layers;
+    m->off = NULL;
+    if (!n) return SS_OK;
+    mp_off *o = calloc(1, sizeof *o);
+    if (!o) return SS_E_NOMEM;
+    for (uint32_t i = 0; i < m->nu; i++) o->nlayers += layer_unit(m, &m->u[i]);
+    o->n = n < o->nlayers ? n : o->nlayers;
+    o->window = malloc((o->n ? o->n : 1) * sizeof *o->window);
+    o->copy = malloc((o->n ? o->n : 1) * sizeof *o->copy);
+    o->layer_unit = malloc((o->nlayers ? o->nlayers : 1) * sizeof *o->layer_unit);
+    if (!o->window || !o->copy || !o->layer_unit) {
+        mp_off_free(o);
+        return SS_E_NOMEM;
+    }
+    for (uint32_t i = 0, j = 0; i < m->nu; i++)
+        if (layer_unit(m, &m->u[i])) o->layer_unit[j++] = i;
+    windows(o->nlayers, o->n, o->window);
+    for (uint32_t i = 0; i < o->n; i++) o->copy[i] = EM_NONE;
+    m->off = o;
+    return SS_OK;
+}
+
+void mp_off_free(mp_off *o)
+{
+    if (!o) return;
+    free(o->window);
+    free(o->copy);
+    free(o->layer_unit);
+    free(o);
+}
+
+/* The ordinal of unit u among the stage's layers, or UINT32_MAX. */
+static uint32_t ordinal(const mp *m, const mp_unit *u)
+{
+    const mp_off *o = m->off;
+    uint32_t want = (uint32_t)(u - m->u);
+    for (uint32_t j = 0; j < o->nlayers; j++)
+        if (o->layer_unit[j] == want) return j;
+    return UINT32_MAX;
+}
+
+/* Group g's device tensors, in block order: each block's input (the
+ * previous block's output: TE offloads a LayerNormLinear's input) and what
+ * it saves for backward. *n of them, in t[] (pointers into the em's slot
+ * arrays, so that a reload can rename them) with their bytes. */
+#define GROUP_MAX 16
+static void group_tensors(const mp *m, uint32_t g, uint32_t *t[GROUP_MAX], ss_bytes b[GROUP_MAX],
+                          uint32_t *n)
+{
+    em *e = m->e;
+    const mp_unit *u = &m->u[m->off->layer_unit[g]];
+    *n = 0;
+    for (uint32_t i = u->b0; i < u->b1 && *n + 2 <= GROUP_MAX; i++) {
+        const plan_block *blk = &m->pl->blocks[i];
+        if (i > 0 && e->t_act[EM_AT(e, i - 1)] != EM_NONE) {
+            t[*n] = &e->t_act[EM_AT(e, i - 1)];
+            b[(*n)++] = m->pl->blocks[i - 1].out_bytes;
+        }
+        if (e->t_saved[EM_AT(e, i)] != EM_NONE) {
+            t[*n] = &e->t_saved[EM_AT(e, i)];
+            b[(*n)++] = blk->saved_bytes;
+        }
+    }
+}
+
+/* A copy of group g on the copy stream after dep; reload: into new device
+ * buffers, allocated as it is issued. */
+static uint32_t copy(mp *m, uint32_t g, uint32_t dep, bool reload, prog_phase ph)
+{
+    em *e = m->e;
+    const mp_unit *u = &m->u[m->off->layer_unit[g]];
+    const spec_offload *so = &m->pl->s->off;
+    uint32_t *t[GROUP_MAX], n;
+    ss_bytes b[GROUP_MAX], bytes = 0;
+    group_tensors(m, g, t, b, &n);
+    for (uint32_t i = 0; i < n; i++) bytes += b[i];
+    em_begin(e, PROG_OP_COMPUTE, PROG_COPY, ph, "offload.%s.%s", reload ? "h2d" : "d2h",
+             m->pl->blocks[u->b0].group);
+    em_cost(e, em_launch_ns(e), ss_ns_from_s((double)bytes / so->pcie_Bps), 0);
+    em_dep(e, dep);
+    for (uint32_t i = 0; reload && i < n; i++) {
+        *t[i] = em_tensor(e, PROG_MEM_ACTIVATION, b[i], false, "reloaded.%s.%u",
+                          m->pl->blocks[u->b0].group, i);
+        em_mem(e, *t[i], PROG_ALLOC_AT_ISSUE);
+    }
+    return m->off->copy[g] = em_end(e);
+}
+
+/* The compute stream and the copy stream wait for each other (TE's two
+ * wait_stream calls), and the host drops `drop` group's device tensors. */
+static uint32_t sync_both(mp *m, uint32_t on, uint32_t drop, prog_phase ph, const char *name)
+{
+    em *e = m->e;
+    em_marker_begin(e, PROG_COMPUTE, ph, name);
+    em_dep(e, on);
+    if (drop != UINT32_MAX) {
+        uint32_t *t[GROUP_MAX], n;
+        ss_bytes b[GROUP_MAX];
+        group_tensors(m, drop, t, b, &n);
+        for (uint32_t i = 0; i < n; i++) em_mem(e, *t[i], PROG_FREE_AT_ISSUE);
+    }
+    return em_end(e);
+}
+
+void mp_off_fwd_end(mp *m, mp_unit *u)
+{
+    mp_off *o = m->off;
+    uint32_t c = o ? ordinal(m, u) : UINT32_MAX;
+    if (c == UINT32_MAX) return;
+    if (c == 0) {
+        o->k = 0;
+        copy(m, 0, mp_last_compute(m), false, PROG_PH_FORWARD);
+    }
+    if (o->k < o->n && o->window[o->k] == c) {
+        uint32_t s = sync_both(m, o->copy[o->k], o->k, PROG_PH_FORWARD, "offload.wait");
+        if (o->k + 1 < o->n) copy(m, o->k + 1, s, false, PROG_PH_FORWARD);
+        o->k++;
+    }
+}
+
+void mp_off_bwd_begin(mp *m, mp_unit *u)
+{
+    mp_off *o = m->off;
+    uint32_t c = o ? ordinal(m, u) : UINT32_MAX;
+    if (c == UINT32_MAX) return;
+    if (o->k >= 1 && o->window[o->k - 1] == c) {
+        uint32_t prev = o->k < o->n ? o->copy[o->k] : EM_NONE; /* the previous reload */
+        uint32_t s = sync_both(m, prev, UINT32_MAX, PROG_PH_BACKWARD, "offload.reload_wait");
+        copy(m, o->k - 1, s, true, PROG_PH_BACKWARD);
+        if (o->k > 1) o->k--;
+    }
+    if (c == 0) {
+        sync_both(m, o->copy[0], UINT32_MAX, PROG_PH_BACKWARD, "offload.reload_wait");
+        o->k = 0;
+    }
+}
