@@ -885,6 +885,10 @@ static int offload_activations_check(js_node root, const spec_scenario *s, ss_er
                         "offloading does not work when activation recomputation is enabled\"): "
                         "expected training.recompute none, found %s",
                         spec_recompute_names[s->recompute]);
+    if (s->par.moe_a2a_overlap)
+        return js_failf(k, err, "CPU offloading beside parallel.moe_a2a_overlap (a forward and a "
+                                "backward of two micro-batches interleaved) is not modelled: "
+                                "expected one of them");
     return SS_OK;
 }
 
