@@ -846,6 +846,12 @@ static int load_megatron(js_node root, spec_scenario *s, ss_err *err)
         (rc = js_u64(sh, "bucket_size", false, def, 1, UINT64_MAX / 16, &m->bucket_size, err)))
         return rc;
     if ((rc = load_megatron_fsdp(sh, m, err))) return rc;
+    if (m->fsdp && s->par.moe_a2a_overlap) {
+        js_get(sh, "use_megatron_fsdp", &k);
+        return js_failf(k, err, "Megatron-FSDP beside parallel.moe_a2a_overlap (a layer's forward "
+                                "and backward of two micro-batches interleaved, each wanting its "
+                                "gathered parameters) is not modelled: expected one of them");
+    }
     if (m->overlap_param_gather && !m->distributed_optimizer && !m->fsdp) {
         js_get(sh, "overlap_param_gather", &k);
         return js_failf(k, err, "overlap_param_gather needs use_distributed_optimizer (Megatron "
@@ -1931,7 +1937,7 @@ static int inline_for(js_doc *doc, const char *file, const char *assignment, ss_
     if (!rc && wrap) rc = absolute_ref(wrap, "device", file, err);
     cJSON *obj = rc ? NULL : sub.root;
     static const char *const kept[] = {"nodes", "device", "fabric", "ranks_per_node"}; /* the wrapper's, over the file's */
-    for (size_t k = 0; obj && wrap && k < 4 && !rc; k++) {
+    for (size_t k = 0; obj && wrap && k < SS_ARRAY_LEN(kept) && !rc; k++) {
         cJSON *w = cJSON_DetachItemFromObjectCaseSensitive(wrap, kept[k]);
         if (w && !cJSON_ReplaceItemInObjectCaseSensitive(obj, kept[k], w) &&
             !cJSON_AddItemToObject(obj, kept[k], w)) {

@@ -576,7 +576,9 @@ static bool node_alike(const spec_topology *t, uint32_t shift)
         const spec_lgroup *l = &t->lg[i];
         if ((l->from == gpu && l->from_i >= 0) || (l->to == gpu && l->to_i >= 0)) return false;
     }
-    return !nics || !(nics % G) || !(G % nics);
+    /* GPUs sharing a NIC: a node's ranks must fill whole such sets, or
+     * one NIC carries more of them than another */
+    return !nics || !(nics % G) || (!(G % nics) && !(K % (G / nics)));
 }
 
 /* A layout folds along tp and cp too (one rank per stage) where the

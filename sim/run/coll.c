@@ -19,10 +19,6 @@
 static int place(spec_topology *t, uint32_t ranks, uint32_t nodes, uint32_t **out,
                  ss_err *err)
 {
-    if (!t->graph)
-        return ss_fail(err, SS_E_INPUT, NULL,
-                       "topology %s has the flat form; collectives need its graph (\"node\")",
-                       t->name);
     if (nodes == 0 || ranks % nodes || ranks / nodes > t->gpus_per_node || nodes > t->nodes)
         return ss_fail(err, SS_E_INPUT, NULL,
                        "%u ranks on %u nodes of %s (%u nodes of %u GPUs): expected an equal "

@@ -599,8 +599,10 @@ uint32_t mp_gather_issue(mp *m, mp_unit *u, prog_phase ph, uint32_t g_dense, mp_
 {
     const plan *pl = m->pl;
     const char *unit = pl->blocks[u->b0].group;
-    ss_bytes bytes = mp_padded(u->dense, m->gsize[0], pl->compute_elem) +
-                     mp_padded(u->expert, m->gsize[1], pl->compute_elem);
+    /* the buffer holds the parts gathered: a part whose group is one
+     * rank stays in the rank's own parameters */
+    ss_bytes bytes = (g_dense != MP_NOGROUP ? mp_padded(u->dense, m->gsize[0], pl->compute_elem) : 0) +
+                     (m->g[G_EDP] != MP_NOGROUP ? mp_padded(u->expert, m->gsize[1], pl->compute_elem) : 0);
     u->t_full = em_tensor(m->e, PROG_MEM_PARAM_UNSHARDED, bytes, false, "%s.unsharded.%s",
                           prefix, unit);
     uint32_t last = EM_NONE, issued = bound == MP_BOUND_ISSUED ? mp_last_compute(m) : EM_NONE;
@@ -923,7 +925,7 @@ static void chain_leave(const mp *m, chain *c)
     c->pend = e->pend;
 }
 
-static bool is_layer(const mp *m, const mp_unit *u)
+bool mp_unit_is_layer(const mp *m, const mp_unit *u)
 {
     return strncmp(m->pl->blocks[u->b0].group, "layers.", 7) == 0;
 }
@@ -986,12 +988,12 @@ static void combined(mp *m, uint32_t fmb, uint32_t fk, uint32_t bmb, uint32_t bk
     chunk_units(m, fk, &f, &f1);
     chunk_units(m, bk, &b0, &b);
     fwd_begin(m, fmb, fk);
-    for (; f < f1 && !is_layer(m, &m->u[f]); f++) unit_fwd(m, fmb, &m->u[f]);
+    for (; f < f1 && !mp_unit_is_layer(m, &m->u[f]); f++) unit_fwd(m, fmb, &m->u[f]);
     chain_leave(m, &F);
     bwd_begin(m, bmb, bk);
-    for (; b > b0 && !is_layer(m, &m->u[b - 1]); b--) unit_bwd(m, bmb, &m->u[b - 1]);
+    for (; b > b0 && !mp_unit_is_layer(m, &m->u[b - 1]); b--) unit_bwd(m, bmb, &m->u[b - 1]);
     chain_leave(m, &B);
-    for (; f < f1 && is_layer(m, &m->u[f]) && b > b0 && is_layer(m, &m->u[b - 1]); f++, b--)
+    for (; f < f1 && mp_unit_is_layer(m, &m->u[f]) && b > b0 && mp_unit_is_layer(m, &m->u[b - 1]); f++, b--)
         layer_pair(m, &F, fmb, &m->u[f], &B, bmb, &m->u[b - 1]);
     chain_enter(m, &F); /* the layers left over, then the post-process */
     for (; f < f1; f++) unit_fwd(m, fmb, &m->u[f]);

@@ -143,6 +143,9 @@ void mp_buckets(mp *m, uint64_t cap, bool first_chunk_only, mp_bucket **out, uin
 void mp_reduce_bucket(mp *m, const mp_bucket *b, bool dist, uint32_t after, const char *what);
 /* The last compute op so far (EM_NONE for none). */
 uint32_t mp_last_compute(const mp *m);
+/* Is unit u a transformer layer (its blocks' group "layers.N"), not the
+ * embedding or the output? */
+bool mp_unit_is_layer(const mp *m, const mp_unit *u);
 
 /* How a runtime bounds the gathers that run ahead of the compute. HOST:
  * the host waits for the previous unit's compute before it gathers the

@@ -36,9 +36,11 @@
  *
  * optim_grads is the same without sharded parameters (no gathers). The
  * loader refuses no_shard and optim (Megatron's DDP runs those: strategy
- * megatron without use_megatron_fsdp). Not modelled: CPU offloading of
- * activations, Transformer Engine's fp8 weight caches, HSDP
- * (num_distributed_optimizer_instances), the ~0.1% bucket padding.
+ * megatron without use_megatron_fsdp) and the combined 1F1B schedule
+ * (moe_a2a_overlap), where a layer's forward and backward of two
+ * micro-batches interleave. CPU activation offloading runs beside it
+ * (mp_offload.c). Not modelled: Transformer Engine's fp8 weight caches,
+ * HSDP (num_distributed_optimizer_instances), the ~0.1% bucket padding.
  */
 #include "mp.h"
 
@@ -52,7 +54,6 @@ typedef struct mf_rs { uint32_t op, bucket; } mf_rs;
 typedef struct mf {
     uint32_t *ag;  /* [unit]: its gather not yet waited for (EM_NONE: none) */
     mf_rs rs[2];   /* the reductions in flight, oldest first (op EM_NONE: none) */
-    uint32_t last; /* the last op on the reduce stream */
     bool gathers;   /* sharded parameters, over a group of more than one */
     uint32_t fp32;  /* the gradient shard in fp32 for the step */
 } mf;
@@ -60,11 +61,6 @@ typedef struct mf {
 static spec_mfsdp_shard how(const plan *pl) { return pl->s->shard.mcore.fsdp_shard; }
 
 static bool params_sharded(const plan *pl) { return how(pl) == SPEC_MFSDP_OPTIM_GRADS_PARAMS; }
-
-static bool is_layer(const mp *m, const mp_unit *u)
-{
-    return !strncmp(m->pl->blocks[u->b0].group, "layers.", 7);
-}
 
 static st_kind mf_kind(const plan *pl) { return params_sharded(pl) ? ST_ZERO3 : ST_ZERO2; }
 
@@ -104,8 +100,7 @@ static void mf_setup(mp *m)
         return;
     }
     for (uint32_t i = 0; i < m->nu; i++) ag[i] = EM_NONE;
-    *c = (mf){.ag = ag, .rs = {{EM_NONE, EM_NONE}, {EM_NONE, EM_NONE}}, .last = EM_NONE,
-              .fp32 = EM_NONE};
+    *c = (mf){.ag = ag, .rs = {{EM_NONE, EM_NONE}, {EM_NONE, EM_NONE}}, .fp32 = EM_NONE};
     c->gathers = params_sharded(m->pl) &&
                  (m->g[G_DP] != MP_NOGROUP || m->g[G_EDP] != MP_NOGROUP);
     m->rt_state = c;
@@ -113,7 +108,7 @@ static void mf_setup(mp *m)
     ss_bytes shard = (ss_div_ceil(m->part[0], m->gsize[0]) +
                       ss_div_ceil(m->part[1], m->gsize[1])) * pl->grad_elem;
     em_tensor(m->e, PROG_MEM_GRAD_SHARD, shard, true, "main_grad.shard");
-    if (c->gathers && m->nu && !is_layer(m, &m->u[0])) gather(m, &m->u[0], PROG_PH_FORWARD);
+    if (c->gathers && m->nu && !mp_unit_is_layer(m, &m->u[0])) gather(m, &m->u[0], PROG_PH_FORWARD);
 }
 
 /* Gather the unit and prefetch the next bucket, then wait for the unit's:
@@ -124,10 +119,10 @@ static void mf_pre_forward(mp *m, mp_unit *u, uint32_t mb)
     mf *c = m->rt_state;
     if (!c || !c->gathers) return;
     gather(m, u, PROG_PH_FORWARD);
-    if (!is_layer(m, u)) {
+    if (!mp_unit_is_layer(m, u)) {
         for (uint32_t i = 0; mb == 0 && i < m->nu; i++)
-            if (!is_layer(m, &m->u[i])) gather(m, &m->u[i], PROG_PH_FORWARD);
-    } else if (u + 1 < m->u + m->nu && is_layer(m, u + 1)) {
+            if (!mp_unit_is_layer(m, &m->u[i])) gather(m, &m->u[i], PROG_PH_FORWARD);
+    } else if (u + 1 < m->u + m->nu && mp_unit_is_layer(m, u + 1)) {
         gather(m, u + 1, PROG_PH_FORWARD);
     }
     wait_gathered(m, u, PROG_PH_FORWARD);
@@ -141,7 +136,7 @@ static void mf_pre_backward(mp *m, mp_unit *u, uint32_t mb)
     mf *c = m->rt_state;
     if (!c || !c->gathers) return;
     gather(m, u, PROG_PH_BACKWARD);
-    if (is_layer(m, u) && u > m->u && is_layer(m, u - 1)) gather(m, u - 1, PROG_PH_BACKWARD);
+    if (mp_unit_is_layer(m, u) && u > m->u && mp_unit_is_layer(m, u - 1)) gather(m, u - 1, PROG_PH_BACKWARD);
     wait_gathered(m, u, PROG_PH_BACKWARD);
 }
 
@@ -149,7 +144,7 @@ static void mf_pre_backward(mp *m, mp_unit *u, uint32_t mb)
 static void mf_before_block(mp *m, mp_unit *u, uint32_t i, bool fwd)
 {
     mf *c = m->rt_state;
-    if (!c || !c->gathers || !is_layer(m, u) || u->t_full == EM_NONE) return;
+    if (!c || !c->gathers || !mp_unit_is_layer(m, u) || u->t_full == EM_NONE) return;
     if (i != (fwd ? u->b1 - 1 : u->b0)) return;
     em_free_after_block(m->e, u->t_full, PROG_FREE_AT_ISSUE);
     u->t_full = EM_NONE;
@@ -188,7 +183,7 @@ static void mf_grads_ready(mp *m, mp_unit *u, uint32_t mb, uint32_t after)
     (void)mb;
     mf *c = m->rt_state;
     const plan *pl = m->pl;
-    if (!c || (m->g[G_DP] == MP_NOGROUP && m->g[G_EDP] == MP_NOGROUP)) return;
+    if (!c) return;
     const char *unit = pl->blocks[u->b0].group;
     if (c->rs[1].op != EM_NONE) pop_reduction(m, "fsdp.wait_reduce");
     uint64_t numel = u->dense + u->expert;
@@ -208,14 +203,13 @@ static void mf_grads_ready(mp *m, mp_unit *u, uint32_t mb, uint32_t after)
     for (int k = 0; k < 2; k++) {
         uint64_t n = k ? u->expert : u->dense;
         uint32_t g = m->g[k ? G_EDP : G_DP], size = m->gsize[k];
-        if (!n || g == MP_NOGROUP) continue;
+        shard += ss_div_ceil(n, size) * pl->reduce_elem; /* a group of one: the whole part */
         last = mp_coll(m, PROG_REDUCE, PROG_PH_BACKWARD, PROG_COLL_REDUCE_SCATTER, g,
                        mp_padded(n, size, pl->reduce_elem), last, "fsdp.reduce_scatter",
                        k ? experts : unit);
-        shard += ss_div_ceil(n, size) * pl->reduce_elem;
     }
-    c->last = side_copy(m, 3 * shard, last, "accumulate_grad", unit);
-    c->rs[c->rs[0].op == EM_NONE ? 0 : 1] = (mf_rs){c->last, bucket};
+    last = side_copy(m, 3 * shard, last, "accumulate_grad", unit);
+    c->rs[c->rs[0].op == EM_NONE ? 0 : 1] = (mf_rs){last, bucket};
 }
 
 /* finish_grad_sync: the reductions done, the gradient shard in fp32 for

@@ -36,11 +36,6 @@ struct mp_off {
     uint32_t k;            /* TE's offloaded_group_count */
 };
 
-static bool layer_unit(const mp *m, const mp_unit *u)
-{
-    return !strncmp(m->pl->blocks[u->b0].group, "layers.", 7);
-}
-
 /* TE's layer_window_map. */
 static void windows(uint32_t L, uint32_t n, uint32_t *w)
 {
@@ -63,7 +58,7 @@ int mp_off_new(mp *m)
     if (!n) return SS_OK;
     mp_off *o = calloc(1, sizeof *o);
     if (!o) return SS_E_NOMEM;
-    for (uint32_t i = 0; i < m->nu; i++) o->nlayers += layer_unit(m, &m->u[i]);
+    for (uint32_t i = 0; i < m->nu; i++) o->nlayers += mp_unit_is_layer(m, &m->u[i]);
     o->n = n < o->nlayers ? n : o->nlayers;
     o->window = malloc((o->n ? o->n : 1) * sizeof *o->window);
     o->copy = malloc((o->n ? o->n : 1) * sizeof *o->copy);
@@ -73,7 +68,7 @@ int mp_off_new(mp *m)
         return SS_E_NOMEM;
     }
     for (uint32_t i = 0, j = 0; i < m->nu; i++)
-        if (layer_unit(m, &m->u[i])) o->layer_unit[j++] = i;
+        if (mp_unit_is_layer(m, &m->u[i])) o->layer_unit[j++] = i;
     windows(o->nlayers, o->n, o->window);
     for (uint32_t i = 0; i < o->n; i++) o->copy[i] = EM_NONE;
     m->off = o;
@@ -110,7 +105,12 @@ static void group_tensors(const mp *m, uint32_t g, uint32_t *t[GROUP_MAX], ss_by
     em *e = m->e;
     const mp_unit *u = &m->u[m->off->layer_unit[g]];
     *n = 0;
-    for (uint32_t i = u->b0; i < u->b1 && *n + 2 <= GROUP_MAX; i++) {
+    if (2 * (u->b1 - u->b0) > GROUP_MAX) { /* two tensors a block at most */
+        e->rc = ss_fail(e->err, SS_E_INTERNAL, NULL, "offloading: %u blocks in layer %s, at "
+                        "most %u", u->b1 - u->b0, m->pl->blocks[u->b0].group, GROUP_MAX / 2);
+        return;
+    }
+    for (uint32_t i = u->b0; i < u->b1; i++) {
         const plan_block *blk = &m->pl->blocks[i];
         if (i > 0 && e->t_act[EM_AT(e, i - 1)] != EM_NONE) {
             t[*n] = &e->t_act[EM_AT(e, i - 1)];
