@@ -600,8 +600,10 @@ static void text_model(const sum_report *r, FILE *f)
 
 void sum_text(const sum_report *r, FILE *f)
 {
-    char stage[16] = "";
+    char stage[48] = "";
     if (r->s->shard.strategy == SPEC_DEEPSPEED) snprintf(stage, sizeof stage, " zero%u", r->s->ds.stage);
+    if (r->s->shard.strategy == SPEC_MEGATRON && r->s->shard.mcore.fsdp)
+        snprintf(stage, sizeof stage, " fsdp %s", spec_mfsdp_names[r->s->shard.mcore.fsdp_shard]);
     fprintf(f, "%s  [%s%s, %u ranks]\n", r->s->name, spec_strategy_names[r->s->shard.strategy],
             stage, r->nranks);
     fprintf(f, "  step time        %10.3f ms\n", secs(r->step_ns) * 1e3);
