@@ -871,8 +871,12 @@ static int load_megatron(js_node root, spec_scenario *s, ss_err *err)
 static int offload_activations_check(js_node root, const spec_scenario *s, ss_err *err)
 {
     js_node tr, k;
-    if (!s->cpu_offload_layers) return SS_OK;
     js_get(root, "training", &tr);
+    if (!s->cpu_offload_layers) {
+        if (js_get(tr, "cpu_offloading_impl", &k))
+            return js_failf(k, err, "cpu_offloading_impl goes with cpu_offloading_num_layers above 0");
+        return SS_OK;
+    }
     js_get(tr, "cpu_offloading_num_layers", &k);
     if (s->shard.strategy != SPEC_MEGATRON)
         return js_failf(k, err, "cpu_offloading_num_layers is Transformer Engine's activation "
@@ -1518,7 +1522,7 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
 {
     js_node par, tr;
     uint64_t dp, mb, accum, every, offl;
-    int recomp, kern, attn, moe_gemm, loss;
+    int recomp, kern, attn, moe_gemm, loss, offimpl;
     int rc = js_need(root, "parallel", &par, err);
     if (rc || (rc = js_want_obj(par, err)) ||
         (rc = js_keys_check(par, KEYS("dp", "tp", "cp", "pp", "ep", "etp", "sequence_parallel",
@@ -1533,7 +1537,8 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
         (rc = js_need(root, "training", &tr, err)) || (rc = js_want_obj(tr, err)) ||
         (rc = js_keys_check(tr, KEYS("micro_batch", "seq_len", "recompute", "grad_accum",
                                      "kernels", "recompute_every", "attention", "moe_gemm",
-                                     "loss", "attention_dropout", "cpu_offloading_num_layers"),
+                                     "loss", "attention_dropout", "cpu_offloading_num_layers",
+                                     "cpu_offloading_impl"),
                                err)) ||
         (rc = js_u64(tr, "grad_accum", false, 1, 1, 4096, &accum, err)) ||
         (rc = js_u64(tr, "micro_batch", true, 0, 1, 1ull << 32, &mb, err)) ||
@@ -1549,9 +1554,12 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
                       SPEC_NMOE_GEMMS, &moe_gemm, err)) ||
         (rc = js_enum(tr, "loss", false, SPEC_LOSS_AUTO, spec_loss_names, SPEC_NLOSS, &loss, err)) ||
         (rc = js_num(tr, "attention_dropout", false, 0.0, 0.0, 0.99, &s->attn_dropout, err)) ||
-        (rc = js_u64(tr, "cpu_offloading_num_layers", false, 0, 0, 1u << 20, &offl, err)))
+        (rc = js_u64(tr, "cpu_offloading_num_layers", false, 0, 0, 1u << 20, &offl, err)) ||
+        (rc = js_enum(tr, "cpu_offloading_impl", false, SPEC_OFFL_SYNCHRONIZER,
+                      spec_offload_impl_names, SPEC_NOFFL, &offimpl, err)))
         return rc;
     s->cpu_offload_layers = (uint32_t)offl;
+    s->cpu_offload_impl = (spec_offload_impl)offimpl;
     s->loss = (spec_loss)loss;
     s->moe_gemm = (spec_moe_gemm)moe_gemm;
     s->kernels = (spec_kernels)kern;

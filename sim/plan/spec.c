@@ -31,6 +31,7 @@ const char *const spec_net_proto_names[] = {SPEC_NET_PROTOS(SPEC_NAME2_)};
 const char *const spec_pp_names[] = {SPEC_PP_SCHEDULES(SPEC_NAME2_)};
 const char *const spec_cp_comm_names[] = {SPEC_CP_COMMS(SPEC_NAME2_)};
 const char *const spec_mfsdp_names[] = {SPEC_MFSDP_SHARDS(SPEC_NAME2_)};
+const char *const spec_offload_impl_names[] = {SPEC_OFFLOAD_IMPLS(SPEC_NAME2_)};
 const char *const spec_order_names[] = {SPEC_ORDERS(SPEC_NAME2_)};
 static const uint32_t dtype_sizes[] = {SPEC_DTYPES(SPEC_SIZE3_)};
 

@@ -491,6 +491,19 @@ typedef struct spec_optimizer_cfg {
     bool momentum; /* SGD only */
 } spec_optimizer_cfg;
 
+/* How Transformer Engine paces CPU activation offloading (training.
+ * cpu_offloading_impl): "synchronizer", its DefaultOffloadSynchronizer (TE
+ * 2.10 and later, the default there), or "double_buffer", its
+ * AsyncDoubleBufferGroupOffloadHandler (TE 2.9 and earlier, or
+ * NVTE_CPU_OFFLOAD_V1=1). sched/mp_offload.c runs both. */
+#define SPEC_OFFLOAD_IMPLS(X)                                                  \
+    X(SYNCHRONIZER, "synchronizer")                                            \
+    X(DOUBLE_BUFFER, "double_buffer")
+#define SPEC_ENUM2_(id, name) SPEC_OFFL_##id,
+typedef enum { SPEC_OFFLOAD_IMPLS(SPEC_ENUM2_) SPEC_NOFFL } spec_offload_impl;
+#undef SPEC_ENUM2_
+extern const char *const spec_offload_impl_names[SPEC_NOFFL];
+
 /* Megatron-FSDP's data_parallel_sharding_strategy: what the data-parallel
  * ranks shard, ZeRO's stages by Megatron's names (nothing; the optimizer
  * states; and the gradients; and the parameters). */
@@ -725,6 +738,7 @@ typedef struct spec_scenario {
      * saved activations of this many transformer layers to the host
      * (strategy megatron; sched/mp_offload.c); 0: none */
     uint32_t cpu_offload_layers;
+    spec_offload_impl cpu_offload_impl; /* training.cpu_offloading_impl */
     spec_kernels kernels; /* never AUTO after loading */
     spec_attn_impl attn_impl; /* training.attention; never AUTO after loading */
     double attn_dropout;      /* training.attention_dropout: the rate, [0, 0.99] */

@@ -1,34 +1,39 @@
 /* Transformer Engine's CPU activation offloading in the layout body
- * (training.cpu_offloading_num_layers; mp.h's mp_off_*). What it does, from
- * transformer_engine/pytorch/cpu_offload.py, AsyncDoubleBufferGroupOffloadHandler
- * (NVIDIA/TransformerEngine v2.7), which Megatron-core's TransformerBlock
- * drives with one group a transformer layer, n of the L layers offloaded:
+ * (training.cpu_offloading_num_layers and _impl; mp.h's mp_off_*), as
+ * Megatron-core's TransformerBlock drives it: one group a transformer
+ * layer, layers 0 .. n - 1 of the stage's L offloaded, their copies on
+ * one copy stream. Two pacings, from transformer_engine/pytorch/
+ * cpu_offload.py:
  *
- * - a window map: group i must be on the host by the end of layer w(i) =
- *   (L / n)(i + 1) - 1 (plus the remainder spread over the first groups),
- *   so the copies are spread over the forward;
- * - forward, at a layer's end: after layer 0 the first group's saved
- *   tensors start copying to the host on the d2h stream; at layer w(k) the
- *   streams wait for each other both ways (the compute for copy k), group
- *   k's device tensors are dropped and group k + 1's copy starts;
- * - backward, at a layer's start: at layer w(k - 1) the streams wait for
- *   each other both ways and group k - 1 is copied back on the h2d stream
- *   into new device buffers; before layer 0's backward the compute waits
- *   for every reload.
+ * synchronizer (DefaultOffloadSynchronizer, NVIDIA/TransformerEngine
+ * v2.12, the default from 2.10): before layer c's forward the copy of
+ * layer c - 1 starts (it waits for that layer's kernels), and the compute
+ * waits for the copy of layer i = c - (L - n) and the host drops its
+ * device tensors; before layer c's backward the reload of layer i = c -
+ * (L - 1 - n) starts into new buffers (the copy waits for the compute
+ * issued so far), and layer i's backward waits for its own reload.
+ *
+ * double_buffer (AsyncDoubleBufferGroupOffloadHandler, v2.7 to v2.9): a
+ * window map w(i) = (L / n)(i + 1) - 1 (the remainder spread over the
+ * first groups); at a layer's end, after layer 0 the first copy starts,
+ * and at layer w(k) the compute and copy streams wait for each other,
+ * group k's device tensors are dropped and copy k + 1 starts; in backward
+ * at layer w(k - 1) the streams wait both ways and group k - 1 is copied
+ * back into new buffers; before layer 0's backward the compute waits for
+ * every reload.
  *
  * The tensors moved are what each block of the layer keeps for backward
- * (plan_block saved_bytes) and each block's input (TE marks a
- * LayerNormLinear's and a Linear's saved input for offload: the layer's
- * input and the residual stream between its blocks). Copies run at offload.pcie_GBps
- * (pinned: TE pins its host buffers), D2H and H2D on one copy stream (the
- * forward's copies are done before the backward's start, one micro-batch at
- * a time without a pipeline). */
+ * (plan_block saved_bytes) and each block's input (TE offloads a
+ * LayerNormLinear's and a Linear's saved input: the layer's input and the
+ * residual stream between its blocks). Copies run at offload.pcie_GBps
+ * (pinned: TE pins its host buffers), out and back on one stream. */
 #include "mp.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 struct mp_off {
+    spec_offload_impl impl;
     uint32_t n, nlayers;   /* groups offloaded, transformer layers of the stage */
     uint32_t *window;      /* [n]: the layer by whose end group i is on the host */
     uint32_t *layer_unit;  /* [nlayers]: the unit of each layer, in model order */
@@ -59,6 +64,7 @@ int mp_off_new(mp *m)
     mp_off *o = calloc(1, sizeof *o);
     if (!o) return SS_E_NOMEM;
     for (uint32_t i = 0; i < m->nu; i++) o->nlayers += mp_unit_is_layer(m, &m->u[i]);
+    o->impl = m->pl->s->cpu_offload_impl;
     o->n = n < o->nlayers ? n : o->nlayers;
     o->window = malloc((o->n ? o->n : 1) * sizeof *o->window);
     o->copy = malloc((o->n ? o->n : 1) * sizeof *o->copy);
@@ -162,11 +168,36 @@ static uint32_t sync_both(mp *m, uint32_t on, uint32_t drop, prog_phase ph, cons
     return em_end(e);
 }
 
+/* The synchronizer, after layer c's forward (before layer c + 1's): layer
+ * c's copy starts, and the layer due by now is dropped. */
+static void sync_fwd_end(mp *m, uint32_t c)
+{
+    mp_off *o = m->off;
+    if (c < o->n) copy(m, c, mp_last_compute(m), false, PROG_PH_FORWARD);
+    uint32_t lag = o->nlayers - o->n; /* layer i is due before layer lag + i */
+    if (c + 1 >= lag && c + 1 - lag < o->n)
+        sync_both(m, o->copy[c + 1 - lag], c + 1 - lag, PROG_PH_FORWARD, "offload.wait");
+}
+
+/* The synchronizer, before layer c's backward: the reload of the layer due
+ * then starts, and layer c, if offloaded, waits for its own. */
+static void sync_bwd_begin(mp *m, uint32_t c)
+{
+    mp_off *o = m->off;
+    uint32_t lag = o->nlayers - 1 - o->n; /* reload of layer i before layer lag + i */
+    if (c >= lag && c - lag < o->n) copy(m, c - lag, mp_last_compute(m), true, PROG_PH_BACKWARD);
+    if (c < o->n) sync_both(m, o->copy[c], UINT32_MAX, PROG_PH_BACKWARD, "offload.reload_wait");
+}
+
 void mp_off_fwd_end(mp *m, mp_unit *u)
 {
     mp_off *o = m->off;
     uint32_t c = o ? ordinal(m, u) : UINT32_MAX;
     if (c == UINT32_MAX) return;
+    if (o->impl == SPEC_OFFL_SYNCHRONIZER) {
+        sync_fwd_end(m, c);
+        return;
+    }
     if (c == 0) {
         o->k = 0;
         copy(m, 0, mp_last_compute(m), false, PROG_PH_FORWARD);
@@ -183,6 +214,10 @@ void mp_off_bwd_begin(mp *m, mp_unit *u)
     mp_off *o = m->off;
     uint32_t c = o ? ordinal(m, u) : UINT32_MAX;
     if (c == UINT32_MAX) return;
+    if (o->impl == SPEC_OFFL_SYNCHRONIZER) {
+        sync_bwd_begin(m, c);
+        return;
+    }
     if (o->k >= 1 && o->window[o->k - 1] == c) {
         uint32_t prev = o->k < o->n ? o->copy[o->k] : EM_NONE; /* the previous reload */
         uint32_t s = sync_both(m, prev, UINT32_MAX, PROG_PH_BACKWARD, "offload.reload_wait");

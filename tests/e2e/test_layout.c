@@ -651,7 +651,8 @@ static void test_cpu_offload(void **state)
     (void)state;
     static const char *const sh = "{\"strategy\": \"megatron\"}";
     const char *train[2] = {"{\"micro_batch\": 1, \"seq_len\": 4096}",
-                            "{\"micro_batch\": 1, \"seq_len\": 4096, \"cpu_offloading_num_layers\": 16}"};
+                            "{\"micro_batch\": 1, \"seq_len\": 4096, \"cpu_offloading_num_layers\": 16,"
+                            " \"cpu_offloading_impl\": \"double_buffer\"}"};
     run_result r[4];
     spec_scenario s[4];
     for (int k = 0; k < 4; k++) {
@@ -689,6 +690,59 @@ static void test_cpu_offload(void **state)
     assert_true(r[3].sum.step_ns > r[0].sum.step_ns * 1.1);
     plan_free(p);
     for (int k = 0; k < 4; k++) {
+        run_fini(&r[k]);
+        spec_scenario_fini(&s[k]);
+    }
+}
+
+/* The same step under TE 2.10+'s DefaultOffloadSynchronizer (training.
+ * cpu_offloading_impl synchronizer, the default), worked from its
+ * _init_offload_synchronization_dicts (TE v2.12): layer i's copy starts
+ * before layer i + 1's forward and must be done before layer 32 - 16 + i =
+ * 16 + i's (16 copies out, 16 waits, the last before layer 31); layer i's
+ * reload starts before layer 15 + i's backward and layer i's backward
+ * waits for it (16 copies in, 16 waits). No group is on the device at the
+ * end of forward: the peak drops by 15 to 16 groups, as above. */
+static void test_cpu_offload_synchronizer(void **state)
+{
+    (void)state;
+    spec_scenario s[2];
+    run_result r[2];
+    const char *train[2] = {"{\"micro_batch\": 1, \"seq_len\": 4096}",
+                            "{\"micro_batch\": 1, \"seq_len\": 4096, \"cpu_offloading_num_layers\": 16}"};
+    for (int k = 0; k < 2; k++) {
+        load("llama3-8b", hgx(1), "{\"dp\": 8}", train[k], "{\"strategy\": \"megatron\"}", &s[k]);
+        s[k].off.pcie_Bps = 1000e9;
+        run_of(&s[k], &r[k]);
+    }
+    assert_int_equal(s[1].cpu_offload_impl, SPEC_OFFL_SYNCHRONIZER);
+    const prog_op *ops = prog_ops(r[1].p, 0);
+    uint32_t d2h = 0, h2d = 0, waits = 0, rwaits = 0, last_wait = UINT32_MAX, fwd31 = UINT32_MAX;
+    uint32_t h2d0 = UINT32_MAX, bwd31 = UINT32_MAX, bwd30 = UINT32_MAX;
+    for (uint32_t i = 0; i < prog_nops(r[1].p, 0); i++) {
+        const char *name = prog_str_get(r[1].p, ops[i].name);
+        d2h += !strncmp(name, "offload.d2h.", 12);
+        if (!strncmp(name, "offload.h2d.", 12) && !h2d++) h2d0 = i;
+        if (!strcmp(name, "offload.wait")) waits++, last_wait = i;
+        rwaits += !strcmp(name, "offload.reload_wait");
+        if (!strncmp(name, "fwd.layers.31.", 14) && fwd31 == UINT32_MAX) fwd31 = i;
+        if (!strncmp(name, "bwd.layers.31.", 14) && bwd31 == UINT32_MAX) bwd31 = i;
+        if (!strncmp(name, "bwd.layers.30.", 14) && bwd30 == UINT32_MAX) bwd30 = i;
+    }
+    assert_int_equal(d2h, 16);
+    assert_int_equal(h2d, 16);
+    assert_int_equal(waits, 16);
+    assert_int_equal(rwaits, 16);
+    assert_true(last_wait < fwd31);
+    assert_true(bwd31 < h2d0 && h2d0 < bwd30); /* layer 15's reload, before layer 30's backward */
+    plan *p = plan_of(&s[1]);
+    const plan_block *at = plan_find(p, "layers.0.attn"), *ml = plan_find(p, "layers.0.mlp");
+    uint64_t group = at->saved_bytes + ml->saved_bytes + at->in_bytes + ml->in_bytes;
+    uint64_t off = r[0].sum.ranks[0].mem.peak, on = r[1].sum.ranks[0].mem.peak;
+    assert_true(off - on >= 15 * group && off - on <= 16 * group);
+    assert_true(r[1].sum.step_ns < r[0].sum.step_ns * 1.005);
+    plan_free(p);
+    for (int k = 0; k < 2; k++) {
         run_fini(&r[k]);
         spec_scenario_fini(&s[k]);
     }
@@ -1124,6 +1178,7 @@ int main(void)
         cmocka_unit_test(test_rank_order),
         cmocka_unit_test(test_megatron_fsdp),
         cmocka_unit_test(test_cpu_offload),
+        cmocka_unit_test(test_cpu_offload_synchronizer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
