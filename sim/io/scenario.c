@@ -441,13 +441,20 @@ static int load_sharding(js_node root, spec_scenario *s, ss_err *err)
     return rc;
 }
 
-/* PCIe between the host and one GPU: the GPU's PCIe link in a graph
- * topology, shared with the other GPUs behind its switch's uplink to the
- * CPU; 25 GB/s (PCIe 4.0 x16 as cudaMemcpy reaches it) otherwise. */
+/* The link between the host and one GPU: a graph topology's direct link
+ * from the GPU to its CPU where it has one (GB200's NVLink-C2C), else the
+ * GPU's PCIe link, shared with the other GPUs behind its switch's uplink
+ * to the CPU; 25 GB/s (PCIe 4.0 x16 as cudaMemcpy reaches it) otherwise. */
 static double host_link_Bps(const spec_topology *t)
 {
     double gpu = 0, up = 0;
     uint32_t behind = 1;
+    for (uint32_t i = 0; t->graph && i < t->nlgroups; i++) {
+        const spec_lgroup *l = &t->lg[i];
+        uint8_t far = l->from == 0 ? l->to : l->to == 0 ? l->from : UINT8_MAX;
+        if (far != UINT8_MAX && t->vg[far].kind == SPEC_V_CPU)
+            return l->Bps * (l->efficiency > 0 ? l->efficiency : 1);
+    }
     for (uint32_t i = 0; t->graph && i < t->nlgroups; i++) {
         const spec_lgroup *l = &t->lg[i];
         if (l->kind != SPEC_L_PCIE) continue;
