@@ -65,7 +65,7 @@ struct net {
     bool classed;   /* the link classes were made (first start) */
     uint32_t *rep;  /* [links]: its class's first link; NULL: every link its own */
     uint32_t loaded, solved; /* links the flows can load; classes among them */
-    spec_topology place;     /* nodes, gpus_per_node, ranks_per_node: spec_topo_gpu */
+    uint32_t gpn, rpn;       /* a node's GPUs and the ranks it holds (spec_place_gpu) */
     uint32_t *gbuf, cap_gbuf; /* a group's GPUs (gpus_of) */
 };
 
@@ -76,8 +76,7 @@ int net_new(const spec_topology *t, const net_opts *o, net **out, ss_err *err)
     net *n = calloc(1, sizeof *n);
     if (!n) return nomem(err);
     n->o = *o;
-    n->place.nodes = t->nodes, n->place.gpus_per_node = t->gpus_per_node;
-    n->place.ranks_per_node = t->ranks_per_node;
+    n->gpn = t->gpus_per_node, n->rpn = spec_topo_rpn(t);
     spec_topology tv = *t; /* the version the options name, over the file's */
     if (o->nccl) tv.nccl = o->nccl;
     int rc = topo_new(&tv, &n->g, err);
@@ -137,12 +136,12 @@ void net_link_classes(const net *n, uint32_t *loaded, uint32_t *solved)
  * until the next call. The map is increasing: ascending ranks stay so. */
 static const uint32_t *gpus_of(net *n, const uint32_t *ranks, uint32_t size, ss_err *err)
 {
-    if (spec_topo_rpn(&n->place) == n->place.gpus_per_node) return ranks;
+    if (n->rpn == n->gpn) return ranks;
     if (!ss_grow((void **)&n->gbuf, &n->cap_gbuf, size ? size : 1, sizeof *n->gbuf)) {
         nomem(err);
         return NULL;
     }
-    for (uint32_t i = 0; i < size; i++) n->gbuf[i] = spec_topo_gpu(&n->place, ranks[i]);
+    for (uint32_t i = 0; i < size; i++) n->gbuf[i] = spec_place_gpu(n->gpn, n->rpn, ranks[i]);
     return n->gbuf;
 }
 

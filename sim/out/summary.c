@@ -308,7 +308,8 @@ static ss_bytes max_of(const sum_report *r, max_what w)
  * fill nodes in order). */
 static ss_bytes max_host_per_node(const sum_report *r)
 {
-    uint32_t g = spec_topo_rpn(&r->s->topo) ? spec_topo_rpn(&r->s->topo) : 1;
+    uint32_t g = spec_topo_rpn(&r->s->topo);
+    if (!g) g = 1;
     ss_bytes m = 0, node = 0;
     for (uint32_t k = 0; k < r->nranks; k++) {
         node += r->ranks[k].st.host;

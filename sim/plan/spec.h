@@ -417,15 +417,19 @@ typedef struct spec_topology {
 } spec_topology;
 
 /* The ranks a node holds, and the GPU world rank r runs on: local GPU
- * r % rpn of node r / rpn (the identity when the job fills whole nodes). */
+ * r % rpn of node r / rpn on nodes of gpn GPUs (the identity when the job
+ * fills whole nodes). */
 static inline uint32_t spec_topo_rpn(const spec_topology *t)
 {
     return t->ranks_per_node ? t->ranks_per_node : t->gpus_per_node;
 }
+static inline uint32_t spec_place_gpu(uint32_t gpn, uint32_t rpn, uint32_t r)
+{
+    return rpn == gpn || !rpn ? r : (r / rpn) * gpn + r % rpn;
+}
 static inline uint32_t spec_topo_gpu(const spec_topology *t, uint32_t r)
 {
-    uint32_t k = spec_topo_rpn(t);
-    return k == t->gpus_per_node || !k ? r : (r / k) * t->gpus_per_node + r % k;
+    return spec_place_gpu(t->gpus_per_node, spec_topo_rpn(t), r);
 }
 
 /* NCCL versions as NCCL_VERSION_CODE has them: major * 10000 + minor * 100

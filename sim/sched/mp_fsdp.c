@@ -58,7 +58,7 @@ static bool kept(const mp *m, const mp_unit *u)
     case SPEC_SHARD_GRAD_OP:
     case SPEC_HYBRID_SHARD_ZERO2: return true;
     case SPEC_FSDP2:
-        if (strncmp(name, "layers.", 7)) return true; /* the root module */
+        if (!mp_unit_is_layer(m, u)) return true; /* the root module */
         for (uint32_t i = 0; i < sh->nraf_units; i++)
             if (!strcmp(sh->raf_units[i].unit, name)) return !sh->raf_units[i].reshard;
         return sh->reshard_after_forward == 0;

@@ -62,6 +62,13 @@ static spec_mfsdp_shard how(const plan *pl) { return pl->s->shard.mcore.fsdp_sha
 
 static bool params_sharded(const plan *pl) { return how(pl) == SPEC_MFSDP_OPTIM_GRADS_PARAMS; }
 
+/* The elements of the rank's gradient shard: the stage's dense and expert
+ * parts, each over its group. */
+static uint64_t shard_numel(const mp *m)
+{
+    return ss_div_ceil(m->part[0], m->gsize[0]) + ss_div_ceil(m->part[1], m->gsize[1]);
+}
+
 static st_kind mf_kind(const plan *pl) { return params_sharded(pl) ? ST_ZERO3 : ST_ZERO2; }
 
 static void mf_at_rest(const plan *pl, uint64_t part, uint32_t n, uint64_t *param,
@@ -105,9 +112,7 @@ static void mf_setup(mp *m)
                  (m->g[G_DP] != MP_NOGROUP || m->g[G_EDP] != MP_NOGROUP);
     m->rt_state = c;
     const plan *pl = m->pl;
-    ss_bytes shard = (ss_div_ceil(m->part[0], m->gsize[0]) +
-                      ss_div_ceil(m->part[1], m->gsize[1])) * pl->grad_elem;
-    em_tensor(m->e, PROG_MEM_GRAD_SHARD, shard, true, "main_grad.shard");
+    em_tensor(m->e, PROG_MEM_GRAD_SHARD, shard_numel(m) * pl->grad_elem, true, "main_grad.shard");
     if (c->gathers && m->nu && !mp_unit_is_layer(m, &m->u[0])) gather(m, &m->u[0], PROG_PH_FORWARD);
 }
 
@@ -227,7 +232,7 @@ static void mf_end_backward(mp *m)
     }
     em_end(m->e);
     if (pl->grad_elem >= 4) return;
-    uint64_t n = ss_div_ceil(m->part[0], m->gsize[0]) + ss_div_ceil(m->part[1], m->gsize[1]);
+    uint64_t n = shard_numel(m);
     c->fp32 = em_tensor(m->e, PROG_MEM_GRAD_SHARD, n * 4, false, "main_grad.fp32");
     em_begin(m->e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "fsdp.update_main_grads");
     em_cost(m->e, em_launch_ns(m->e), plan_mem_ns(pl, n * (pl->grad_elem + 4)), 0);

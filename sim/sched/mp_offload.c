@@ -37,6 +37,7 @@ struct mp_off {
     uint32_t n, nlayers;   /* groups offloaded, transformer layers of the stage */
     uint32_t *window;      /* [n]: the layer by whose end group i is on the host */
     uint32_t *layer_unit;  /* [nlayers]: the unit of each layer, in model order */
+    uint32_t *ord;         /* [units]: the unit's ordinal among the layers, or UINT32_MAX */
     uint32_t *copy;        /* [n]: group i's last copy (d2h or h2d) */
     uint32_t k;            /* TE's offloaded_group_count */
 };
@@ -69,12 +70,15 @@ int mp_off_new(mp *m)
     o->window = malloc((o->n ? o->n : 1) * sizeof *o->window);
     o->copy = malloc((o->n ? o->n : 1) * sizeof *o->copy);
     o->layer_unit = malloc((o->nlayers ? o->nlayers : 1) * sizeof *o->layer_unit);
-    if (!o->window || !o->copy || !o->layer_unit) {
+    o->ord = malloc((m->nu ? m->nu : 1) * sizeof *o->ord);
+    if (!o->window || !o->copy || !o->layer_unit || !o->ord) {
         mp_off_free(o);
         return SS_E_NOMEM;
     }
-    for (uint32_t i = 0, j = 0; i < m->nu; i++)
-        if (mp_unit_is_layer(m, &m->u[i])) o->layer_unit[j++] = i;
+    for (uint32_t i = 0, j = 0; i < m->nu; i++) {
+        o->ord[i] = mp_unit_is_layer(m, &m->u[i]) ? j : UINT32_MAX;
+        if (o->ord[i] != UINT32_MAX) o->layer_unit[j++] = i;
+    }
     windows(o->nlayers, o->n, o->window);
     for (uint32_t i = 0; i < o->n; i++) o->copy[i] = EM_NONE;
     m->off = o;
@@ -87,17 +91,8 @@ void mp_off_free(mp_off *o)
     free(o->window);
     free(o->copy);
     free(o->layer_unit);
+    free(o->ord);
     free(o);
-}
-
-/* The ordinal of unit u among the stage's layers, or UINT32_MAX. */
-static uint32_t ordinal(const mp *m, const mp_unit *u)
-{
-    const mp_off *o = m->off;
-    uint32_t want = (uint32_t)(u - m->u);
-    for (uint32_t j = 0; j < o->nlayers; j++)
-        if (o->layer_unit[j] == want) return j;
-    return UINT32_MAX;
 }
 
 /* Group g's device tensors, in block order: each block's input (the
@@ -192,7 +187,7 @@ static void sync_bwd_begin(mp *m, uint32_t c)
 void mp_off_fwd_end(mp *m, mp_unit *u)
 {
     mp_off *o = m->off;
-    uint32_t c = o ? ordinal(m, u) : UINT32_MAX;
+    uint32_t c = o ? o->ord[u - m->u] : UINT32_MAX;
     if (c == UINT32_MAX) return;
     if (o->impl == SPEC_OFFL_SYNCHRONIZER) {
         sync_fwd_end(m, c);
@@ -212,7 +207,7 @@ void mp_off_fwd_end(mp *m, mp_unit *u)
 void mp_off_bwd_begin(mp *m, mp_unit *u)
 {
     mp_off *o = m->off;
-    uint32_t c = o ? ordinal(m, u) : UINT32_MAX;
+    uint32_t c = o ? o->ord[u - m->u] : UINT32_MAX;
     if (c == UINT32_MAX) return;
     if (o->impl == SPEC_OFFL_SYNCHRONIZER) {
         sync_bwd_begin(m, c);
