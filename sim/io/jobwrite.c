@@ -166,9 +166,6 @@ static int tt_layout_check(const spec_scenario *s, const char *where, ss_err *er
         return NOPE("sequence_parallel %s with tp %u: torchtitan's TP plan always splits the "
                     "norms' activations (sequence parallel whenever tp > 1)",
                     p->sequence_parallel ? "true" : "false", p->tp);
-    if (p->cp > 1 && p->cp_comm != SPEC_CP_ALL_GATHER)
-        return NOPE("cp_comm_type %s: torchtitan's context parallel as modelled rotates K "
-                    "and V with allgather", spec_cp_comm_names[p->cp_comm]);
     if (p->p2p_scatter_gather)
         return NOPE("%s", "p2p_scatter_gather is Megatron-LM's; torchtitan has no such setting");
     if (p->order != SPEC_ORDER_TP_CP_PP_DP && p->pp > 1 && s->dp > 1)
@@ -217,6 +214,8 @@ static int tt_parallelism(const spec_scenario *s, const char *where, cJSON *par,
               num(par, "tensor_parallel_degree", p->tp) &&
               num(par, "pipeline_parallel_degree", p->pp) &&
               num(par, "context_parallel_degree", p->cp) &&
+              (p->cp == 1 || str(par, "context_parallel_rotate_method",
+                                 p->cp_comm == SPEC_CP_P2P ? "alltoall" : "allgather")) &&
               num(par, "expert_parallel_degree", p->ep) &&
               num(par, "expert_tensor_parallel_degree", p->etp) &&
               flag(par, "enable_async_tensor_parallel", p->tp > 1 && p->tp_comm_overlap) &&

@@ -1545,7 +1545,7 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
         (rc = js_keys_check(tr, KEYS("micro_batch", "seq_len", "recompute", "grad_accum",
                                      "kernels", "recompute_every", "attention", "moe_gemm",
                                      "loss", "attention_dropout", "cpu_offloading_num_layers",
-                                     "cpu_offloading_impl"),
+                                     "cpu_offloading_impl", "repeat_kv"),
                                err)) ||
         (rc = js_u64(tr, "grad_accum", false, 1, 1, 4096, &accum, err)) ||
         (rc = js_u64(tr, "micro_batch", true, 0, 1, 1ull << 32, &mb, err)) ||
@@ -1655,6 +1655,23 @@ static int resolve_kernels(spec_scenario *s)
     return SS_OK;
 }
 
+/* training.repeat_kv: absent, on with eager kernels outside Megatron (the
+ * eager modules torchtitan and Hugging Face ran); Transformer Engine takes
+ * K and V at their own heads, so it is refused under strategy megatron. */
+static int resolve_repeat_kv(js_node root, spec_scenario *s, ss_err *err)
+{
+    js_node tr, k;
+    js_get(root, "training", &tr);
+    bool megatron = s->shard.strategy == SPEC_MEGATRON;
+    int rc = js_bool(tr, "repeat_kv", false, s->kernels == SPEC_KERNELS_EAGER && !megatron,
+                     &s->repeat_kv, err);
+    if (rc || !js_get(tr, "repeat_kv", &k)) return rc;
+    if (s->repeat_kv && megatron)
+        return js_failf(k, err, "true under strategy megatron: Transformer Engine's attention "
+                        "takes K and V at their own heads; expected false or no key");
+    return SS_OK;
+}
+
 /* training.attention "auto": cuDNN's fused attention for Megatron-core's
  * fused kernels on a device with a cuDNN table (Transformer Engine selects
  * FusedAttention over FlashAttention on sm90, spec.h), FlashAttention-2
@@ -1713,6 +1730,7 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
         (rc = offload_activations_check(root, s, err)) || (rc = load_offload(root, s, err)) ||
         (rc = ds_optimizer_impl(root, s, err)) ||
         (rc = layout_check(root, s, err)) || (rc = resolve_kernels(s)) ||
+        (rc = resolve_repeat_kv(root, s, err)) ||
         (rc = resolve_loss(s)) || (rc = resolve_attention(root, s, err)) ||
         (rc = load_runtime(root, s, err)) ||
         (rc = load_network(root, s, err)) || (rc = load_calibration(root, s, err)) ||

@@ -37,6 +37,7 @@ typedef struct tt_cfg {
     int64_t pp_mb, pp_lps, pp_in, pp_out; /* microbatch size, layers per stage, less layers */
     int schedule;                          /* index in schedules[] */
     bool async_tp;
+    bool cp_alltoall;                      /* context_parallel_rotate_method "alltoall" */
     int raf;                               /* fsdp_reshard_after_forward */
     uint64_t local_batch, seq_len;
     int64_t global_batch;
@@ -158,10 +159,11 @@ static int read_parallelism(js_node cfg, tt_cfg *c, ss_err *err)
         return js_failf(k, err, "a schedule from a CSV file is not modelled: expected \"\"; found \"%s\"", s);
     }
     if (!rc) rc = js_str(p, "context_parallel_rotate_method", false, "allgather", &s, err);
-    if (!rc && strcmp(s, "allgather")) {
+    if (!rc && strcmp(s, "allgather") && strcmp(s, "alltoall")) {
         js_get(p, "context_parallel_rotate_method", &k);
-        return js_failf(k, err, "expected \"allgather\" (the CP shardsim models); found \"%s\"", s);
+        return js_failf(k, err, "expected \"allgather\" or \"alltoall\"; found \"%s\"", s);
     }
+    if (!rc) c->cp_alltoall = !strcmp(s, "alltoall");
     if (!rc) rc = js_str(p, "expert_parallel_comm_backend", false, "standard", &s, err);
     if (!rc && strcmp(s, "standard")) {
         js_get(p, "expert_parallel_comm_backend", &k);
@@ -547,6 +549,7 @@ static int build(js_node cfg, const tt_cfg *c, uint32_t layers, cJSON *o, ss_err
               cJSON_AddBoolToObject(par, "sequence_parallel", c->tp > 1) &&
               cJSON_AddBoolToObject(par, "async_tp", c->tp > 1 && c->async_tp) &&
               cJSON_AddNumberToObject(par, "cp", (double)c->cp) &&
+              cJSON_AddStringToObject(par, "cp_comm_type", c->cp_alltoall ? "p2p" : "all_gather") &&
               cJSON_AddNumberToObject(par, "ep", (double)c->ep) &&
               cJSON_AddNumberToObject(par, "etp", (double)c->etp) &&
               cJSON_AddNumberToObject(par, "pp", (double)c->pp) &&

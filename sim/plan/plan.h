@@ -52,6 +52,8 @@ typedef struct plan_block {
     uint32_t chunk;          /* model chunk: stage chunk % pp, virtual chunk / pp */
     ss_bytes tp_bytes;       /* tp > 1: the activation its TP collectives move */
     ss_bytes cp_bytes;       /* cp > 1: the KV its attention gathers over cp */
+    ss_bytes cp_dkv_bytes;   /* PyTorch's context_parallel (spec_cp_torch): the fp32
+                                dK and dV one ring step passes; 0 otherwise */
     ss_bytes ep_bytes;       /* ep > 1: what one rank dispatches (and combines) */
     ss_bytes ep_probs_bytes; /* Megatron, ep > 1: the fp32 routing probabilities
                                 dispatched beside the tokens (their own all-to-all,

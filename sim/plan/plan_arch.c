@@ -46,6 +46,7 @@ typedef struct ab {
     bool hp; /* the GEMMs being added stay in 16 bits under fp8 compute (head, router) */
     uint64_t groups; /* the GEMMs being added run as grouped GEMMs of this many (MoE experts) */
     bool eager;        /* training.kernels eager: PyTorch's composite elementwise ops */
+    bool torch_cp;     /* cp > 1 as PyTorch's context_parallel runs it (spec_cp_torch) */
     uint64_t eager_saved; /* what the block's eager composites keep besides the fused
                              kernels' tensors (bytes) */
     uint32_t mm;
@@ -357,7 +358,8 @@ static ss_ns unfused_core(ab *x, plan_block *b, double g, double core, double sc
 /* What eager PyTorch does around SDPA in a Llama-style attention module
  * (torchtitan's Attention.forward, pytorch/torchtitan 0199cbc1
  * torchtitan/models/llama/model.py; Hugging Face's and fms's modules do
- * the same): with fewer KV heads than query heads, repeat_kv expands K and
+ * the same): with fewer KV heads than query heads and training.repeat_kv
+ * (the eager default), repeat_kv expands K and
  * V to every query head and reshape copies them (forward: read the kvh
  * heads, write the h heads, for K and V, two kernels; backward: expand's
  * backward sums the copies back, one kernel each), and SDPA keeps the
@@ -377,7 +379,7 @@ static void eager_sdpa_layout(ab *x, plan_block *b, uint64_t kv, uint64_t full, 
 {
     if (!eager_llama(x) || !b) return;
     uint64_t c = x->c;
-    if (full > kv) {
+    if (full > kv && x->p->s->repeat_kv) {
         eltwise_k(x, b, (kv + full) * c, (full + kv) * c, 2, 2);
         x->eager_saved += (full - kv) * c;
     }
@@ -394,6 +396,42 @@ static void eager_sdpa_layout(ab *x, plan_block *b, uint64_t kv, uint64_t full, 
 static void eager_fanout(ab *x, plan_block *b, uint32_t k, uint64_t n)
 {
     if (eager_llama(x) && k > 1) eltwise_k(x, b, 0, 3 * (uint64_t)(k - 1) * n * x->c, 0, k - 1);
+}
+
+/* PyTorch's experimental context_parallel around the attention core
+ * (torch/distributed/tensor/experimental/_attention.py, the same code path
+ * in pytorch/pytorch f2127dbd and 0123248a: _templated_ring_attention and
+ * its backward, load balancing and fp32 accumulation on, their defaults),
+ * on cp ranks, qn, on and kvn the local query, output and K + V elements.
+ * The core's FLOPs are the ones costed above (load balancing gives each
+ * rank its share); what this adds is the memory-bound work around the cp
+ * SDPA calls, counted on the last CP rank, which merges every step whole
+ * (the others merge some steps on half the queries) and paces the group:
+ *   forward  K and V made contiguous (2 kvn c), their concatenation for the
+ *            exchange before each of the first cp - 1 steps (2 kvn c each),
+ *            each step's output cast to fp32 (on c + 4 on), each later
+ *            step's merge, out - sigmoid(lse' - lse) * (out - out') in
+ *            three passes over fp32 outputs (32 on; the logsumexp's
+ *            updates are 1/d of that, left out), the result cast back
+ *            (on (4 + c)): 3 + 9 (cp - 1) + cp kernels, the further
+ *            cp - 1 SDPA calls among them;
+ *   backward fp32 zeros for dQ, dK, dV (4 (qn + kvn)), K and V contiguous
+ *            and concatenated as forward, each step's dQ added into fp32
+ *            (qn (8 + c)), the first step's dK and dV added (kvn (8 + c)),
+ *            each later step's added into the first half of the buffer
+ *            received (kvn (8 + c) / 2) and the halves joined again (8
+ *            kvn), every step's dK and dV concatenated for the send (8 kvn),
+ *            dQ and the last dK, dV cast back ((qn + kvn)(4 + c)): 9 +
+ *            8 (cp - 1) + 2 cp kernels, three per further flash backward
+ *            among them.
+ * The exchanges themselves are collectives (sched/mp.c, cp_pre). */
+static void torch_cp_passes(ab *x, plan_block *b, uint64_t qn, uint64_t on, uint64_t kvn)
+{
+    uint64_t n = x->cp, c = x->c, k = n - 1;
+    uint64_t fwd = 2 * kvn * c * n + on * (c + 4) * n + 32 * on * k + on * (4 + c);
+    uint64_t bwd = 4 * (qn + kvn) + 2 * kvn * c * n + qn * (8 + c) * n + kvn * (8 + c) +
+                   k * (kvn * (8 + c) / 2 + 8 * kvn) + 8 * kvn * n + (qn + kvn) * (4 + c);
+    eltwise_k(x, b, fwd, bwd, (uint32_t)(3 + 9 * k + n), (uint32_t)(9 + 8 * k + 2 * n));
 }
 
 /* Saved tensors of attention besides the input (bytes), and the core's
@@ -430,6 +468,9 @@ static void attention(ab *x, unsigned l)
         qkv_bias(x, b, a->heads / x->tp * dqk + kvh * (dqk + dv));
         qk_saved = qk_norm(x, b, t * (heads + kvh) * dqk);
         kv_saved = kv_cp = t * kvh * (dqk + dv);
+        /* training.repeat_kv: K and V repeated to every query head before
+         * SDPA, whose inputs PyTorch's context_parallel exchanges */
+        if (x->torch_cp && x->p->s->repeat_kv) kv_cp = t * heads * (dqk + dv);
         rope_heads = heads + kvh, rope_dim = a->head_dim;
     }
     linear_row(x, b, a->heads * dv, h, t);
@@ -495,6 +536,10 @@ static void attention(ab *x, unsigned l)
      * its logsumexp; the kernel's own time is not re-run. */
     op_sac(x, b, in + out + lse, core_ns, (uint64_t)core);
     if (x->cp > 1) b->cp_bytes = kv_cp * x->c * x->cp;
+    if (x->torch_cp) {
+        torch_cp_passes(x, b, t * heads * dqk, t * heads * dv, kv_cp);
+        b->cp_dkv_bytes = kv_cp * 4;
+    }
     blk_done(x, b);
 }
 
@@ -776,6 +821,7 @@ int plan_arch_blocks(plan *p, ss_err *err)
     }
     x.op_sac = p->s->recompute == SPEC_RECOMP_SELECTIVE_OP;
     x.eager = p->s->kernels == SPEC_KERNELS_EAGER;
+    x.torch_cp = p->layout && spec_cp_torch(p->s);
     if (x.op_sac && a->experts)
         return ss_fail(err, SS_E_INPUT, p->s->file,
                        "$.training.recompute: \"selective_op\" (torchtitan's op-level "

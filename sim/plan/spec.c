@@ -45,6 +45,12 @@ bool spec_model_parallel(const spec_parallel *p)
     return p->tp > 1 || p->cp > 1 || p->pp > 1 || p->ep > 1 || p->etp > 1;
 }
 
+bool spec_cp_torch(const spec_scenario *s)
+{
+    return s->par.cp > 1 && s->shard.strategy != SPEC_MEGATRON &&
+           s->shard.strategy != SPEC_DEEPSPEED;
+}
+
 void spec_scenario_fini(spec_scenario *s)
 {
     if (!s) return;

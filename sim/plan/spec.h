@@ -745,6 +745,12 @@ typedef struct spec_scenario {
     spec_offload_impl cpu_offload_impl; /* training.cpu_offloading_impl */
     spec_kernels kernels; /* never AUTO after loading */
     spec_attn_impl attn_impl; /* training.attention; never AUTO after loading */
+    /* training.repeat_kv: the attention code repeats K and V to every query
+     * head before SDPA (torchtitan before ff0829c1, 2026-01; Hugging Face's
+     * SDPA path without enable_gqa): eager composites copy them, and
+     * PyTorch's context_parallel exchanges the repeated heads. Default: on
+     * with eager kernels outside Megatron (as the eager modules have it). */
+    bool repeat_kv;
     double attn_dropout;      /* training.attention_dropout: the rate, [0, 0.99] */
     spec_loss loss;           /* training.loss; never AUTO after loading */
     spec_moe_gemm moe_gemm;   /* training.moe_gemm */
@@ -777,5 +783,13 @@ typedef struct spec_scenario {
 } spec_scenario;
 
 void spec_scenario_fini(spec_scenario *s);
+
+/* Context parallel as PyTorch's experimental context_parallel runs it
+ * (cp > 1 under the PyTorch-native runtimes: DDP, FSDP1, FSDP2): SDPA's
+ * inputs gathered or passed round the ring, the outputs merged and the
+ * gradients accumulated in fp32, dK and dV passed round the ring in fp32
+ * (plan_arch.c, torch_cp_passes; sched/mp.c, cp_pre). Megatron's is
+ * Transformer Engine's (cp_comm_type); DeepSpeed's is not modelled apart. */
+bool spec_cp_torch(const spec_scenario *s);
 
 #endif

@@ -358,10 +358,14 @@ static bool is_attn(const plan_block *b) { return strstr(b->name, ".attn") != NU
  * for nothing and *ring is what the next op must wait for. Backward passes
  * K, V and their gradients round the ring: twice the bytes, and no
  * reduce-scatter after. */
+static uint32_t torch_cp_pre(mp *m, const plan_block *b, prog_phase ph, uint32_t dep,
+                             uint32_t *ring);
+
 static uint32_t cp_pre(mp *m, const plan_block *b, prog_phase ph, uint32_t dep, uint32_t *ring)
 {
     *ring = EM_NONE;
     if (!is_attn(b) || !b->cp_bytes) return dep;
+    if (b->cp_dkv_bytes) return torch_cp_pre(m, b, ph, dep, ring);
     if (m->par->cp_comm == SPEC_CP_ALL_GATHER)
         return coll_buf(m, PROG_TP, ph, PROG_COLL_ALL_GATHER, m->g[G_CP], b->cp_bytes, dep,
                         "cp.all_gather_kv", b->name, "cp.kv");
@@ -373,6 +377,54 @@ static uint32_t cp_pre(mp *m, const plan_block *b, prog_phase ph, uint32_t dep, 
     em_dep(m->e, dep);
     gathered(m, 2 * chunk * k, "cp.ring_buffers"); /* double-buffered chunks */
     *ring = em_end(m->e);
+    return dep;
+}
+
+/* One exchange of K and V under PyTorch's context_parallel: rotate method
+ * allgather (cp_comm_type all_gather, torchtitan's default), the whole of
+ * them gathered once into a buffer the block frees; alltoall (p2p), the
+ * other cp - 1 chunks passed round the ring. */
+static uint32_t torch_cp_kv(mp *m, const plan_block *b, prog_phase ph, uint32_t dep,
+                            const char *what, bool buffer)
+{
+    ss_bytes chunk = b->cp_bytes / m->par->cp;
+    bool gather = m->par->cp_comm == SPEC_CP_ALL_GATHER;
+    em_begin(m->e, PROG_OP_COLL, PROG_TP, ph, "%s.%s", what, b->name);
+    em_coll(m->e, gather ? PROG_COLL_ALL_GATHER : PROG_COLL_SEND_RECV,
+            gather ? b->cp_bytes : chunk * (m->par->cp - 1));
+    em_group(m->e, m->g[G_CP]);
+    em_dep(m->e, dep);
+    if (buffer) gathered(m, gather ? b->cp_bytes : 2 * chunk, gather ? "cp.kv" : "cp.ring_buffers");
+    return em_end(m->e);
+}
+
+/* PyTorch's context_parallel (spec_cp_torch; plan_arch.c, torch_cp_passes):
+ * the first SDPA call runs on the rank's own K and V, so the exchange runs
+ * beside the block, and *ring is what the block's successor waits for.
+ * Backward re-runs a fully recomputed layer's forward first, with its own
+ * exchange (its buffer freed before the backward's: one buffer counted),
+ * then exchanges K and V again for the backward and passes dK
+ * and dV round the ring in fp32: a step's send after each SDPA backward,
+ * the last one's after the block (bwd_post). */
+static uint32_t torch_cp_pre(mp *m, const plan_block *b, prog_phase ph, uint32_t dep,
+                             uint32_t *ring)
+{
+    if (m->g[G_CP] == MP_NOGROUP) return dep;
+    bool bwd = ph == PROG_PH_BACKWARD;
+    uint32_t op = dep;
+    if (bwd && b->recompute_full) op = torch_cp_kv(m, b, ph, op, "recompute.cp.kv", false);
+    op = torch_cp_kv(m, b, ph, op,
+                     m->par->cp_comm == SPEC_CP_ALL_GATHER ? "cp.all_gather_kv" : "cp.ring_kv",
+                     true);
+    if (bwd) {
+        em_begin(m->e, PROG_OP_COLL, PROG_TP, ph, "cp.ring_dkv.%s", b->name);
+        em_coll(m->e, PROG_COLL_SEND_RECV, b->cp_dkv_bytes * (m->par->cp - 1));
+        em_group(m->e, m->g[G_CP]);
+        em_dep(m->e, op);
+        gathered(m, 2 * b->cp_dkv_bytes, "cp.ring_dkv_buffers");
+        op = em_end(m->e);
+    }
+    *ring = op;
     return dep;
 }
 
@@ -495,7 +547,7 @@ static uint32_t recompute_colls(mp *m, const plan_block *b, uint32_t dep)
     if (sp && b->tp_bytes)
         dep = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_GATHER, m->g[G_TP], b->tp_bytes, dep,
                       "recompute.tp.all_gather", b->name);
-    if (is_attn(b) && b->cp_bytes)
+    if (is_attn(b) && b->cp_bytes && !b->cp_dkv_bytes) /* torch's: torch_cp_pre */
         dep = mp_coll(m, PROG_TP, ph, m->par->cp_comm == SPEC_CP_P2P ? PROG_COLL_SEND_RECV
                                                                      : PROG_COLL_ALL_GATHER,
                       m->g[G_CP], m->par->cp_comm == SPEC_CP_P2P
@@ -543,7 +595,10 @@ static void bwd_post(mp *m, const blk *k)
     const plan_block *b = &m->pl->blocks[k->i];
     uint32_t op = ep_out(m, b, PROG_PH_BACKWARD, k->dep, "etp.reduce_scatter_grad",
                          "ep.dispatch_grad", true);
-    if (is_attn(b) && b->cp_bytes && m->par->cp_comm == SPEC_CP_ALL_GATHER)
+    if (is_attn(b) && b->cp_dkv_bytes)
+        op = mp_coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_SEND_RECV, m->g[G_CP],
+                     b->cp_dkv_bytes, op, "cp.ring_dkv_last", b->name);
+    else if (is_attn(b) && b->cp_bytes && m->par->cp_comm == SPEC_CP_ALL_GATHER)
         op = mp_coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_REDUCE_SCATTER, m->g[G_CP],
                      b->cp_bytes, op, "cp.reduce_scatter_dkv", b->name);
     m->dep = tp_post(m, b, PROG_PH_BACKWARD, op, k->rest);

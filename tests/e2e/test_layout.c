@@ -1087,9 +1087,9 @@ static void test_cp_ring(void **state)
     spec_scenario s[2];
     run_result r[2];
     load("llama3-8b", hgx(1), "{\"dp\": 2, \"cp\": 4}", "{\"micro_batch\": 1, \"seq_len\": 8192}",
-         "zero1", &s[0]);
+         "megatron", &s[0]);
     load("llama3-8b", hgx(1), "{\"dp\": 2, \"cp\": 4, \"cp_comm_type\": \"p2p\"}",
-         "{\"micro_batch\": 1, \"seq_len\": 8192}", "zero1", &s[1]);
+         "{\"micro_batch\": 1, \"seq_len\": 8192}", "megatron", &s[1]);
     run_of(&s[0], &r[0]);
     run_of(&s[1], &r[1]);
     uint64_t gathered, ring;
@@ -1106,6 +1106,88 @@ static void test_cp_ring(void **state)
         run_fini(&r[k]);
         spec_scenario_fini(&s[k]);
     }
+}
+
+/* The attention block named `name` of a plan. */
+static const plan_block *block_named(const plan *p, const char *name)
+{
+    for (uint32_t i = 0; i < p->nblocks; i++)
+        if (!strcmp(p->blocks[i].name, name)) return &p->blocks[i];
+    fail_msg("no block %s", name);
+    return NULL;
+}
+
+/* PyTorch's context_parallel (strategy zero1, eager: training.repeat_kv on
+ * by default; torch's _templated_ring_attention) against the same layer
+ * under DeepSpeed, whose
+ * CP keeps the generic model. Llama 3 8B, cp 4, 8192 tokens: 2048 local,
+ * 32 query heads of 128, K and V repeated to 32 heads before SDPA: qn = on
+ * = 2048 x 32 x 128 = 8,388,608, kvn = 16,777,216, c = 2 bytes.
+ *   forward  2 kvn c 4 + on (c + 4) 4 + 32 on 3 + on (4 + c)
+ *            = 268,435,456 + 201,326,592 + 805,306,368 + 50,331,648
+ *            = 1,325,400,064 bytes in 3 + 27 + 4 = 34 kernels;
+ *   backward 4 (qn + kvn) + 2 kvn c 4 + qn (8 + c) 4 + kvn (8 + c)
+ *            + 3 (kvn (8 + c) / 2 + 8 kvn) + 8 kvn 4 + (qn + kvn)(4 + c)
+ *            = 100,663,296 + 268,435,456 + 335,544,320 + 167,772,160
+ *            + 654,311,424 + 536,870,912 + 150,994,944
+ *            = 2,214,592,512 bytes in 9 + 24 + 8 = 41 kernels.
+ * The exchanges: K and V gathered at 32 heads (4x the 8 KV heads the
+ * generic model gathers), forward and backward; dK and dV round the ring in
+ * fp32 (kvn x 4 = 67,108,864 bytes a step), three steps beside the block
+ * and the last after it; no reduce-scatter. Full recomputation gathers
+ * once more. */
+static void test_cp_torch(void **state)
+{
+    (void)state;
+    spec_scenario s[3];
+    const char *tr = "{\"micro_batch\": 1, \"seq_len\": 8192}";
+    load("llama3-8b", hgx(1), "{\"dp\": 2, \"cp\": 4}", tr, "zero1", &s[0]);
+    load("llama3-8b", hgx(1), "{\"dp\": 2, \"cp\": 4}", tr,
+         "{\"strategy\": \"deepspeed\", \"bf16\": {\"enabled\": true},"
+         " \"zero_optimization\": {\"stage\": 1}}", &s[1]);
+    load("llama3-8b", hgx(1), "{\"dp\": 2, \"cp\": 4}",
+         "{\"micro_batch\": 1, \"seq_len\": 8192, \"recompute\": \"full\"}", "zero1", &s[2]);
+    assert_true(spec_cp_torch(&s[0]) && !spec_cp_torch(&s[1]));
+    plan *pt = plan_of(&s[0]), *pd = plan_of(&s[1]);
+    const plan_block *t = block_named(pt, "layers.0.attn"), *d = block_named(pd, "layers.0.attn");
+    assert_int_equal(t->fwd_kernels - d->fwd_kernels, 34);
+    assert_int_equal(t->bwd_kernels - d->bwd_kernels, 41);
+    assert_int_equal(t->fwd_ns - d->fwd_ns, plan_kernels_ns(pt, 1325400064ull, 34));
+    assert_int_equal(t->bwd_ns - d->bwd_ns, plan_kernels_ns(pt, 2214592512ull, 41));
+    assert_int_equal(t->fwd_flops, d->fwd_flops);
+    assert_int_equal(t->cp_bytes, 4 * d->cp_bytes);
+    assert_int_equal(t->cp_dkv_bytes, 67108864ull);
+    assert_int_equal(d->cp_dkv_bytes, 0);
+    const ss_bytes gathered = t->cp_bytes;
+    plan_free(pt);
+    /* K and V at their own 8 heads (training.repeat_kv false): the bytes
+     * the generic model gathers, and a quarter of the fp32 ring's */
+    spec_scenario g;
+    load("llama3-8b", hgx(1), "{\"dp\": 2, \"cp\": 4}",
+         "{\"micro_batch\": 1, \"seq_len\": 8192, \"repeat_kv\": false}", "zero1", &g);
+    pt = plan_of(&g);
+    const plan_block *own = block_named(pt, "layers.0.attn");
+    assert_int_equal(own->cp_bytes, d->cp_bytes);
+    assert_int_equal(own->cp_dkv_bytes, 67108864ull / 4);
+    plan_free(pt);
+    plan_free(pd);
+    spec_scenario_fini(&g);
+    run_result r;
+    uint64_t bytes;
+    run_of(&s[0], &r);
+    assert_int_equal(count_ops(&r, PROG_COLL_ALL_GATHER, "cp.", &bytes), 2 * 32);
+    assert_int_equal(bytes, 2 * 32 * gathered);
+    assert_int_equal(count_ops(&r, PROG_COLL_SEND_RECV, "cp.ring_dkv.", &bytes), 32);
+    assert_int_equal(bytes, 32 * 3 * 67108864ull);
+    assert_int_equal(count_ops(&r, PROG_COLL_SEND_RECV, "cp.ring_dkv_last", &bytes), 32);
+    assert_int_equal(bytes, 32 * 67108864ull);
+    assert_int_equal(count_ops(&r, PROG_COLL_REDUCE_SCATTER, "cp.", NULL), 0);
+    run_fini(&r);
+    run_of(&s[2], &r);
+    assert_int_equal(count_ops(&r, PROG_COLL_ALL_GATHER, "cp.", NULL), 2 * 32);
+    assert_int_equal(count_ops(&r, PROG_COLL_ALL_GATHER, "recompute.cp.", NULL), 32);
+    run_fini(&r);
+    for (int k = 0; k < 3; k++) spec_scenario_fini(&s[k]);
 }
 
 /* Rank order: with tp = 2, pp = 2, dp = 2 the default order (tp-cp-pp-dp)
@@ -1175,6 +1257,7 @@ int main(void)
         cmocka_unit_test(test_moe_a2a_overlap),
         cmocka_unit_test(test_moe_dispatcher),
         cmocka_unit_test(test_cp_ring),
+        cmocka_unit_test(test_cp_torch),
         cmocka_unit_test(test_rank_order),
         cmocka_unit_test(test_megatron_fsdp),
         cmocka_unit_test(test_cpu_offload),

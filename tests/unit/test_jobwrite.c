@@ -69,6 +69,15 @@ static void test_torchtitan_text(void **state)
     assert_non_null(strstr(text, "the model \"Llama-3 8B\""));
     free(text);
     spec_scenario_fini(&s);
+    /* context parallel's ring (cp_comm_type p2p) is the alltoall rotate method */
+    snprintf(sec, sizeof sec, "%s, \"parallel\": {\"dp\": 4, \"cp\": 2, \"cp_comm_type\": "
+             "\"p2p\"}, \"sharding\": {\"strategy\": \"fsdp2\"}", tt_base);
+    assert_int_equal(load("llama3-8b.json", sec, &s), SS_OK);
+    assert_int_equal(jobw_torchtitan(&s, "w", "job", &text, &err), SS_OK);
+    assert_non_null(strstr(text, "context_parallel_degree = 2\n"
+                                 "context_parallel_rotate_method = \"alltoall\"\n"));
+    free(text);
+    spec_scenario_fini(&s);
 }
 
 /* Each refusal names the setting (the message fragment) at `where`. */
@@ -88,9 +97,6 @@ static void test_torchtitan_refusals(void **state)
         {"\"parallel\": {\"dp\": 8}, \"sharding\": {\"strategy\": \"fsdp2\", "
          "\"modules_to_forward_prefetch\": 2}",
          "explicit FSDP2 prefetch"},
-        {"\"parallel\": {\"dp\": 4, \"cp\": 2, \"cp_comm_type\": \"p2p\"}, "
-         "\"sharding\": {\"strategy\": \"fsdp2\"}",
-         "cp_comm_type p2p: torchtitan's context parallel"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         spec_scenario s;

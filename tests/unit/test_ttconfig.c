@@ -182,6 +182,15 @@ static void test_each_key(void **state)
     assert_string_equal(str(o, "sharding", "strategy"), "ddp");
     assert_int_equal(num(o, "parallel", "dp"), 4);
     cJSON_Delete(o);
+    /* context parallel's rotate methods: allgather (the default), alltoall
+     * (K and V passed round the ring: cp_comm_type p2p) */
+    o = map_ok("{" NO_AC ", \"parallelism\": {\"context_parallel_degree\": 2}}", 8);
+    assert_string_equal(str(o, "parallel", "cp_comm_type"), "all_gather");
+    cJSON_Delete(o);
+    o = map_ok("{" NO_AC ", \"parallelism\": {\"context_parallel_degree\": 2,"
+               " \"context_parallel_rotate_method\": \"alltoall\"}}", 8);
+    assert_string_equal(str(o, "parallel", "cp_comm_type"), "p2p");
+    cJSON_Delete(o);
 }
 
 /* Pipelines: micro-batches from local_batch_size / microbatch size, the
@@ -266,8 +275,9 @@ static void test_errors(void **state)
     fails("{" NO_AC ", \"parallelism\": {\"pipeline_parallel_degree\": 2, "
           "\"pipeline_parallel_schedule\": \"GPipe\"}}", 8,
           "$.parallelism.pipeline_parallel_schedule", "found \"GPipe\"");
-    fails("{" NO_AC ", \"parallelism\": {\"context_parallel_rotate_method\": \"alltoall\"}}", 8,
-          "$.parallelism.context_parallel_rotate_method", "expected \"allgather\"");
+    fails("{" NO_AC ", \"parallelism\": {\"context_parallel_rotate_method\": \"ring\"}}", 8,
+          "$.parallelism.context_parallel_rotate_method",
+          "expected \"allgather\" or \"alltoall\"; found \"ring\"");
     fails("{" NO_AC ", \"parallelism\": {\"expert_parallel_comm_backend\": \"deepep\"}}", 8,
           "$.parallelism.expert_parallel_comm_backend", "DeepEP");
     fails("{" NO_AC ", \"model\": {\"converters\": [\"mx\"]}}", 8, "$.model.converters[0]",
