@@ -670,6 +670,17 @@ static void against(const char *dir, const char *old)
     }
 }
 
+static const char usage[] =
+    "usage: shardsim-bench [SOURCE_DIR] [--quick] [--search] [--layouts] [--engines]\n"
+    "                      [--against BIN] [--engine RANKS OPS]\n"
+    "  SOURCE_DIR  the source tree whose scenarios/ and models/ the step rows run (default .)\n"
+    "  --quick     leave out the 16,384-rank rows\n"
+    "  --search    the search rows only\n"
+    "  --layouts   the layout-scenario row only\n"
+    "  --engines   the engine rows only\n"
+    "  --against   whole runs and a search with this build and with BIN, and their ratio\n"
+    "  --engine    one synthetic engine run of RANKS x OPS (for bench/callgrind.sh)\n";
+
 int main(int argc, char **argv)
 {
     ss_huge_init(); /* as the CLI does: what is measured is what users run */
@@ -685,7 +696,21 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--engine") && i + 2 < argc) {
             engine_once((uint32_t)atoi(argv[i + 1]), (uint32_t)atoi(argv[i + 2]));
             return 0;
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "shardsim-bench: unknown option %s (or it lacks its argument)\n%s",
+                    argv[i], usage);
+            return 2;
         } else dir = argv[i];
+    }
+    char probe[4096];
+    snprintf(probe, sizeof probe, "%s/scenarios/seed002", dir);
+    if (access(probe, R_OK)) {
+        fprintf(stderr, "shardsim-bench: %s is not shardsim's source tree (no scenarios/seed002): "
+                "run it from the repository root or give SOURCE_DIR\n%s", dir, usage);
+        return 2;
     }
     printf("shardsim-bench: one core per case unless stated; wall s, peak RSS MiB of the case's process\n");
     printf("%-8s %-46s %9s %9s  %12s\n", "case", "", "wall s", "RSS MiB", "figure");
