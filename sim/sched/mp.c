@@ -351,35 +351,6 @@ static uint32_t tp_post(mp *m, const plan_block *b, prog_phase ph, uint32_t op, 
 
 static bool is_attn(const plan_block *b) { return strstr(b->name, ".attn") != NULL; }
 
-/* Context parallel before attention. all_gather: K and V gathered (into a
- * buffer the block frees) before it runs. p2p: the ring passes the other
- * cp - 1 KV chunks (send/recv over the CP group) while the attention of the
- * chunks already there runs; its first chunk is local, so attention waits
- * for nothing and *ring is what the next op must wait for. Backward passes
- * K, V and their gradients round the ring: twice the bytes, and no
- * reduce-scatter after. */
-static uint32_t torch_cp_pre(mp *m, const plan_block *b, prog_phase ph, uint32_t dep,
-                             uint32_t *ring);
-
-static uint32_t cp_pre(mp *m, const plan_block *b, prog_phase ph, uint32_t dep, uint32_t *ring)
-{
-    *ring = EM_NONE;
-    if (!is_attn(b) || !b->cp_bytes) return dep;
-    if (b->cp_dkv_bytes) return torch_cp_pre(m, b, ph, dep, ring);
-    if (m->par->cp_comm == SPEC_CP_ALL_GATHER)
-        return coll_buf(m, PROG_TP, ph, PROG_COLL_ALL_GATHER, m->g[G_CP], b->cp_bytes, dep,
-                        "cp.all_gather_kv", b->name, "cp.kv");
-    ss_bytes chunk = b->cp_bytes / m->par->cp, k = ph == PROG_PH_BACKWARD ? 2 : 1;
-    if (m->g[G_CP] == MP_NOGROUP) return dep;
-    em_begin(m->e, PROG_OP_COLL, PROG_TP, ph, "cp.ring_kv.%s", b->name);
-    em_coll(m->e, PROG_COLL_SEND_RECV, k * chunk * (m->par->cp - 1));
-    em_group(m->e, m->g[G_CP]);
-    em_dep(m->e, dep);
-    gathered(m, 2 * chunk * k, "cp.ring_buffers"); /* double-buffered chunks */
-    *ring = em_end(m->e);
-    return dep;
-}
-
 /* One exchange of K and V under PyTorch's context_parallel: rotate method
  * allgather (cp_comm_type all_gather, torchtitan's default), the whole of
  * them gathered once into a buffer the block frees; alltoall (p2p), the
@@ -425,6 +396,33 @@ static uint32_t torch_cp_pre(mp *m, const plan_block *b, prog_phase ph, uint32_t
         op = em_end(m->e);
     }
     *ring = op;
+    return dep;
+}
+
+/* Context parallel before attention, Transformer Engine's (PyTorch's is
+ * torch_cp_pre). all_gather: K and V gathered (into a buffer the block
+ * frees) before it runs. p2p: the ring passes the other
+ * cp - 1 KV chunks (send/recv over the CP group) while the attention of the
+ * chunks already there runs; its first chunk is local, so attention waits
+ * for nothing and *ring is what the next op must wait for. Backward passes
+ * K, V and their gradients round the ring: twice the bytes, and no
+ * reduce-scatter after. */
+static uint32_t cp_pre(mp *m, const plan_block *b, prog_phase ph, uint32_t dep, uint32_t *ring)
+{
+    *ring = EM_NONE;
+    if (!is_attn(b) || !b->cp_bytes) return dep;
+    if (b->cp_dkv_bytes) return torch_cp_pre(m, b, ph, dep, ring);
+    if (m->par->cp_comm == SPEC_CP_ALL_GATHER)
+        return coll_buf(m, PROG_TP, ph, PROG_COLL_ALL_GATHER, m->g[G_CP], b->cp_bytes, dep,
+                        "cp.all_gather_kv", b->name, "cp.kv");
+    ss_bytes chunk = b->cp_bytes / m->par->cp, k = ph == PROG_PH_BACKWARD ? 2 : 1;
+    if (m->g[G_CP] == MP_NOGROUP) return dep;
+    em_begin(m->e, PROG_OP_COLL, PROG_TP, ph, "cp.ring_kv.%s", b->name);
+    em_coll(m->e, PROG_COLL_SEND_RECV, k * chunk * (m->par->cp - 1));
+    em_group(m->e, m->g[G_CP]);
+    em_dep(m->e, dep);
+    gathered(m, 2 * chunk * k, "cp.ring_buffers"); /* double-buffered chunks */
+    *ring = em_end(m->e);
     return dep;
 }
 
