@@ -103,32 +103,98 @@ static int build_template(topo *g, const spec_topology *t, ss_err *err)
     return SS_OK;
 }
 
-/* First hops towards d for every source: Dijkstra from d over reversed
- * links, cost 1 / capacity. O(V^2 + E) per destination; V <= 256. */
-static void route_to(topo *g, uint16_t *next, bool no_gpu, uint32_t d, double *dist,
-                     uint8_t *done)
+/* The template's links by the vertex they enter: in[ino[u] .. ino[u + 1])
+ * are u's, in ascending link order (route_to relaxes them in that order,
+ * which decides between equal-cost routes). */
+typedef struct inlinks {
+    uint32_t *ino; /* [nv + 1] */
+    uint32_t *in;  /* [ntl] */
+} inlinks;
+
+static bool inlinks_init(inlinks *x, const topo *g)
 {
-    uint32_t nv = g->nv;
+    x->ino = calloc(g->nv + 1, sizeof *x->ino);
+    x->in = malloc((g->ntl ? g->ntl : 1) * sizeof *x->in);
+    if (!x->ino || !x->in) return false;
+    for (uint32_t l = 0; l < g->ntl; l++) x->ino[g->tl[l].to + 1]++;
+    for (uint32_t v = 0; v < g->nv; v++) x->ino[v + 1] += x->ino[v];
+    uint32_t *fill = x->ino; /* advanced per link, then shifted back */
+    for (uint32_t l = 0; l < g->ntl; l++) x->in[fill[g->tl[l].to]++] = l;
+    for (uint32_t v = g->nv; v > 0; v--) x->ino[v] = x->ino[v - 1];
+    x->ino[0] = 0;
+    return true;
+}
+
+static void inlinks_fini(inlinks *x)
+{
+    free(x->ino);
+    free(x->in);
+}
+
+/* A min-heap of (distance, vertex), smallest distance first and, among
+ * equal distances, the smaller vertex: the order the scan over every
+ * vertex used to pick, so routes are the same. Entries go stale when a
+ * vertex's distance drops; route_to skips them. */
+typedef struct hent {
+    double d;
+    uint32_t v;
+} hent;
+
+static bool hless(hent a, hent b) { return a.d < b.d || (a.d == b.d && a.v < b.v); }
+
+static void hpush(hent *h, uint32_t *n, hent e)
+{
+    uint32_t i = (*n)++;
+    while (i && hless(e, h[(i - 1) / 2])) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = e;
+}
+
+static hent hpop(hent *h, uint32_t *n)
+{
+    hent top = h[0], e = h[--*n];
+    uint32_t i = 0;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && hless(h[c + 1], h[c])) c++;
+        if (!hless(h[c], e)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n) h[i] = e;
+    return top;
+}
+
+/* First hops towards d for every source: Dijkstra from d over reversed
+ * links, cost 1 / capacity; O((V + E) log E) per destination, the heap
+ * (room for one entry per link and one) from the caller. */
+static void route_to(topo *g, const inlinks *x, uint16_t *next, bool no_gpu, uint32_t d,
+                     double *dist, uint8_t *done, hent *heap)
+{
+    uint32_t nv = g->nv, n = 0;
     for (uint32_t v = 0; v < nv; v++) {
         dist[v] = -1.0;
         done[v] = 0;
         next[(size_t)v * nv + d] = NOLINK;
     }
     dist[d] = 0.0;
-    for (;;) {
-        uint32_t u = nv;
-        for (uint32_t v = 0; v < nv; v++)
-            if (!done[v] && dist[v] >= 0.0 && (u == nv || dist[v] < dist[u])) u = v;
-        if (u == nv) return;
+    hpush(heap, &n, (hent){0.0, d});
+    while (n) {
+        hent e = hpop(heap, &n);
+        uint32_t u = e.v;
+        if (done[u] || e.d != dist[u]) continue; /* stale */
         done[u] = 1;
         if (no_gpu && u != d && u < g->gpn) continue; /* a GPU is no transit */
-        for (uint32_t l = 0; l < g->ntl; l++) {
-            if (g->tl[l].to != u) continue;
-            uint32_t s = g->tl[l].from;
+        for (uint32_t i = x->ino[u]; i < x->ino[u + 1]; i++) {
+            uint32_t l = x->in[i], s = g->tl[l].from;
             double c = dist[u] + 1.0 / g->tl[l].Bps;
             if (done[s] || (dist[s] >= 0.0 && dist[s] <= c)) continue;
             dist[s] = c;
             next[(size_t)s * nv + d] = (uint16_t)l;
+            hpush(heap, &n, (hent){c, s});
         }
     }
 }
@@ -198,13 +264,17 @@ static int build_routes(topo *g, const char *name, ss_err *err)
     g->local = calloc(g->gpn ? g->gpn : 1, sizeof *g->local);
     double *dist = malloc(g->nv * sizeof *dist);
     uint8_t *done = malloc(g->nv);
+    hent *heap = malloc(((size_t)g->ntl + 1) * sizeof *heap);
+    inlinks x = {0};
     int rc = SS_OK;
-    if (!g->next || !g->next_ng || !g->local || !dist || !done)
+    if (!g->next || !g->next_ng || !g->local || !dist || !done || !heap || !inlinks_init(&x, g))
         rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     for (uint32_t d = 0; d < g->nv && !rc; d++) {
-        route_to(g, g->next, false, d, dist, done);
-        route_to(g, g->next_ng, true, d, dist, done);
+        route_to(g, &x, g->next, false, d, dist, done, heap);
+        route_to(g, &x, g->next_ng, true, d, dist, done, heap);
     }
+    inlinks_fini(&x);
+    free(heap);
     free(dist);
     free(done);
     if (!rc) find_local_nics(g);
