@@ -371,6 +371,14 @@ static void layouts(const char *dir)
     char size[64];
     snprintf(size, sizeof size, "%zu shipped layout scenarios, folded", n);
     row("layouts", size, &f, 0, "");
+    /* how far the rest are from the target: a fold that halves every row
+     * moves those within 20 ms, one that removes the micro-batch count
+     * (docs/FOLD.md) the ones beyond */
+    size_t w20 = 0, w50 = 0, w100 = 0;
+    for (size_t i = 0; i < n; i++) w20 += t[i] <= 0.020, w50 += t[i] <= 0.050, w100 += t[i] <= 0.100;
+    printf("%-8s %-46s %9s %9s  %12s within 20 / 50 / 100 ms: %zu / %zu / %zu of %zu; "
+           "quartiles %.3f / %.3f / %.3f s\n", "", "", "", "", "", w20, w50, w100, n, t[n / 4],
+           t[n / 2], t[3 * n / 4]);
 }
 
 /* ---- sweep ---- */
