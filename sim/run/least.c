@@ -9,10 +9,16 @@
 #include "../net/cost.h"
 #include "../net/net.h"
 
+/* A few sizes per (group, collective): a group often alternates between
+ * two or three (a ring's steps and its last send, a pipelined chunk and
+ * the rest), and each miss builds the collective's shapes anew. Replaced
+ * round robin, so the contents depend on the call order alone. */
+#define MEMO_WAYS 4
+
 typedef struct memo {
-    uint64_t bytes;
-    ss_ns ns;
-    bool set;
+    uint64_t bytes[MEMO_WAYS];
+    ss_ns ns[MEMO_WAYS];
+    uint8_t n, next; /* entries set; the one replaced next */
 } memo;
 
 struct least {
@@ -103,10 +109,11 @@ static int coll_ns(void *ctx, prog_coll c, uint32_t gid, prog_group g, uint64_t 
 {
     least *l = ctx;
     memo *m = gid < l->nm / PROG_NCOLLS ? &l->m[(size_t)gid * PROG_NCOLLS + c] : NULL;
-    if (m && m->set && m->bytes == bytes) {
-        *out = m->ns;
-        return SS_OK;
-    }
+    for (uint32_t i = 0; m && i < m->n; i++)
+        if (m->bytes[i] == bytes) {
+            *out = m->ns[i];
+            return SS_OK;
+        }
     ss_ns ns = bound_coll_ns(c, bytes, g.size, l->link_Bps);
     if (g.size > 1) {
         ss_ns t = 0;
@@ -121,7 +128,11 @@ static int coll_ns(void *ctx, prog_coll c, uint32_t gid, prog_group g, uint64_t 
         if (rc) return rc;
         if (t > ns) ns = t;
     }
-    if (m) *m = (memo){bytes, ns, true};
+    if (m) {
+        m->bytes[m->next] = bytes, m->ns[m->next] = ns;
+        m->next = (uint8_t)((m->next + 1) % MEMO_WAYS);
+        if (m->n < MEMO_WAYS) m->n++;
+    }
     *out = ns;
     return SS_OK;
 }
