@@ -356,37 +356,36 @@ static bool is_attn(const plan_block *b) { return strstr(b->name, ".attn") != NU
  * them gathered once into a buffer the block frees; alltoall (p2p), the
  * other cp - 1 chunks passed round the ring. */
 static uint32_t torch_cp_kv(mp *m, const plan_block *b, prog_phase ph, uint32_t dep,
-                            const char *what, bool buffer)
+                            uint32_t times)
 {
     ss_bytes chunk = b->cp_bytes / m->par->cp;
     bool gather = m->par->cp_comm == SPEC_CP_ALL_GATHER;
-    em_begin(m->e, PROG_OP_COLL, PROG_TP, ph, "%s.%s", what, b->name);
+    em_begin(m->e, PROG_OP_COLL, PROG_TP, ph, "%s.%s", gather ? "cp.all_gather_kv" : "cp.ring_kv",
+             b->name);
     em_coll(m->e, gather ? PROG_COLL_ALL_GATHER : PROG_COLL_SEND_RECV,
-            gather ? b->cp_bytes : chunk * (m->par->cp - 1));
+            times * (gather ? b->cp_bytes : chunk * (m->par->cp - 1)));
     em_group(m->e, m->g[G_CP]);
     em_dep(m->e, dep);
-    if (buffer) gathered(m, gather ? b->cp_bytes : 2 * chunk, gather ? "cp.kv" : "cp.ring_buffers");
+    gathered(m, gather ? b->cp_bytes : 2 * chunk, gather ? "cp.kv" : "cp.ring_buffers");
     return em_end(m->e);
 }
 
 /* PyTorch's context_parallel (spec_cp_torch; plan_arch.c, torch_cp_passes):
  * the first SDPA call runs on the rank's own K and V, so the exchange runs
- * beside the block, and *ring is what the block's successor waits for.
+ * beside the block, and *ring is what the block's successor waits for
+ * (forward through a join, backward through the last send, bwd_post).
  * Backward re-runs a fully recomputed layer's forward first, with its own
- * exchange (its buffer freed before the backward's: one buffer counted),
- * then exchanges K and V again for the backward and passes dK
- * and dV round the ring in fp32: a step's send after each SDPA backward,
- * the last one's after the block (bwd_post). */
+ * exchange, then exchanges K and V again for the backward: the two run back
+ * to back on the stream and are costed as one collective of both (a
+ * latency left out; one buffer, the recomputation's freed before the
+ * backward's), then dK and dV go round the ring in fp32: a step's send
+ * after each SDPA backward, the last one's after the block. */
 static uint32_t torch_cp_pre(mp *m, const plan_block *b, prog_phase ph, uint32_t dep,
                              uint32_t *ring)
 {
     if (m->g[G_CP] == MP_NOGROUP) return dep;
     bool bwd = ph == PROG_PH_BACKWARD;
-    uint32_t op = dep;
-    if (bwd && b->recompute_full) op = torch_cp_kv(m, b, ph, op, "recompute.cp.kv", false);
-    op = torch_cp_kv(m, b, ph, op,
-                     m->par->cp_comm == SPEC_CP_ALL_GATHER ? "cp.all_gather_kv" : "cp.ring_kv",
-                     true);
+    uint32_t op = torch_cp_kv(m, b, ph, dep, bwd && b->recompute_full ? 2 : 1);
     if (bwd) {
         em_begin(m->e, PROG_OP_COLL, PROG_TP, ph, "cp.ring_dkv.%s", b->name);
         em_coll(m->e, PROG_COLL_SEND_RECV, b->cp_dkv_bytes * (m->par->cp - 1));
@@ -585,7 +584,21 @@ static void bwd_pre(mp *m, blk *k)
 static void bwd_run(mp *m, blk *k)
 {
     uint32_t op = em_bwd_block(m->e, k->i, k->dep, &k->grad, k->grad == EM_NONE ? 0 : 1);
-    k->dep = join(m, PROG_PH_BACKWARD, op, k->ring);
+    /* PyTorch's CP ring: its last send waits for it (bwd_post) */
+    k->dep = m->pl->blocks[k->i].cp_dkv_bytes ? op : join(m, PROG_PH_BACKWARD, op, k->ring);
+}
+
+/* The last dK, dV send of PyTorch's ring backward, after the block and the
+ * ring's earlier sends. */
+static uint32_t torch_cp_last(mp *m, const plan_block *b, uint32_t op, uint32_t ring)
+{
+    if (m->g[G_CP] == MP_NOGROUP) return op;
+    em_begin(m->e, PROG_OP_COLL, PROG_TP, PROG_PH_BACKWARD, "cp.ring_dkv_last.%s", b->name);
+    em_coll(m->e, PROG_COLL_SEND_RECV, b->cp_dkv_bytes);
+    em_group(m->e, m->g[G_CP]);
+    em_dep(m->e, op);
+    if (ring != EM_NONE) em_dep(m->e, ring);
+    return em_end(m->e);
 }
 
 static void bwd_post(mp *m, const blk *k)
@@ -593,9 +606,7 @@ static void bwd_post(mp *m, const blk *k)
     const plan_block *b = &m->pl->blocks[k->i];
     uint32_t op = ep_out(m, b, PROG_PH_BACKWARD, k->dep, "etp.reduce_scatter_grad",
                          "ep.dispatch_grad", true);
-    if (is_attn(b) && b->cp_dkv_bytes)
-        op = mp_coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_SEND_RECV, m->g[G_CP],
-                     b->cp_dkv_bytes, op, "cp.ring_dkv_last", b->name);
+    if (is_attn(b) && b->cp_dkv_bytes) op = torch_cp_last(m, b, op, k->ring);
     else if (is_attn(b) && b->cp_bytes && m->par->cp_comm == SPEC_CP_ALL_GATHER)
         op = mp_coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_REDUCE_SCATTER, m->g[G_CP],
                      b->cp_bytes, op, "cp.reduce_scatter_dkv", b->name);
