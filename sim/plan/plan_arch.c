@@ -409,7 +409,7 @@ static void eager_fanout(ab *x, plan_block *b, uint32_t k, uint64_t n)
  * (the others merge some steps on half the queries) and paces the group:
  *   forward  K and V made contiguous (2 kvn c), their concatenation for the
  *            exchange before each of the first cp - 1 steps (2 kvn c each),
- *            each step's output cast to fp32 (on c + 4 on), each later
+ *            each step's output cast to fp32 (on (c + 4)), each later
  *            step's merge, out - sigmoid(lse' - lse) * (out - out') in
  *            three passes over fp32 outputs (32 on; the logsumexp's
  *            updates are 1/d of that, left out), the result cast back
@@ -424,7 +424,7 @@ static void eager_fanout(ab *x, plan_block *b, uint32_t k, uint64_t n)
  *            dQ and the last dK, dV cast back ((qn + kvn)(4 + c)): 9 +
  *            8 (cp - 1) + 2 cp kernels, three per further flash backward
  *            among them.
- * The exchanges themselves are collectives (sched/mp.c, cp_pre). */
+ * The exchanges themselves are collectives (sched/mp.c, torch_cp_pre). */
 static void torch_cp_passes(ab *x, plan_block *b, uint64_t qn, uint64_t on, uint64_t kvn)
 {
     uint64_t n = x->cp, c = x->c, k = n - 1;
