@@ -192,6 +192,18 @@ static ss_ns cast8_ns(const plan *p, uint64_t groups, uint64_t e, uint32_t ways)
     return plan_kernels_ns(p, bytes, cast8_kernels(p, groups));
 }
 
+/* The layouts Transformer Engine writes of a tensor-scaled fp8 tensor used
+ * in both GEMM operand positions: one where the GPU's fp8 GEMMs take any
+ * layout, else the data and its transpose (Hopper; a device file without
+ * a compute capability too). nvte_is_non_tn_fp8_gemm_supported (TE 2.9,
+ * transformer_engine/pytorch/utils.py: compute capability 10.0 to 11.x
+ * and 13.0 on) decides it; quantizer.cpp then writes no transpose. */
+static uint32_t te_fp8_layouts(const plan *p)
+{
+    uint32_t cc = p->s->topo.device.cc;
+    return (cc >= 100 && cc < 120) || cc >= 130 ? 1 : 2;
+}
+
 /* One GEMM of `groups` problems: TE's GroupedLinear a kernel a problem
  * (see te_fixed_times), other grouped GEMMs one. */
 static uint32_t gemm_kernels(const plan *p, uint64_t groups)
@@ -212,14 +224,16 @@ void plan_linear(const plan *p, bool hp, uint64_t groups, uint64_t m, uint64_t k
     uint32_t ck = cast8_kernels(p, groups);
     if (te(p)) {
         /* Transformer Engine (Megatron-core's fp8): the forward casts the
-         * input in both layouts at once and keeps them for the backward, and
-         * the weight's two fp8 layouts are made on a step's first micro-
-         * batch and reused (is_first_microbatch), so each micro-batch
-         * carries 1 / grad_accum of that cast (its kernels not counted);
-         * the backward casts only the output gradient. */
-        out->fwd = cast8_ns(p, g, g * m * k, 2) + cast8_ns(p, g, g * k * n, 2) / p->s->grad_accum +
+         * input in both operand layouts at once and keeps them for the
+         * backward, and the weight's are made on a step's first micro-batch
+         * and reused (is_first_microbatch), so each micro-batch carries
+         * 1 / grad_accum of that cast (its kernels not counted); the
+         * backward casts only the output gradient. Each cast writes
+         * te_fp8_layouts: two on Hopper, one on Blackwell. */
+        uint32_t w = te_fp8_layouts(p);
+        out->fwd = cast8_ns(p, g, g * m * k, w) + cast8_ns(p, g, g * k * n, w) / p->s->grad_accum +
                    gemm8_ns(p, g, m, k, n);
-        out->bwd = cast8_ns(p, g, g * m * n, 2) + gemm8_ns(p, g, m, n, k) + gemm8_ns(p, g, k, m, n);
+        out->bwd = cast8_ns(p, g, g * m * n, w) + gemm8_ns(p, g, m, n, k) + gemm8_ns(p, g, k, m, n);
         out->fwd_kernels = ck + gk, out->bwd_kernels = ck + 2 * gk;
         return;
     }
