@@ -891,22 +891,23 @@ static void test_fp8_linears(void **state)
     spec_scenario_fini(&sb), spec_scenario_fini(&s8);
 }
 
-static plan *strategy_plan(const char *model, const char *strategy, const char *compute,
-                           const char *recipe, spec_scenario *s)
+static plan *strategy_plan_on(const char *topology, const char *model, const char *strategy,
+                              const char *compute, const char *recipe, spec_scenario *s)
 {
     char fp8[64];
     snprintf(fp8, sizeof fp8, ", \"fp8\": {\"recipe\": \"%s\"}", recipe);
     char text[2048];
     snprintf(text, sizeof text,
              "{\"name\": \"t\", \"model\": \"%s/models/%s.json\","
-             " \"topology\": \"%s/topologies/h100x8-hgx.json\", \"parallel\": {\"dp\": 8},"
+             " \"topology\": \"%s/topologies/%s\", \"parallel\": {\"dp\": 8},"
              " \"training\": {\"micro_batch\": 1, \"seq_len\": 4096, \"grad_accum\": 4,"
              " \"kernels\": \"fused\"},"
              " \"precision\": {\"param\": \"bf16\", \"compute\": \"%s\", \"grad\": \"fp32\","
              " \"reduce\": \"fp32\", \"master\": \"fp32\", \"optimizer\": \"fp32\"%s},"
              " \"optimizer\": {\"type\": \"adamw\"},"
              " \"sharding\": {\"strategy\": \"%s\"%s}}",
-             SS_SOURCE_DIR, model, SS_SOURCE_DIR, compute, strcmp(compute, "fp8") ? "" : fp8,
+             SS_SOURCE_DIR, model, SS_SOURCE_DIR, topology, compute,
+             strcmp(compute, "fp8") ? "" : fp8,
              strategy, strcmp(strategy, "megatron") ? "" : ", \"use_distributed_optimizer\": true");
     ss_err err;
     ss_err_clear(&err);
@@ -914,6 +915,12 @@ static plan *strategy_plan(const char *model, const char *strategy, const char *
     plan *p = NULL;
     assert_int_equal(plan_new(&p, s, NULL), SS_OK);
     return p;
+}
+
+static plan *strategy_plan(const char *model, const char *strategy, const char *compute,
+                           const char *recipe, spec_scenario *s)
+{
+    return strategy_plan_on("h100x8-hgx.json", model, strategy, compute, recipe, s);
 }
 
 /* Transformer Engine keeps a linear's input for its weight gradient as the
@@ -1052,6 +1059,25 @@ static void test_fp8_linears_te(void **state)
     assert_true(plan_find(p8, "layers.2.mlp")->fwd_ns > plan_find(pd, "layers.2.mlp")->fwd_ns);
     plan_free(pb), plan_free(p8), plan_free(pd);
     spec_scenario_fini(&sb), spec_scenario_fini(&s8), spec_scenario_fini(&sd);
+    /* On Blackwell (compute capability 10.0) TE writes no transpose: every
+     * cast writes one layout (TE 2.9 nvte_is_non_tn_fp8_gemm_supported) */
+    pb = strategy_plan_on("dgx-b200.json", "llama3-8b", "megatron", "bf16", "", &sb);
+    p8 = strategy_plan_on("dgx-b200.json", "llama3-8b", "megatron", "fp8", "tensorwise", &s8);
+    d = &s8.topo.device;
+    assert_int_equal(d->cc, 100);
+    ss_ns fwd8 = 0, bwd8 = 0, fwd16 = 0, bwd16 = 0;
+    for (int i = 0; i < 3; i++) {
+        uint64_t k = mm[i].k, n = mm[i].n;
+        fwd8 += cast8(p8, t * k, 1) + cast8(p8, k * n, 1) / 4 + gemm8(d, t, k, n);
+        bwd8 += cast8(p8, t * n, 1) + gemm8(d, t, n, k) + gemm8(d, k, t, n);
+        fwd16 += plan_gemm_ns(pb, t, k, n);
+        bwd16 += plan_gemm_ns(pb, t, n, k) + plan_gemm_ns(pb, k, t, n);
+    }
+    const plan_block *mb = plan_find(pb, "layers.2.mlp"), *m8 = plan_find(p8, "layers.2.mlp");
+    assert_int_equal(m8->fwd_ns - fwd8, mb->fwd_ns - fwd16);
+    assert_int_equal(m8->bwd_ns - bwd8, mb->bwd_ns - bwd16);
+    plan_free(pb), plan_free(p8);
+    spec_scenario_fini(&sb), spec_scenario_fini(&s8);
 }
 
 /* recompute_every 2 (torchtitan's selective_ac_option "2", fms-fsdp's
