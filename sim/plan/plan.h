@@ -51,6 +51,8 @@ typedef struct plan_block {
     /* Layouts (plan_layout): costs and bytes above are one rank's share. */
     uint32_t chunk;          /* model chunk: stage chunk % pp, virtual chunk / pp */
     ss_bytes tp_bytes;       /* tp > 1: the activation its TP collectives move */
+    ss_bytes tp_ag_bytes;    /* what its sequence-parallel all-gathers move: tp_bytes,
+                                or the fp8 cast's under torchao's Float8 TP */
     ss_bytes cp_bytes;       /* cp > 1: the KV its attention gathers over cp */
     ss_bytes cp_dkv_bytes;   /* PyTorch's context_parallel (spec_cp_torch): the fp32
                                 dK and dV one ring step passes; 0 otherwise */

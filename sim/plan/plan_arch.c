@@ -47,6 +47,8 @@ typedef struct ab {
     uint64_t groups; /* the GEMMs being added run as grouped GEMMs of this many (MoE experts) */
     bool eager;        /* training.kernels eager: PyTorch's composite elementwise ops */
     bool torch_cp;     /* cp > 1 as PyTorch's context_parallel runs it (spec_cp_torch) */
+    bool dtensor_sp;   /* sequence parallel as PyTorch's DTensor runs it (spec_tp_dtensor) */
+    bool fp8_ag;       /* ... with torchao's Float8 tensorwise linears: fp8 all-gathers */
     uint64_t eager_saved; /* what the block's eager composites keep besides the fused
                              kernels' tensors (bytes) */
     uint32_t mm;
@@ -72,7 +74,7 @@ static plan_block *blk(ab *x, const char *group, const char *fmt, unsigned l)
     x->keep_bytes = x->keep_flops = 0;
     x->eager_saved = 0;
     b->in_bytes = b->out_bytes = x->t * x->a->hidden * x->c / x->sp;
-    if (x->tp > 1) b->tp_bytes = x->t * x->a->hidden * x->c;
+    if (x->tp > 1) b->tp_bytes = b->tp_ag_bytes = x->t * x->a->hidden * x->c;
     return b;
 }
 
@@ -434,6 +436,21 @@ static void torch_cp_passes(ab *x, plan_block *b, uint64_t qn, uint64_t on, uint
     eltwise_k(x, b, fwd, bwd, (uint32_t)(3 + 9 * k + n), (uint32_t)(9 + 8 * k + 2 * n));
 }
 
+/* A transformer block's input as its linears keep it for their weight
+ * gradients (bytes), and what its sequence-parallel gather moves. Megatron
+ * keeps the rank's 1/tp shard and gathers it again in backward; PyTorch's
+ * DTensor keeps the gathered tensor (the redistribute's output is the
+ * matmuls' saved input), in fp8 where torchao's PrepareFloat8ModuleInput
+ * casts before it gathers (torchao/float8/float8_tensor_parallel.py, which
+ * torchtitan's apply_tp used with Float8 at ba2469780). */
+static uint64_t sp_input(ab *x, plan_block *b, uint64_t h)
+{
+    if (!x->dtensor_sp) return x->t * h / x->sp * x->lc;
+    uint64_t e = x->fp8_ag ? 1 : x->lc;
+    b->tp_ag_bytes = x->t * h * e;
+    return x->t * h * e;
+}
+
 /* Saved tensors of attention besides the input (bytes), and the core's
  * output, which selective recomputation drops. */
 static void attention(ab *x, unsigned l)
@@ -528,7 +545,7 @@ static void attention(ab *x, unsigned l)
     /* Under Transformer Engine's fp8 the QKV projection keeps its input as
      * its fp8 cast and the output projection an fp8 copy of the core's
      * output, which the core keeps in 16 bits for its own backward */
-    uint64_t in_kept = t * h / sp * x->lc, out_fp8 = x->lc < x->c ? t * heads * dv * x->lc : 0;
+    uint64_t in_kept = sp_input(x, b, h), out_fp8 = x->lc < x->c ? t * heads * dv * x->lc : 0;
     keep(x, b, in_kept + (t * heads * dqk + kv_saved + qk_saved) * x->c + out + out_fp8 + lse +
                    probs);
     b->recompute_bytes = out + probs;
@@ -574,7 +591,7 @@ static void mlp(ab *x, unsigned l)
      * input; the projections' inputs as x->lc bytes (their fp8 casts under
      * Transformer Engine's fp8), the activation's input in 16 bits */
     uint64_t inter = spec_act_mats(a->act), f = a->ffn_hidden / x->tp;
-    keep(x, b, x->t * (a->hidden / x->sp * x->lc + (inter - 1) * f * x->c + f * x->lc));
+    keep(x, b, sp_input(x, b, a->hidden) + x->t * ((inter - 1) * f * x->c + f * x->lc));
     op_sac(x, b, 0, 0, 0);
     blk_done(x, b);
 }
@@ -822,6 +839,9 @@ int plan_arch_blocks(plan *p, ss_err *err)
     x.op_sac = p->s->recompute == SPEC_RECOMP_SELECTIVE_OP;
     x.eager = p->s->kernels == SPEC_KERNELS_EAGER;
     x.torch_cp = p->layout && spec_cp_torch(p->s);
+    x.dtensor_sp = p->layout && spec_tp_dtensor(p->s) && par->sequence_parallel;
+    x.fp8_ag = x.dtensor_sp && p->s->prec.compute == SPEC_DT_FP8 &&
+               p->s->prec.fp8_recipe == SPEC_FP8_TENSORWISE;
     if (x.op_sac && a->experts)
         return ss_fail(err, SS_E_INPUT, p->s->file,
                        "$.training.recompute: \"selective_op\" (torchtitan's op-level "

@@ -45,11 +45,16 @@ bool spec_model_parallel(const spec_parallel *p)
     return p->tp > 1 || p->cp > 1 || p->pp > 1 || p->ep > 1 || p->etp > 1;
 }
 
-bool spec_cp_torch(const spec_scenario *s)
+/* The PyTorch-native runtimes: not Megatron-core's nor DeepSpeed's (whose
+ * layouts are Megatron-DeepSpeed's). */
+static bool torch_native(const spec_scenario *s)
 {
-    return s->par.cp > 1 && s->shard.strategy != SPEC_MEGATRON &&
-           s->shard.strategy != SPEC_DEEPSPEED;
+    return s->shard.strategy != SPEC_MEGATRON && s->shard.strategy != SPEC_DEEPSPEED;
 }
+
+bool spec_cp_torch(const spec_scenario *s) { return s->par.cp > 1 && torch_native(s); }
+
+bool spec_tp_dtensor(const spec_scenario *s) { return s->par.tp > 1 && torch_native(s); }
 
 void spec_scenario_fini(spec_scenario *s)
 {

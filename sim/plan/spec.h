@@ -791,5 +791,13 @@ void spec_scenario_fini(spec_scenario *s);
  * (plan_arch.c, torch_cp_passes; sched/mp.c, cp_pre). Megatron's is
  * Transformer Engine's (cp_comm_type); DeepSpeed's is not modelled apart. */
 bool spec_cp_torch(const spec_scenario *s);
+/* Tensor parallel as PyTorch's DTensor runs it (tp > 1 under the
+ * PyTorch-native runtimes): a sequence-parallel linear's gathered input is
+ * what autograd keeps for the weight gradient (no second gather in
+ * backward, unlike Megatron's), and with torchao's Float8 tensorwise
+ * linears (torchtitan's Float8ColwiseParallel, Float8RowwiseParallel,
+ * PrepareFloat8ModuleInput) the block inputs and the output gradients are
+ * all-gathered in fp8 (sched/mp.c, plan_arch.c). */
+bool spec_tp_dtensor(const spec_scenario *s);
 
 #endif

@@ -301,7 +301,7 @@ static bool sp_block(const mp *m, const plan_block *b)
 static uint32_t tp_gather(mp *m, const plan_block *b, prog_phase ph, uint32_t dep,
                           const char *what, const char *buffer, uint32_t *rest)
 {
-    ss_bytes bytes = b->tp_bytes, tp = m->par->tp;
+    ss_bytes bytes = b->tp_ag_bytes, tp = m->par->tp;
     *rest = EM_NONE;
     if (!m->par->tp_comm_overlap)
         return coll_buf(m, PROG_TP, ph, PROG_COLL_ALL_GATHER, m->g[G_TP], bytes, dep, what,
@@ -542,7 +542,7 @@ static uint32_t recompute_colls(mp *m, const plan_block *b, uint32_t dep)
     const prog_phase ph = PROG_PH_BACKWARD;
     bool sp = m->par->sequence_parallel;
     if (sp && b->tp_bytes)
-        dep = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_GATHER, m->g[G_TP], b->tp_bytes, dep,
+        dep = mp_coll(m, PROG_TP, ph, PROG_COLL_ALL_GATHER, m->g[G_TP], b->tp_ag_bytes, dep,
                       "recompute.tp.all_gather", b->name);
     if (is_attn(b) && b->cp_bytes && !b->cp_dkv_bytes) /* torch's: torch_cp_pre */
         dep = mp_coll(m, PROG_TP, ph, m->par->cp_comm == SPEC_CP_P2P ? PROG_COLL_SEND_RECV
@@ -569,8 +569,9 @@ static void bwd_pre(mp *m, blk *k)
         if (strcmp(b->name, "head")) /* the output gradient, gathered */
             dep = tp_gather(m, b, PROG_PH_BACKWARD, dep, "tp.all_gather.grad", NULL, &k->rest);
         /* the input, for the weight gradient (computed after the input
-         * gradient: overlapped whole under tp_comm_overlap) */
-        if (sp_block(m, b)) {
+         * gradient: overlapped whole under tp_comm_overlap); PyTorch's
+         * DTensor kept the gathered input instead (plan_arch.c, sp_input) */
+        if (sp_block(m, b) && !spec_tp_dtensor(m->pl->s)) {
             uint32_t in = tp_gather(m, b, PROG_PH_BACKWARD, m->dep, "tp.all_gather",
                                     "tp.gathered", &in_rest);
             if (!m->par->tp_comm_overlap) dep = in;

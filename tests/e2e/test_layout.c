@@ -272,14 +272,14 @@ static double layer_bytes(const plan *p, unsigned l)
                     (y->recompute_input ? 0 : y->in_bytes));
 }
 
-static double korthikanti_case(const char *parallel, const char *recompute)
+static double korthikanti_case(const char *parallel, const char *recompute, const char *strategy)
 {
     char training[256];
     snprintf(training, sizeof training,
              "{\"micro_batch\": 2, \"seq_len\": 2048, \"recompute\": \"%s\","
              " \"kernels\": \"fused\"}", recompute);
     spec_scenario s;
-    load(gpt_like, hgx(1), parallel, training, "zero1", &s);
+    load(gpt_like, hgx(1), parallel, training, strategy, &s);
     plan *p = plan_of(&s);
     double v = layer_bytes(p, 3);
     plan_free(p);
@@ -291,21 +291,28 @@ static void test_korthikanti_activations(void **state)
 {
     (void)state;
     const double s = 2048, b = 2, h = 4096, a = 32, t = 4, sbh = s * b * h, lse = 4 * s * b * a;
+    /* Megatron's sequence parallel keeps each linear's input as the rank's
+     * 1/t shard (the paper's formula); PyTorch's DTensor (zero1 here)
+     * keeps the gathered input of the QKV and of the MLP's first linears,
+     * 2 sbh each, where Megatron keeps 2 sbh / t: 4 sbh (1 - 1/t) more */
     struct {
-        const char *par, *recompute;
+        const char *par, *recompute, *strategy;
         double want;
     } rows[] = {
-        {"{\"dp\": 8}", "none", 32 * sbh + lse},
-        {"{\"dp\": 2, \"tp\": 4}", "none", (8 + 24 / t) * sbh + lse / t},
-        {"{\"dp\": 2, \"tp\": 4, \"sequence_parallel\": true}", "none", 32 * sbh / t + lse / t},
-        {"{\"dp\": 8}", "selective", 30 * sbh + lse},
-        {"{\"dp\": 8}", "full", 2 * sbh},
-        {"{\"dp\": 2, \"tp\": 4, \"sequence_parallel\": true}", "full", 2 * sbh / t},
+        {"{\"dp\": 8}", "none", "megatron", 32 * sbh + lse},
+        {"{\"dp\": 2, \"tp\": 4}", "none", "megatron", (8 + 24 / t) * sbh + lse / t},
+        {"{\"dp\": 2, \"tp\": 4, \"sequence_parallel\": true}", "none", "megatron",
+         32 * sbh / t + lse / t},
+        {"{\"dp\": 8}", "selective", "megatron", 30 * sbh + lse},
+        {"{\"dp\": 8}", "full", "megatron", 2 * sbh},
+        {"{\"dp\": 2, \"tp\": 4, \"sequence_parallel\": true}", "full", "megatron", 2 * sbh / t},
+        {"{\"dp\": 2, \"tp\": 4, \"sequence_parallel\": true}", "none", "zero1",
+         32 * sbh / t + 4 * sbh * (1 - 1 / t) + lse / t},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        double got = korthikanti_case(rows[i].par, rows[i].recompute);
-        print_message("  %-50s %-9s %6.2f sbh (expected %6.2f)\n", rows[i].par, rows[i].recompute,
-                      got / sbh, rows[i].want / sbh);
+        double got = korthikanti_case(rows[i].par, rows[i].recompute, rows[i].strategy);
+        print_message("  %-50s %-9s %-8s %6.2f sbh (expected %6.2f)\n", rows[i].par,
+                      rows[i].recompute, rows[i].strategy, got / sbh, rows[i].want / sbh);
         if (got != rows[i].want)
             fail_msg("%s %s: %.0f bytes, expected %.0f", rows[i].par, rows[i].recompute, got,
                      rows[i].want);
@@ -1192,6 +1199,52 @@ static void test_cp_torch(void **state)
     for (int k = 0; k < 3; k++) spec_scenario_fini(&s[k]);
 }
 
+/* PyTorch's DTensor sequence parallel (zero1) against Megatron's, Llama 3
+ * 8B at tp 2 on one micro-batch without recomputation: Megatron gathers
+ * each block's input again in backward (2 x 32 more gathers), DTensor
+ * keeps it; under torchao's tensorwise Float8 every DTensor all-gather of
+ * a layer moves half the bytes of its reduce-scatter (fp8 against bf16). */
+static void test_tp_dtensor(void **state)
+{
+    (void)state;
+    const char *par = "{\"dp\": 4, \"tp\": 2, \"sequence_parallel\": true}";
+    const char *tr = "{\"micro_batch\": 1, \"seq_len\": 4096, \"kernels\": \"fused\"}";
+    spec_scenario s[2];
+    load("llama3-8b", hgx(1), par, tr, "megatron", &s[0]);
+    load("llama3-8b", hgx(1), par, tr, "zero1", &s[1]);
+    uint64_t n[2];
+    for (int k = 0; k < 2; k++) {
+        run_result r;
+        run_of(&s[k], &r);
+        n[k] = count_ops(&r, PROG_COLL_ALL_GATHER, "tp.all_gather.layers", NULL);
+        run_fini(&r);
+    }
+    assert_int_equal(n[0], n[1] + 2 * 32);
+    /* fp8: the layers' gathers at one byte an element */
+    spec_scenario f;
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{\"name\": \"t\", \"model\": \"%s/models/llama3-8b.json\", \"topology\": %s,"
+             " \"parallel\": %s, \"training\": %s, \"precision\": {\"param\": \"bf16\","
+             " \"compute\": \"fp8\", \"master\": \"fp32\", \"fp8\": {\"recipe\": \"tensorwise\"}},"
+             " \"optimizer\": {\"type\": \"adamw\"}, \"sharding\": {\"strategy\": \"zero1\"}}",
+             SS_SOURCE_DIR, hgx(1), par, tr);
+    ss_err err;
+    ss_err_clear(&err);
+    if (scn_load_text("t.json", text, strlen(text), NULL, 0, &f, &err)) fail_msg("%s", err.msg);
+    run_result r;
+    run_of(&f, &r);
+    uint64_t ag, rs;
+    uint64_t nag = count_ops(&r, PROG_COLL_ALL_GATHER, "tp.all_gather.layers", &ag);
+    uint64_t nrs = count_ops(&r, PROG_COLL_REDUCE_SCATTER, "tp.reduce_scatter.layers", &rs);
+    /* forward gathers only (64); reduce-scatters forward and backward (128) */
+    assert_int_equal(2 * nag, nrs);
+    assert_int_equal(2 * (ag / nag), rs / nrs);
+    run_fini(&r);
+    for (int k = 0; k < 2; k++) spec_scenario_fini(&s[k]);
+    spec_scenario_fini(&f);
+}
+
 /* Rank order: with tp = 2, pp = 2, dp = 2 the default order (tp-cp-pp-dp)
  * puts rank 0's data-parallel peer at 4 (tp pp ranks on); Megatron's
  * tp-cp-ep-dp-pp at 2 (tp on), with stage 1 on ranks 4-7. Pipeline
@@ -1260,6 +1313,7 @@ int main(void)
         cmocka_unit_test(test_moe_dispatcher),
         cmocka_unit_test(test_cp_ring),
         cmocka_unit_test(test_cp_torch),
+        cmocka_unit_test(test_tp_dtensor),
         cmocka_unit_test(test_rank_order),
         cmocka_unit_test(test_megatron_fsdp),
         cmocka_unit_test(test_cpu_offload),
