@@ -1115,15 +1115,6 @@ static void test_cp_ring(void **state)
     }
 }
 
-/* The attention block named `name` of a plan. */
-static const plan_block *block_named(const plan *p, const char *name)
-{
-    for (uint32_t i = 0; i < p->nblocks; i++)
-        if (!strcmp(p->blocks[i].name, name)) return &p->blocks[i];
-    fail_msg("no block %s", name);
-    return NULL;
-}
-
 /* PyTorch's context_parallel (strategy zero1, eager: training.repeat_kv on
  * by default; torch's _templated_ring_attention) against the same layer
  * under DeepSpeed, whose
@@ -1156,7 +1147,7 @@ static void test_cp_torch(void **state)
          "{\"micro_batch\": 1, \"seq_len\": 8192, \"recompute\": \"full\"}", "zero1", &s[2]);
     assert_true(spec_cp_torch(&s[0]) && !spec_cp_torch(&s[1]));
     plan *pt = plan_of(&s[0]), *pd = plan_of(&s[1]);
-    const plan_block *t = block_named(pt, "layers.0.attn"), *d = block_named(pd, "layers.0.attn");
+    const plan_block *t = plan_find(pt, "layers.0.attn"), *d = plan_find(pd, "layers.0.attn");
     assert_int_equal(t->fwd_kernels - d->fwd_kernels, 34);
     assert_int_equal(t->bwd_kernels - d->bwd_kernels, 41);
     assert_int_equal(t->fwd_ns - d->fwd_ns, plan_kernels_ns(pt, 1325400064ull, 34));
@@ -1173,7 +1164,7 @@ static void test_cp_torch(void **state)
     load("llama3-8b", hgx(1), "{\"dp\": 2, \"cp\": 4}",
          "{\"micro_batch\": 1, \"seq_len\": 8192, \"repeat_kv\": false}", "zero1", &g);
     pt = plan_of(&g);
-    const plan_block *own = block_named(pt, "layers.0.attn");
+    const plan_block *own = plan_find(pt, "layers.0.attn");
     assert_int_equal(own->cp_bytes, d->cp_bytes);
     assert_int_equal(own->cp_dkv_bytes, 67108864ull / 4);
     plan_free(pt);
