@@ -585,21 +585,9 @@ static void bwd_pre(mp *m, blk *k)
 static void bwd_run(mp *m, blk *k)
 {
     uint32_t op = em_bwd_block(m->e, k->i, k->dep, &k->grad, k->grad == EM_NONE ? 0 : 1);
-    /* PyTorch's CP ring: its last send waits for it (bwd_post) */
+    /* PyTorch's CP ring: its last send (bwd_post), behind it on the same
+     * stream, is what the next block waits for */
     k->dep = m->pl->blocks[k->i].cp_dkv_bytes ? op : join(m, PROG_PH_BACKWARD, op, k->ring);
-}
-
-/* The last dK, dV send of PyTorch's ring backward, after the block and the
- * ring's earlier sends. */
-static uint32_t torch_cp_last(mp *m, const plan_block *b, uint32_t op, uint32_t ring)
-{
-    if (m->g[G_CP] == MP_NOGROUP) return op;
-    em_begin(m->e, PROG_OP_COLL, PROG_TP, PROG_PH_BACKWARD, "cp.ring_dkv_last.%s", b->name);
-    em_coll(m->e, PROG_COLL_SEND_RECV, b->cp_dkv_bytes);
-    em_group(m->e, m->g[G_CP]);
-    em_dep(m->e, op);
-    if (ring != EM_NONE) em_dep(m->e, ring);
-    return em_end(m->e);
 }
 
 static void bwd_post(mp *m, const blk *k)
@@ -607,7 +595,9 @@ static void bwd_post(mp *m, const blk *k)
     const plan_block *b = &m->pl->blocks[k->i];
     uint32_t op = ep_out(m, b, PROG_PH_BACKWARD, k->dep, "etp.reduce_scatter_grad",
                          "ep.dispatch_grad", true);
-    if (is_attn(b) && b->cp_dkv_bytes) op = torch_cp_last(m, b, op, k->ring);
+    if (is_attn(b) && b->cp_dkv_bytes) /* after the block and, on the stream, the ring */
+        op = mp_coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_SEND_RECV, m->g[G_CP],
+                     b->cp_dkv_bytes, op, "cp.ring_dkv_last", b->name);
     else if (is_attn(b) && b->cp_bytes && m->par->cp_comm == SPEC_CP_ALL_GATHER)
         op = mp_coll(m, PROG_TP, PROG_PH_BACKWARD, PROG_COLL_REDUCE_SCATTER, m->g[G_CP],
                      b->cp_bytes, op, "cp.reduce_scatter_dkv", b->name);
