@@ -184,10 +184,17 @@ static void sync_bwd_begin(mp *m, uint32_t c)
     if (c < o->n) sync_both(m, o->copy[c], UINT32_MAX, PROG_PH_BACKWARD, "offload.reload_wait");
 }
 
+/* Unit u's ordinal among the offloaded layers' units, or UINT32_MAX
+ * (offloading off, or not a transformer layer). */
+static uint32_t ordinal(const mp *m, const mp_unit *u)
+{
+    return m->off ? m->off->ord[u - m->u] : UINT32_MAX;
+}
+
 void mp_off_fwd_end(mp *m, mp_unit *u)
 {
     mp_off *o = m->off;
-    uint32_t c = o ? o->ord[u - m->u] : UINT32_MAX;
+    uint32_t c = ordinal(m, u);
     if (c == UINT32_MAX) return;
     if (o->impl == SPEC_OFFL_SYNCHRONIZER) {
         sync_fwd_end(m, c);
@@ -207,7 +214,7 @@ void mp_off_fwd_end(mp *m, mp_unit *u)
 void mp_off_bwd_begin(mp *m, mp_unit *u)
 {
     mp_off *o = m->off;
-    uint32_t c = o ? o->ord[u - m->u] : UINT32_MAX;
+    uint32_t c = ordinal(m, u);
     if (c == UINT32_MAX) return;
     if (o->impl == SPEC_OFFL_SYNCHRONIZER) {
         sync_bwd_begin(m, c);
