@@ -15,9 +15,10 @@
 static const char usage[] =
     "usage: shardsim coll --topology FILE --op OP [--ranks N] [--nodes N]\n"
     "                     [-b SIZE] [-e SIZE] [-f FACTOR] [--algo A] [--proto P]\n"
-    "                     [--nccl-version V] [-o FILE]\n"
+    "                     [--nccl-version V] [--min-ctas N] [-o FILE]\n"
     "       shardsim coll --topology FILE --compare LOG [--op OP] [--table LABEL]\n"
-    "                     [--algo A] [--proto P] [--nccl-version V] [-o FILE]\n"
+    "                     [--algo A] [--proto P] [--nccl-version V] [--min-ctas N]\n"
+    "                     [-o FILE]\n"
     "\n"
     "  --op       all_reduce, all_gather, reduce_scatter, broadcast, all_to_all,\n"
     "             send_recv\n"
@@ -30,6 +31,8 @@ static const char usage[] =
     "  --nccl-version  the NCCL whose algorithms run, like 2.27.3 (default: the\n"
     "             log's with --compare, else the topology's, else 2.29.7)\n"
     "  --proto    auto, ll, ll128, simple (NCCL_PROTO)\n"
+    "  --min-ctas the CTAs (channels) each collective runs at least, 1 to 64\n"
+    "             (NCCL_MIN_CTAS; NCCL_MIN_NCHANNELS before 2.17); default NCCL's\n"
     "  --compare  a real nccl-tests output; predicts every row of every table\n"
     "             with the table's ranks and nodes, prints the error per row\n"
     "             and the median |error| for sizes >= 1 MiB\n"
@@ -59,7 +62,7 @@ static int unknown(const char *k)
 {
     static const char *const known[] = {"--topology", "--compare", "--table", "-o",    "--op",
                                        "--calibration", "--ranks", "--nodes", "-f", "-b",
-                                       "-e", "--algo", "--proto", "--nccl-version"};
+                                       "-e", "--algo", "--proto", "--nccl-version", "--min-ctas"};
     const char *hit = cli_nearest(k, known, sizeof known / sizeof *known);
     char m[256];
     snprintf(m, sizeof m, "unknown option %.100s%s%s%s", k, hit ? " (did you mean " : "", hit ? hit : "",
@@ -96,6 +99,7 @@ static int parse_one(opts *o, const char *k, const char *v)
     else if (!strcmp(k, "--calibration")) o->calibration = v;
     else if (!strcmp(k, "--ranks")) return parse_u32(v, 1, &o->ranks) ? 0 : bad("--ranks: expected a count >= 1, not %s", v);
     else if (!strcmp(k, "--nodes")) return parse_u32(v, 1, &o->nodes) ? 0 : bad("--nodes: expected a count >= 1, not %s", v);
+    else if (!strcmp(k, "--min-ctas")) return parse_u32(v, 1, &o->net.min_ctas) && o->net.min_ctas <= 64 ? 0 : bad("--min-ctas: expected a count from 1 to 64, not %s", v);
     else if (!strcmp(k, "-f")) return parse_u32(v, 2, &o->f) ? 0 : bad("-f: expected a factor >= 2, not %s", v);
     else if (!strcmp(k, "-b")) return cli_parse_size(v, &o->b) ? 0 : bad("-b: expected a size like 8, 64K, 1M, not %s", v);
     else if (!strcmp(k, "-e")) return cli_parse_size(v, &o->e) ? 0 : bad("-e: expected a size like 8G, not %s", v);

@@ -481,6 +481,20 @@ int mach_nccl_version(js_node n, uint32_t *code, ss_err *err)
     return SS_OK;
 }
 
+/* "nccl_ring_cta_GBps": what one CTA of a Simple ring moves across nodes on
+ * this system (net/algo.h, "Ring CTAs across nodes"); graph form only. */
+static int load_ring_cta(js_node n, bool graph, spec_topology *t, ss_err *err)
+{
+    js_node v;
+    double gbps = 0.0;
+    int rc = js_num(n, "nccl_ring_cta_GBps", false, 0.0, 0.1, 10000.0, &gbps, err);
+    if (!rc && gbps > 0 && !graph && js_get(n, "nccl_ring_cta_GBps", &v))
+        return js_failf(v, err, "nccl_ring_cta_GBps needs the graph form (a topology with "
+                                "\"node\"): the flat form has no NCCL rings");
+    t->ring_cta_Bps = gbps * 1e9;
+    return rc;
+}
+
 static int load_counts(js_node n, uint32_t nodes_override, spec_topology *t, ss_err *err)
 {
     uint64_t nodes, gpn;
@@ -499,12 +513,13 @@ int mach_from_node(js_node n, uint32_t nodes_override, spec_topology *t, ss_err 
     int rc = js_want_obj(n, err);
     if (rc || (rc = js_keys_check(n, JS_KEYS("name", "source", "nodes", "gpus_per_node",
                                              "intra_node", "inter_node", "node", "fabric",
-                                             "device", "nccl_version", "ranks_per_node"),
+                                             "device", "nccl_version", "ranks_per_node",
+                                             "nccl_ring_cta_GBps"),
                                  err)) ||
         (rc = js_copy_name(n, "name", true, t->name, err)) ||
         (rc = load_counts(n, nodes_override, t, err)) ||
         (rc = mach_set_ranks_per_node(n, t, err)) ||
-        (rc = mach_nccl_version(n, &t->nccl, err)))
+        (rc = mach_nccl_version(n, &t->nccl, err)) || (rc = load_ring_cta(n, graph, t, err)))
         return rc;
     if (graph) {
         js_node flat;

@@ -966,30 +966,36 @@ static int load_runtime(js_node root, spec_scenario *s, ss_err *err)
     return SS_OK;
 }
 
-/* "network": {"algo", "proto", "nccl_version"}: NCCL_ALGO / NCCL_PROTO for
- * every collective of the step (where the algorithm applies; see
- * net/algo.h), and the NCCL whose algorithms the tuner has (over the
- * topology's). */
+/* "network": {"algo", "proto", "nccl_version", "nccl_min_ctas"}: NCCL_ALGO /
+ * NCCL_PROTO for every collective of the step (where the algorithm
+ * applies; see net/algo.h), the NCCL whose algorithms the tuner has (over
+ * the topology's), and NCCL_MIN_CTAS (the CTAs a ring across nodes runs at
+ * least: net/algo.h, "Ring CTAs across nodes"). */
 static int load_network(js_node root, spec_scenario *s, ss_err *err)
 {
     js_node n;
     s->net_algo = SPEC_NALGO_AUTO;
     s->net_proto = SPEC_NPROTO_AUTO;
     s->net_nccl = 0;
+    s->net_min_ctas = 0;
     if (!js_get(root, "network", &n)) return SS_OK;
+    uint64_t ctas = 0;
     int rc = js_want_obj(n, err);
-    if (rc || (rc = js_keys_check(n, KEYS("algo", "proto", "nccl_version"), err)) ||
+    if (rc || (rc = js_keys_check(n, KEYS("algo", "proto", "nccl_version", "nccl_min_ctas"), err)) ||
         (rc = js_enum(n, "algo", false, SPEC_NALGO_AUTO, spec_net_algo_names, SPEC_NNET_ALGOS,
                       &s->net_algo, err)) ||
         (rc = js_enum(n, "proto", false, SPEC_NPROTO_AUTO, spec_net_proto_names,
                       SPEC_NNET_PROTOS, &s->net_proto, err)) ||
-        (rc = mach_nccl_version(n, &s->net_nccl, err)))
+        (rc = mach_nccl_version(n, &s->net_nccl, err)) ||
+        (rc = js_u64(n, "nccl_min_ctas", false, 0, 1, 64, &ctas, err)))
         return rc;
-    if (s->net_algo != SPEC_NALGO_AUTO || s->net_proto != SPEC_NPROTO_AUTO || s->net_nccl) {
+    s->net_min_ctas = (uint32_t)ctas;
+    if (s->net_algo != SPEC_NALGO_AUTO || s->net_proto != SPEC_NPROTO_AUTO || s->net_nccl ||
+        s->net_min_ctas) {
         if (!s->topo.graph)
-            return js_failf(n, err, "network.algo, network.proto and network.nccl_version need "
-                                    "a topology graph (a topology file with \"node\"); %s has "
-                                    "the flat form",
+            return js_failf(n, err, "network.algo, network.proto, network.nccl_version and "
+                                    "network.nccl_min_ctas need a topology graph (a topology "
+                                    "file with \"node\"); %s has the flat form",
                             s->topo.name);
     }
     return SS_OK;

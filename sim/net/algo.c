@@ -69,6 +69,26 @@ static const double ch_tree_ll128[4][3] = {
 static const double ch_tree[4][3] = {
     {26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};
 
+/* Ring CTAs across nodes (algo.h): one CTA's bus bandwidth on a Simple
+ * ring, by architecture, GB/s; 0: not measured, no cap. Hopper: fitted to
+ * the corpus's eight-GPU-per-node ring tables with leave-one-source-out
+ * cross-validation (tests/e2e/ring-cta-fit.sh; DECISIONS.md 161). */
+#define RING_CTA_HOPPER_GBPS 20.0
+static const double ring_cta_GBps[4] = {0.0, 0.0, RING_CTA_HOPPER_GBPS, 0.0};
+
+/* NCCL's network speeds (GB/s per channel) its ring search tries, fastest
+ * first (src/graph/search.cc, speedArrayInter and its sm90 / sm100
+ * variants, 2.19 to 2.30). */
+static const double speeds_inter[] = {48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0,
+                                      7.0,  6.0,  5.0,  4.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+static const double speeds_sm90[] = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5,
+                                     15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+static const double speeds_sm100[] = {96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0,
+                                      20.0, 17.5, 15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+#define NSPEEDS(a) (sizeof a / sizeof *a)
+/* NCCL's channel limit (MAXCHANNELS, src/include/device.h; 32 through 2.x) */
+#define NCCL_MAX_CHANNELS 32
+
 /* The NVSwitch's reduce and multicast rate as a fraction of the GPU's
  * NVLink rate, by architecture: NCCL's nvlsEfficiency (src/graph/tuning.cc,
  * 2.19-2.30: {Volta 0, Ampere 0, Hopper 0.85, Blackwell 0.74}). Only Hopper
@@ -849,6 +869,40 @@ static double nvls_cap(const topo *g, const algo_shape *s, uint32_t n)
     return s->algo == ALGO_NVLS && c > 0 && n > 1 ? c * n / (2.0 * (n - 1)) : 0.0;
 }
 
+/* The speed NCCL's ring search settles on per channel for a NIC port of
+ * `port` GB/s: the fastest of its list at or below the port. */
+static double nccl_speed(uint32_t cc, double port)
+{
+    const double *a = cc >= 100 ? speeds_sm100 : cc >= 90 ? speeds_sm90 : speeds_inter;
+    size_t n = cc >= 100 ? NSPEEDS(speeds_sm100) : cc >= 90 ? NSPEEDS(speeds_sm90) : NSPEEDS(speeds_inter);
+    size_t i = 0;
+    while (i + 1 < n && a[i] > port) i++;
+    return a[i];
+}
+
+/* The CTAs a ring across nodes runs (algo.h, "Ring CTAs across nodes"):
+ * the search's channels, one per NIC the node's members use, doubled where
+ * ncclTopoDupChannels doubles them (search.cc: a speed of 25 GB/s or more,
+ * unless past Ampere with more than 4 channels under 50 GB/s), doubled
+ * again as ncclTopoPostset connects them (connect.cc: min(MAXCHANNELS,
+ * 2 x)), then at least NCCL_MIN_CTAS (copyChannels up to it). */
+uint32_t algo_ring_ctas(const topo *g, uint32_t channels)
+{
+    uint32_t cc = topo_cc(g), ch = channels;
+    double speed = nccl_speed(cc, topo_port_Bps(g) * 1e-9);
+    if (speed >= 25.0 && !(cc > 80 && speed < 50.0 && ch > 4)) ch *= 2;
+    ch = 2 * ch < NCCL_MAX_CHANNELS ? 2 * ch : NCCL_MAX_CHANNELS;
+    return ch > topo_min_ctas(g) ? ch : topo_min_ctas(g);
+}
+
+/* One CTA's bus bandwidth on a Simple ring across nodes, bytes/s: the
+ * topology's, else the architecture's; 0: none known. */
+static double ring_cta_Bps(const topo *g, int arch)
+{
+    double t = topo_ring_cta_Bps(g);
+    return t > 0 ? t : ring_cta_GBps[arch] * 1e9;
+}
+
 /* The channel caps' algbw ceiling (algo.h, "Channel caps"), bytes/s of
  * payload; 0: none. */
 static double channel_cap(const topo *g, const algo_shape *s, prog_coll c, uint32_t n,
@@ -858,10 +912,13 @@ static double channel_cap(const topo *g, const algo_shape *s, prog_coll c, uint3
     if (!s->inter || !s->channels || cc < 70 || n < 2) return 0.0;
     int arch = cc >= 100 ? 3 : cc >= 90 ? 2 : cc >= 80 ? 1 : 0;
     int ni = s->nodes <= 2 ? (int)s->nodes - 1 : 2;
-    double per = 0.0, ratio = 0.0;
+    double per = 0.0, ratio = 0.0, ring = c == PROG_COLL_ALL_REDUCE ? n / (2.0 * (n - 1)) : n / (double)(n - 1);
     if (s->algo == ALGO_RING && p == ALGO_P_LL128) {
         per = ch_ring_ll128[arch][ni];
-        ratio = c == PROG_COLL_ALL_REDUCE ? n / (2.0 * (n - 1)) : n / (double)(n - 1);
+        ratio = ring;
+    } else if (s->algo == ALGO_RING && p == ALGO_P_SIMPLE) {
+        /* per CTA, not per search channel: the bus bandwidth of them all */
+        return ring_cta_Bps(g, arch) * algo_ring_ctas(g, s->channels) * ring;
     } else if (s->algo == ALGO_TREE && c == PROG_COLL_ALL_REDUCE) {
         per = ch_tree[arch][ni];
         if (p == ALGO_P_LL128 && ch_tree_ll128[arch][ni] < per) per = ch_tree_ll128[arch][ni];

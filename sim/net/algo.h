@@ -87,8 +87,27 @@
  * the channels (NCCL's search channels, one per NIC); the cap, in bus
  * bandwidth, becomes the collective's algbw ceiling (ring: x n / (2(n-1))
  * for all-reduce, x n / (n-1) for all-gather and reduce-scatter; tree: x
- * 1/2, as NCCL converts). Simple rings have no cap; a device file without
- * compute_capability gets none.
+ * 1/2, as NCCL converts). Simple rings are capped by their CTAs (next);
+ * a device file without compute_capability gets none.
+ *
+ * Ring CTAs across nodes. A Simple ring across nodes runs one CTA per
+ * execution channel, and a CTA moves a bounded rate however fast the NICs
+ * are: NCCL's search gives one channel per NIC of the node's members
+ * (ncclTopoDupChannels doubles them at 25 GB/s or more per channel, unless
+ * past Ampere with more than 4 under 50 GB/s: a node with 8 x 400 Gb/s
+ * NICs keeps 8, one with 4 gets 8), connecting them doubles them again
+ * (ncclTopoPostset, at most MAXCHANNELS, 32), and NCCL_MIN_CTAS raises the
+ * count (copyChannels; the topology's min_ctas, a scenario's
+ * network.nccl_min_ctas, coll's --min-ctas). The ring's bus bandwidth is
+ * then at most CTAs x the CTA's rate: 16 x 20 GB/s = 320 GB/s on an
+ * eight-GPU H100 node with 8 NICs, below the NICs' 400 GB/s, which is
+ * what those nodes measure (nccl-tests across 4 to 10 such nodes: 320-330
+ * GB/s busbw at 4-17 GB; with NCCL_MIN_CTAS=24, 390). The CTA's rate is
+ * the topology's "nccl_ring_cta_GBps", else the architecture's: Hopper
+ * 20 GB/s, fitted to the corpus with leave-one-source-out cross-validation
+ * (tests/e2e/ring-cta-fit.sh, DECISIONS.md 161); other architectures have
+ * no measurement and no cap. Nodes with 4 or fewer NICs per 8 GPUs, or one
+ * GPU per node, get 4 CTAs a NIC or more and stay NIC-bound.
  *
  * Latency follows NCCL's tuning model (src/graph/tuning.cc): a base per
  * algorithm and protocol plus a per-step cost by hardware (NVLink, PCIe,
@@ -183,6 +202,10 @@ bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
 /* Cost of a built shape with protocol p for `bytes` of payload, alone. */
 algo_cost algo_cost_of(const topo *g, const algo_shape *s, prog_coll c, uint32_t n,
                        algo_proto p, ss_bytes bytes);
+
+/* The CTAs (execution channels) a ring across nodes runs, for a node
+ * whose members use `channels` NICs (see "Ring CTAs across nodes"). */
+uint32_t algo_ring_ctas(const topo *g, uint32_t channels);
 
 /* NCCL's channels per network peer of a point-to-point operation over n
  * ranks on two or more nodes, at most ppn of them on one node (see

@@ -79,6 +79,7 @@ int net_new(const spec_topology *t, const net_opts *o, net **out, ss_err *err)
     n->gpn = t->gpus_per_node, n->rpn = spec_topo_rpn(t);
     spec_topology tv = *t; /* the version the options name, over the file's */
     if (o->nccl) tv.nccl = o->nccl;
+    if (o->min_ctas) tv.min_ctas = o->min_ctas;
     int rc = topo_new(&tv, &n->g, err);
     double *cap = NULL;
     if (!rc) {

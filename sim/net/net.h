@@ -47,6 +47,7 @@ typedef struct net_opts {
     const struct prof *profile; /* NULL: model defaults; must outlive the net */
     bool every_link;  /* solve on every link, without link classes (tests) */
     uint32_t nccl;    /* NCCL version (spec.h); 0: the topology's */
+    uint32_t min_ctas; /* NCCL_MIN_CTAS; 0: NCCL's default */
 } net_opts;
 
 typedef struct net net;

@@ -28,6 +28,8 @@ struct topo {
     double nvls_Bps; /* the NVLS switch group's bus bandwidth ceiling; 0: none */
     uint32_t nccl; /* NCCL version code (spec.h) */
     uint32_t cc;   /* the GPUs' compute capability x 10; 0: not given */
+    double ring_cta_Bps; /* "nccl_ring_cta_GBps"; 0: the architecture's */
+    uint32_t min_ctas;   /* NCCL_MIN_CTAS; 0: NCCL's default */
     spec_fabric fab;
     uint32_t fbase, nfl; /* fabric links [fbase, fbase + nfl) */
     uint32_t lbase, pods, leaves;
@@ -359,6 +361,8 @@ int topo_new(const spec_topology *t, topo **out, ss_err *err)
     g->fab = t->fabric;
     g->nccl = t->nccl ? t->nccl : SPEC_NCCL_DEFAULT;
     g->cc = t->device.cc;
+    g->ring_cta_Bps = t->ring_cta_Bps;
+    g->min_ctas = t->min_ctas;
     int rc = build_template(g, t, err);
     if (!rc) rc = build_routes(g, t->name, err);
     if (!rc && (uint64_t)g->nodes * g->ntl > UINT32_MAX / 2)
@@ -394,6 +398,9 @@ bool topo_has_nvls(const topo *g) { return g->nvls; }
 double topo_nvls_Bps(const topo *g) { return g->nvls ? g->nvls_Bps : 0.0; }
 uint32_t topo_nccl(const topo *g) { return g->nccl; }
 uint32_t topo_cc(const topo *g) { return g->cc; }
+double topo_ring_cta_Bps(const topo *g) { return g->ring_cta_Bps; }
+uint32_t topo_min_ctas(const topo *g) { return g->min_ctas; }
+double topo_port_Bps(const topo *g) { return g->fab.kind == SPEC_FAB_NONE ? 0.0 : g->fab.Bps; }
 
 uint32_t topo_nic_of(const topo *g, uint32_t local)
 {

@@ -67,6 +67,14 @@ double topo_nvls_Bps(const topo *g);
 uint32_t topo_nccl(const topo *g);
 /* The GPUs' CUDA compute capability x 10 (the device file's; 0: not given). */
 uint32_t topo_cc(const topo *g);
+/* The topology's "nccl_ring_cta_GBps" in bytes/s; 0: none given. */
+double topo_ring_cta_Bps(const topo *g);
+/* NCCL_MIN_CTAS of the run (net_opts, a scenario's network.nccl_min_ctas);
+ * 0: NCCL's default. */
+uint32_t topo_min_ctas(const topo *g);
+/* A NIC port's nominal rate per direction (the fabric's GBps, before its
+ * efficiency: the speed NCCL reads off the NIC), bytes/s; 0: no fabric. */
+double topo_port_Bps(const topo *g);
 
 /* The NIC local GPU `local` uses by default: the one of the same index
  * block (GPU i of G with N NICs: NIC i * N / G). */

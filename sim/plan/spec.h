@@ -414,6 +414,11 @@ typedef struct spec_topology {
     spec_fabric fabric;
     spec_device device;
     uint32_t nccl; /* NCCL version (SPEC_NCCL_*); 0: SPEC_NCCL_DEFAULT */
+    /* One CTA's bus bandwidth on a Simple-protocol ring across nodes
+     * ("nccl_ring_cta_GBps", bytes/s); 0: the architecture's (net/algo.h,
+     * "Ring CTAs across nodes") */
+    double ring_cta_Bps;
+    uint32_t min_ctas; /* NCCL_MIN_CTAS the collectives run with; 0: NCCL's default */
 } spec_topology;
 
 /* The ranks a node holds, and the GPU world rank r runs on: local GPU
@@ -770,6 +775,7 @@ typedef struct spec_scenario {
     ss_ns hook_ns;           /* host time of one runtime hook (FSDP/DDP) */
     int net_algo, net_proto; /* SPEC_NALGO_*, SPEC_NPROTO_* */
     uint32_t net_nccl;       /* network.nccl_version; 0: the topology's */
+    uint32_t net_min_ctas;   /* network.nccl_min_ctas (NCCL_MIN_CTAS); 0: NCCL's default */
     char calibration[1024];  /* profile file (resolved), or "" */
     /* Variation (runtime.stragglers, runtime.jitter): compute time of rank
      * straggler[i].rank scaled by .factor; jitter scales every compute op by

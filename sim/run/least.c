@@ -72,7 +72,8 @@ int least_new(const spec_scenario *s, const prog *p, least **out, ss_err *err)
     if (!rc && s->topo.graph && cal) rc = prof_load(s->calibration, &l->pf, err);
     if (!rc && s->topo.graph) {
         net_opts o = {.algo = (algo_kind)s->net_algo, .proto = (algo_proto)s->net_proto,
-                      .profile = cal ? &l->pf : NULL, .nccl = s->net_nccl};
+                      .profile = cal ? &l->pf : NULL, .nccl = s->net_nccl,
+                      .min_ctas = s->net_min_ctas};
         rc = net_new(&s->topo, &o, &l->n, err);
     }
     if (rc) {

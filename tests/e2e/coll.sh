@@ -37,6 +37,14 @@ check_bad "--nodes: expected" --topology topologies/h100x8-hgx.json --op all_gat
 printf '{"name": "flat", "nodes": 1, "gpus_per_node": 4, "intra_node": {"bus_bw_GBps": 100, "latency_us": 1}, "device": "%s/topologies/devices/v100-sxm2-32gb.json"}' "$PWD" >"$out/flat.json"
 check_bad "flat form" --topology "$out/flat.json" --op all_gather
 check_bad "ranks on" --topology topologies/h100x8-hgx.json --op all_gather --ranks 12
+check_bad "--min-ctas: expected a count from 1 to 64, not 0" --topology topologies/h100x8-hgx.json --op all_gather --min-ctas 0
+# NCCL_MIN_CTAS=24 lifts a ring over 4 eight-GPU H100 nodes off its 16 CTAs'
+# 320 GB/s (algo.h, "Ring CTAs across nodes") to the NICs' rate
+bw() { "$bin" coll --topology topologies/h100-ib-fattree.json --nodes 4 --op all_gather --algo ring -b 4G -e 4G "$@" |
+  awk '/^ *[0-9]/ {print $8}'; }
+b16=$(bw) b24=$(bw --min-ctas 24)
+awk -v a="$b16" -v b="$b24" 'BEGIN { exit !(a > 300 && a <= 320 && b > 340) }' ||
+  fail "ring busbw with 16 CTAs $b16, with NCCL_MIN_CTAS=24 $b24: want <= 320 and > 340 GB/s"
 # rank lines that are an excerpt (the GB200 NVL72 log keeps "Rank 71" alone) do not
 # say how many ranks ran: --ranks is asked for, and one below the highest rank refused
 nvl=tests/data/nccl-tests/gb200-nvl72-1rack-72gpu-coreweave-pr43.txt

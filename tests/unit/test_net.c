@@ -456,11 +456,16 @@ static void test_sub_communicator(void **state)
  * bandwidth of an all-gather: busbw = one NVLink, 450 GB/s x 0.82, below the
  * 8 NICs' 8 x 50 x 0.95 = 380 GB/s. Proxying each channel from the ring's
  * sender through NVLink, as before, added 1/8 of an edge to seven GPUs'
- * links and gave 369 x 8/9 = 328. */
+ * links and gave 369 x 8/9 = 328. (The links alone: the CTAs' cap, 16 x
+ * 20 = 320 GB/s, is lifted here; test_ring_ctas has it.) */
 static void test_ring_two_nodes(void **state)
 {
     (void)state;
-    topo *g = graph("h100-ib-fattree.json", 2);
+    spec_topology t;
+    load("h100-ib-fattree.json", 2, &t);
+    t.ring_cta_Bps = 1e12;
+    topo *g = NULL;
+    assert_int_equal(topo_new(&t, &g, NULL), SS_OK);
     uint32_t r[16];
     for (uint32_t i = 0; i < 16; i++) r[i] = i;
     assert_true(REL(busbw(g, PROG_COLL_ALL_GATHER, r, 16, ALGO_RING), 450e9 * 0.82) < 1e-9);
@@ -650,8 +655,8 @@ static void test_pat(void **state)
  * each) carry at most 29.0 GB/s each with LL128 (36.0 with Simple), so a
  * tree all-reduce's algbw is at most 8 x 29.0 / 2 = 116 GB/s; a ring
  * all-reduce over 2 nodes with LL128 at most 8 x 36.7 x 16 / 30 = 156.6
- * GB/s; Simple rings have no cap; a device file without
- * compute_capability gets none. */
+ * GB/s, with Simple at most its 16 CTAs' 16 x 20 x 16 / 30 = 170.7 GB/s
+ * (test_ring_ctas); a device file without compute_capability gets none. */
 static void test_channel_caps(void **state)
 {
     (void)state;
@@ -672,7 +677,7 @@ static void test_channel_caps(void **state)
     k = algo_cost_of(g, &ring, PROG_COLL_ALL_REDUCE, 16, ALGO_P_LL128, gib);
     assert_true(REL(k.iso_rate[0], 8 * 36.7e9 * 16 / 30) < 1e-12);
     algo_cost ks = algo_cost_of(g, &ring, PROG_COLL_ALL_REDUCE, 16, ALGO_P_SIMPLE, gib);
-    assert_true(ks.wire_cap == 0 && ks.iso_rate[0] > k.iso_rate[0]);
+    assert_true(REL(ks.iso_rate[0], 16 * 20e9 * 16 / 30) < 1e-12 && ks.iso_rate[0] > k.iso_rate[0]);
     algo_shape_fini(&ring);
     topo_free(g);
     spec_topology tt;
@@ -682,6 +687,64 @@ static void test_channel_caps(void **state)
     ring = shape(g, PROG_COLL_ALL_REDUCE, r, 16, ALGO_RING);
     k = algo_cost_of(g, &ring, PROG_COLL_ALL_REDUCE, 16, ALGO_P_LL128, gib);
     assert_true(k.wire_cap == 0 && k.iso_rate[0] > 8 * 36.7e9 * 16 / 30);
+    algo_shape_fini(&ring);
+    topo_free(g);
+}
+
+/* Ring CTAs across nodes (algo.h). On H100 nodes of 8 x 400 Gb/s NICs
+ * NCCL's ring search settles on 48 GB/s a channel (its sm90 list below the
+ * port's 50), keeps 8 channels for 8 NICs (more than 4 under 50 GB/s: no
+ * duplication) and doubles 4, 2 and 1 NICs' channels; connecting them
+ * doubles every count: 16, 16, 8, 4 CTAs; NCCL_MIN_CTAS=24 gives 24. With
+ * 100 Gb/s NICs (12.5 GB/s: the list's 12) nothing is duplicated. The
+ * cap: an all_gather over 4 such nodes, 32 ranks, moves at most 16 CTAs x
+ * 20 GB/s of bus bandwidth, algbw 320 x 32 / 31; with 24 CTAs 480 x 32 / 31
+ * is above the NICs' rate, which binds again; the topology's
+ * "nccl_ring_cta_GBps" replaces the 20; an A100 (no measurement) has no
+ * cap. */
+static void test_ring_ctas(void **state)
+{
+    (void)state;
+    uint32_t r[32];
+    for (uint32_t i = 0; i < 32; i++) r[i] = i;
+    const ss_bytes gib = 1ull << 30;
+    spec_topology t;
+    load("h100-ib-fattree.json", 4, &t);
+    topo *g = NULL;
+    assert_int_equal(topo_new(&t, &g, NULL), SS_OK);
+    assert_int_equal(algo_ring_ctas(g, 8), 16);
+    assert_int_equal(algo_ring_ctas(g, 4), 16);
+    assert_int_equal(algo_ring_ctas(g, 2), 8);
+    assert_int_equal(algo_ring_ctas(g, 1), 4);
+    algo_shape ring = shape(g, PROG_COLL_ALL_GATHER, r, 32, ALGO_RING);
+    algo_cost k = algo_cost_of(g, &ring, PROG_COLL_ALL_GATHER, 32, ALGO_P_SIMPLE, gib);
+    assert_true(REL(k.iso_rate[0], 16 * 20e9 * 32 / 31) < 1e-12);
+    double nics = algo_cost_of(g, &ring, PROG_COLL_ALL_GATHER, 32, ALGO_P_LL, gib).iso_rate[0] * 4;
+    algo_shape_fini(&ring);
+    topo_free(g);
+
+    t.min_ctas = 24;
+    assert_int_equal(topo_new(&t, &g, NULL), SS_OK);
+    assert_int_equal(algo_ring_ctas(g, 8), 24);
+    ring = shape(g, PROG_COLL_ALL_GATHER, r, 32, ALGO_RING);
+    k = algo_cost_of(g, &ring, PROG_COLL_ALL_GATHER, 32, ALGO_P_SIMPLE, gib);
+    assert_true(k.iso_rate[0] < 24 * 20e9 * 32 / 31 && REL(k.iso_rate[0], nics) < 1e-12);
+    algo_shape_fini(&ring);
+    topo_free(g);
+
+    t.min_ctas = 0;
+    t.ring_cta_Bps = 15e9;
+    assert_int_equal(topo_new(&t, &g, NULL), SS_OK);
+    ring = shape(g, PROG_COLL_ALL_GATHER, r, 32, ALGO_RING);
+    k = algo_cost_of(g, &ring, PROG_COLL_ALL_GATHER, 32, ALGO_P_SIMPLE, gib);
+    assert_true(REL(k.iso_rate[0], 16 * 15e9 * 32 / 31) < 1e-12);
+    algo_shape_fini(&ring);
+    topo_free(g);
+
+    g = graph("oci-bm-gpu4-a100.json", 2); /* 16 x 100 Gb/s, Ampere */
+    assert_int_equal(algo_ring_ctas(g, 16), 32);
+    ring = shape(g, PROG_COLL_ALL_GATHER, r, 16, ALGO_RING);
+    assert_true(algo_cost_of(g, &ring, PROG_COLL_ALL_GATHER, 16, ALGO_P_SIMPLE, gib).wire_cap == 0);
     algo_shape_fini(&ring);
     topo_free(g);
 }
@@ -961,7 +1024,8 @@ int main(void)
         cmocka_unit_test(test_all_to_all_nodes), cmocka_unit_test(test_p2p_channels),
         cmocka_unit_test(test_link_classes),
         cmocka_unit_test(test_pat), cmocka_unit_test(test_hierarchical_only_forced),              cmocka_unit_test(test_nccl_versions),
-        cmocka_unit_test(test_channel_caps), cmocka_unit_test(test_ranks_per_node),
+        cmocka_unit_test(test_channel_caps), cmocka_unit_test(test_ring_ctas),
+        cmocka_unit_test(test_ranks_per_node),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
