@@ -86,8 +86,9 @@ static const double speeds_sm90[] = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 2
 static const double speeds_sm100[] = {96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0,
                                       20.0, 17.5, 15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
 #define NSPEEDS(a) (sizeof a / sizeof *a)
-/* NCCL's channel limit (MAXCHANNELS, src/include/device.h; 32 through 2.x) */
-#define NCCL_MAX_CHANNELS 32
+/* NCCL's channel limit (MAXCHANNELS, src/include/device.h): 32 up to
+ * 2.24, 64 from 2.25 (v2.24.3-1, v2.25.1-1) */
+#define NCCL_MAXCHANNELS_64 22500
 
 /* The NVSwitch's reduce and multicast rate as a fraction of the GPU's
  * NVLink rate, by architecture: NCCL's nvlsEfficiency (src/graph/tuning.cc,
@@ -889,18 +890,22 @@ static double nccl_speed(uint32_t cc, double port)
 uint32_t algo_ring_ctas(const topo *g, uint32_t channels)
 {
     uint32_t cc = topo_cc(g), ch = channels;
+    uint32_t most = topo_nccl(g) >= NCCL_MAXCHANNELS_64 ? 64 : 32;
     double speed = nccl_speed(cc, topo_port_Bps(g) * 1e-9);
     if (speed >= 25.0 && !(cc > 80 && speed < 50.0 && ch > 4)) ch *= 2;
-    ch = 2 * ch < NCCL_MAX_CHANNELS ? 2 * ch : NCCL_MAX_CHANNELS;
-    return ch > topo_min_ctas(g) ? ch : topo_min_ctas(g);
+    ch = 2 * ch < most ? 2 * ch : most;
+    uint32_t least = topo_min_ctas(g) < most ? topo_min_ctas(g) : most; /* NCCL limits it too */
+    return ch > least ? ch : least;
 }
 
 /* One CTA's bus bandwidth on a Simple ring across nodes, bytes/s: the
- * topology's, else the architecture's; 0: none known. */
-static double ring_cta_Bps(const topo *g, int arch)
+ * topology's, else the architecture's (none without a compute capability
+ * or before Volta); 0: none known. */
+static double ring_cta_Bps(const topo *g)
 {
-    double t = topo_ring_cta_Bps(g);
-    return t > 0 ? t : ring_cta_GBps[arch] * 1e9;
+    uint32_t cc = topo_cc(g);
+    if (topo_ring_cta_Bps(g) > 0) return topo_ring_cta_Bps(g);
+    return cc < 70 ? 0.0 : ring_cta_GBps[cc >= 100 ? 3 : cc >= 90 ? 2 : cc >= 80 ? 1 : 0] * 1e9;
 }
 
 /* The channel caps' algbw ceiling (algo.h, "Channel caps"), bytes/s of
@@ -909,16 +914,17 @@ static double channel_cap(const topo *g, const algo_shape *s, prog_coll c, uint3
                           algo_proto p)
 {
     uint32_t cc = topo_cc(g);
-    if (!s->inter || !s->channels || cc < 70 || n < 2) return 0.0;
+    if (!s->inter || !s->channels || n < 2) return 0.0;
+    double ring = c == PROG_COLL_ALL_REDUCE ? n / (2.0 * (n - 1)) : n / (double)(n - 1);
+    if (s->algo == ALGO_RING && p == ALGO_P_SIMPLE) /* per CTA: the bus bandwidth of them all */
+        return ring_cta_Bps(g) * algo_ring_ctas(g, s->channels) * ring;
+    if (cc < 70) return 0.0;
     int arch = cc >= 100 ? 3 : cc >= 90 ? 2 : cc >= 80 ? 1 : 0;
     int ni = s->nodes <= 2 ? (int)s->nodes - 1 : 2;
-    double per = 0.0, ratio = 0.0, ring = c == PROG_COLL_ALL_REDUCE ? n / (2.0 * (n - 1)) : n / (double)(n - 1);
+    double per = 0.0, ratio = 0.0;
     if (s->algo == ALGO_RING && p == ALGO_P_LL128) {
         per = ch_ring_ll128[arch][ni];
         ratio = ring;
-    } else if (s->algo == ALGO_RING && p == ALGO_P_SIMPLE) {
-        /* per CTA, not per search channel: the bus bandwidth of them all */
-        return ring_cta_Bps(g, arch) * algo_ring_ctas(g, s->channels) * ring;
     } else if (s->algo == ALGO_TREE && c == PROG_COLL_ALL_REDUCE) {
         per = ch_tree[arch][ni];
         if (p == ALGO_P_LL128 && ch_tree_ll128[arch][ni] < per) per = ch_tree_ll128[arch][ni];

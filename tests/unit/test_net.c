@@ -741,6 +741,27 @@ static void test_ring_ctas(void **state)
     algo_shape_fini(&ring);
     topo_free(g);
 
+    t.ring_cta_Bps = 0; /* NCCL 2.24 holds channels and NCCL_MIN_CTAS to 32, 2.25 on to 64 */
+    t.min_ctas = 64;
+    t.nccl = 22403;
+    assert_int_equal(topo_new(&t, &g, NULL), SS_OK);
+    assert_int_equal(algo_ring_ctas(g, 8), 32);
+    topo_free(g);
+    t.nccl = 22501;
+    assert_int_equal(topo_new(&t, &g, NULL), SS_OK);
+    assert_int_equal(algo_ring_ctas(g, 8), 64);
+    topo_free(g);
+    t.min_ctas = 0; /* a topology's rate applies without a compute capability, */
+    t.device.cc = 0; /* whose channels NCCL's pre-Hopper rule doubles: 32 */
+    t.ring_cta_Bps = 5e9;
+    assert_int_equal(topo_new(&t, &g, NULL), SS_OK);
+    assert_int_equal(algo_ring_ctas(g, 8), 32);
+    ring = shape(g, PROG_COLL_ALL_GATHER, r, 32, ALGO_RING);
+    k = algo_cost_of(g, &ring, PROG_COLL_ALL_GATHER, 32, ALGO_P_SIMPLE, gib);
+    assert_true(REL(k.iso_rate[0], 32 * 5e9 * 32 / 31) < 1e-12);
+    algo_shape_fini(&ring);
+    topo_free(g);
+
     g = graph("oci-bm-gpu4-a100.json", 2); /* 16 x 100 Gb/s, Ampere */
     assert_int_equal(algo_ring_ctas(g, 16), 32);
     ring = shape(g, PROG_COLL_ALL_GATHER, r, 16, ALGO_RING);
