@@ -898,10 +898,7 @@ uint32_t algo_ring_ctas(const topo *g, uint32_t channels)
     return ch > least ? ch : least;
 }
 
-/* One CTA's bus bandwidth on a Simple ring across nodes, bytes/s: the
- * topology's, else the architecture's (none without a compute capability
- * or before Volta); 0: none known. */
-static double ring_cta_Bps(const topo *g)
+double algo_ring_cta_Bps(const topo *g)
 {
     uint32_t cc = topo_cc(g);
     if (topo_ring_cta_Bps(g) > 0) return topo_ring_cta_Bps(g);
@@ -917,7 +914,7 @@ static double channel_cap(const topo *g, const algo_shape *s, prog_coll c, uint3
     if (!s->inter || !s->channels || n < 2) return 0.0;
     double ring = c == PROG_COLL_ALL_REDUCE ? n / (2.0 * (n - 1)) : n / (double)(n - 1);
     if (s->algo == ALGO_RING && p == ALGO_P_SIMPLE) /* per CTA: the bus bandwidth of them all */
-        return ring_cta_Bps(g) * algo_ring_ctas(g, s->channels) * ring;
+        return algo_ring_cta_Bps(g) * algo_ring_ctas(g, s->channels) * ring;
     if (cc < 70) return 0.0;
     int arch = cc >= 100 ? 3 : cc >= 90 ? 2 : cc >= 80 ? 1 : 0;
     int ni = s->nodes <= 2 ? (int)s->nodes - 1 : 2;

@@ -206,6 +206,10 @@ algo_cost algo_cost_of(const topo *g, const algo_shape *s, prog_coll c, uint32_t
 /* The CTAs (execution channels) a ring across nodes runs, for a node
  * whose members use `channels` NICs (see "Ring CTAs across nodes"). */
 uint32_t algo_ring_ctas(const topo *g, uint32_t channels);
+/* One CTA's bus bandwidth on a Simple ring across nodes, bytes/s: the
+ * topology's, else the architecture's (none without a compute capability
+ * or before Volta); 0: none known, no cap. */
+double algo_ring_cta_Bps(const topo *g);
 
 /* NCCL's channels per network peer of a point-to-point operation over n
  * ranks on two or more nodes, at most ppn of them on one node (see

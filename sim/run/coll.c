@@ -81,6 +81,24 @@ static int open_net(const char *file, uint32_t nodes, uint32_t ranks, const net_
     return rc ? rc : net_new(t, o, nt, err);
 }
 
+/* The CTAs a ring over the table's GPUs runs across nodes, and each one's
+ * rate, for the header: what bounds a ring's bandwidth there. */
+static int ring_limit(const net *nt, prog_coll c, const uint32_t *g, uint32_t n, coll_table *t,
+                      ss_err *err)
+{
+    const topo *tp = net_topo(nt);
+    if (t->nodes < 2 || !algo_applies(tp, c, g, n, ALGO_RING)) return SS_OK;
+    algo_shape s;
+    int rc = algo_shape_build(tp, c, g, n, ALGO_RING, &s, err);
+    if (rc) return rc;
+    if (s.inter && s.channels && algo_ring_cta_Bps(tp) > 0) {
+        t->ring_ctas = algo_ring_ctas(tp, s.channels);
+        t->ring_cta_GBps = algo_ring_cta_Bps(tp) * 1e-9;
+    }
+    algo_shape_fini(&s);
+    return SS_OK;
+}
+
 /* Where the version a table ran came from, first to last: the options, the
  * log's header (0: none), the topology file, the default. */
 static coll_nccl_from nccl_from(const net_opts *o, uint32_t log, const spec_topology *t)
@@ -104,6 +122,7 @@ int coll_sweep(const char *topo_file, const net_opts *o, prog_coll c, uint32_t r
     if (!rc) tab.nccl = topo_nccl(net_topo(nt));
     tab.nccl_from = nccl_from(o, 0, &t);
     tab.nodes = t.nodes;
+    if (!rc) rc = ring_limit(nt, c, g, ranks, &tab, err);
     snprintf(tab.label, sizeof tab.label, "%s", prog_coll_name(c));
     for (uint64_t s = b; !rc && s <= e; s = s > UINT64_MAX / f ? UINT64_MAX : s * f) {
         rc = grow_rows(&tab, tab.nrows + 1, &cap, err);
@@ -189,6 +208,7 @@ static int compare_table(const char *topo_file, const net_opts *o, const char *l
     int rc = to_coll(log_file, in, &tab->op, err);
     if (!rc) rc = open_net(topo_file, tab->nodes, tab->nranks, &ov, &t, &nt, &g, err);
     if (!rc) tab->nccl = topo_nccl(net_topo(nt));
+    if (!rc) rc = ring_limit(nt, tab->op, g, tab->nranks, tab, err);
     tab->nccl_from = nccl_from(o, in->nccl_version, &t);
     if (!rc && !(tab->rows = calloc(in->nrows ? in->nrows : 1, sizeof *tab->rows)))
         rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
@@ -307,6 +327,10 @@ int coll_format(const coll_table *t, const char *topo_name, const net_opts *o, c
             "(%s)\n",
         prog_coll_name(t->op), t->label, t->nranks, t->nodes, topo_name,
         algo_kind_names[o->algo], algo_proto_names[o->proto], ver, from[t->nccl_from]);
+    if (t->ring_ctas)
+        put(&b, "# a ring across nodes runs %u CTAs of %.1f GB/s: at most %.0f GB/s bus bandwidth "
+                "(docs/TOPOLOGY.md, \"Ring CTAs across nodes\"; --min-ctas raises the CTAs)\n",
+            t->ring_ctas, t->ring_cta_GBps, t->ring_ctas * t->ring_cta_GBps);
     put(&b, "# predicted, one collective alone on the machine (columns as nccl-tests' "
             "out-of-place group)\n#\n");
     /* nccl-tests' own header text for the shared columns */

@@ -48,6 +48,10 @@ typedef struct coll_table {
     bool measured;
     double median_abs_err; /* over rows >= COLL_MIB_MIN; NAN when none */
     uint32_t nmedian;
+    /* A ring across nodes: its CTAs and each one's rate (net/algo.h, "Ring
+     * CTAs across nodes"); 0: one node, no ring, or no rate known */
+    uint32_t ring_ctas;
+    double ring_cta_GBps;
 } coll_table;
 
 /* A sweep over `ranks` GPUs on `nodes` nodes of the topology file (loaded

@@ -43,6 +43,11 @@ check_bad "--min-ctas: expected a count from 1 to 64, not 0" --topology topologi
 bw() { "$bin" coll --topology topologies/h100-ib-fattree.json --nodes 4 --op all_gather --algo ring -b 4G -e 4G "$@" |
   awk '/^ *[0-9]/ {print $8}'; }
 b16=$(bw) b24=$(bw --min-ctas 24)
+# and the header says what bounds it, across nodes only
+"$bin" coll --topology topologies/h100-ib-fattree.json --nodes 4 --op all_gather -b 1G -e 1G --min-ctas 24 |
+  grep -q "^# a ring across nodes runs 24 CTAs of 20.0 GB/s: at most 480 GB/s" || fail "coll: no ring CTA line for 4 nodes"
+"$bin" coll --topology topologies/h100x8-hgx.json --op all_gather -b 1G -e 1G | grep -q "ring across nodes" &&
+  fail "coll: a ring CTA line inside one node"
 awk -v a="$b16" -v b="$b24" 'BEGIN { exit !(a > 300 && a <= 320 && b > 340) }' ||
   fail "ring busbw with 16 CTAs $b16, with NCCL_MIN_CTAS=24 $b24: want <= 320 and > 340 GB/s"
 # rank lines that are an excerpt (the GB200 NVL72 log keeps "Rank 71" alone) do not
