@@ -870,6 +870,10 @@ static double nvls_cap(const topo *g, const algo_shape *s, uint32_t n)
     return s->algo == ALGO_NVLS && c > 0 && n > 1 ? c * n / (2.0 * (n - 1)) : 0.0;
 }
 
+/* The row of NCCL's per-architecture tables: Volta, Ampere, Hopper,
+ * Blackwell (cc x 10 from 70). */
+static int arch_of(uint32_t cc) { return cc >= 100 ? 3 : cc >= 90 ? 2 : cc >= 80 ? 1 : 0; }
+
 /* The speed NCCL's ring search settles on per channel for a NIC port of
  * `port` GB/s: the fastest of its list at or below the port. */
 static double nccl_speed(uint32_t cc, double port)
@@ -902,7 +906,7 @@ double algo_ring_cta_Bps(const topo *g)
 {
     uint32_t cc = topo_cc(g);
     if (topo_ring_cta_Bps(g) > 0) return topo_ring_cta_Bps(g);
-    return cc < 70 ? 0.0 : ring_cta_GBps[cc >= 100 ? 3 : cc >= 90 ? 2 : cc >= 80 ? 1 : 0] * 1e9;
+    return cc < 70 ? 0.0 : ring_cta_GBps[arch_of(cc)] * 1e9;
 }
 
 /* The channel caps' algbw ceiling (algo.h, "Channel caps"), bytes/s of
@@ -916,7 +920,7 @@ static double channel_cap(const topo *g, const algo_shape *s, prog_coll c, uint3
     if (s->algo == ALGO_RING && p == ALGO_P_SIMPLE) /* per CTA: the bus bandwidth of them all */
         return algo_ring_cta_Bps(g) * algo_ring_ctas(g, s->channels) * ring;
     if (cc < 70) return 0.0;
-    int arch = cc >= 100 ? 3 : cc >= 90 ? 2 : cc >= 80 ? 1 : 0;
+    int arch = arch_of(cc);
     int ni = s->nodes <= 2 ? (int)s->nodes - 1 : 2;
     double per = 0.0, ratio = 0.0;
     if (s->algo == ALGO_RING && p == ALGO_P_LL128) {

@@ -98,16 +98,18 @@
  * NICs keeps 8, one with 4 gets 8), connecting them doubles them again
  * (ncclTopoPostset, at most MAXCHANNELS: 32 up to NCCL 2.24, 64 from
  * 2.25), and NCCL_MIN_CTAS raises the count to at most MAXCHANNELS
- * (copyChannels; a scenario's network.nccl_min_ctas, coll's --min-ctas). The ring's bus bandwidth is
- * then at most CTAs x the CTA's rate: 16 x 20 GB/s = 320 GB/s on an
+ * (copyChannels; a scenario's network.nccl_min_ctas, coll's --min-ctas).
+ * The ring's bus bandwidth is then at most CTAs x the CTA's rate: 16 x 20
+ * GB/s = 320 GB/s on an
  * eight-GPU H100 node with 8 NICs, below the NICs' 400 GB/s, which is
  * what those nodes measure (nccl-tests across 4 to 10 such nodes: 320-330
  * GB/s busbw at 4-17 GB; with NCCL_MIN_CTAS=24, 390). The CTA's rate is
  * the topology's "nccl_ring_cta_GBps", else the architecture's: Hopper
  * 20 GB/s, fitted to the corpus with leave-one-source-out cross-validation
  * (tests/e2e/ring-cta-fit.sh, DECISIONS.md 161); other architectures have
- * no measurement and no cap (a topology's rate applies to any device). Nodes with 4 or fewer NICs per 8 GPUs, or one
- * GPU per node, get 4 CTAs a NIC or more and stay NIC-bound.
+ * no measurement and no cap (a topology's rate applies to any device).
+ * Nodes with 4 or fewer NICs per 8 GPUs, or one GPU per node, get 4 CTAs
+ * a NIC or more and stay NIC-bound.
  *
  * Latency follows NCCL's tuning model (src/graph/tuning.cc): a base per
  * algorithm and protocol plus a per-step cost by hardware (NVLink, PCIe,

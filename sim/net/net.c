@@ -71,6 +71,12 @@ struct net {
 
 static int nomem(ss_err *err) { return ss_fail(err, SS_E_NOMEM, NULL, "out of memory in the network"); }
 
+net_opts net_opts_of(const spec_scenario *s, const struct prof *pf)
+{
+    return (net_opts){.algo = (algo_kind)s->net_algo, .proto = (algo_proto)s->net_proto,
+                      .profile = pf, .nccl = s->net_nccl, .min_ctas = s->net_min_ctas};
+}
+
 int net_new(const spec_topology *t, const net_opts *o, net **out, ss_err *err)
 {
     net *n = calloc(1, sizeof *n);

@@ -52,6 +52,10 @@ typedef struct net_opts {
 
 typedef struct net net;
 
+/* The options a scenario's network keys set (network.algo, proto,
+ * nccl_version, nccl_min_ctas), with calibration profile pf (NULL: none). */
+net_opts net_opts_of(const spec_scenario *s, const struct prof *pf);
+
 /* A network over the graph of t (graph form). */
 int net_new(const spec_topology *t, const net_opts *o, net **out, ss_err *err);
 void net_free(net *n);

@@ -71,9 +71,7 @@ int least_new(const spec_scenario *s, const prog *p, least **out, ss_err *err)
     bool cal = s->calibration[0] != 0;
     if (!rc && s->topo.graph && cal) rc = prof_load(s->calibration, &l->pf, err);
     if (!rc && s->topo.graph) {
-        net_opts o = {.algo = (algo_kind)s->net_algo, .proto = (algo_proto)s->net_proto,
-                      .profile = cal ? &l->pf : NULL, .nccl = s->net_nccl,
-                      .min_ctas = s->net_min_ctas};
+        net_opts o = net_opts_of(s, cal ? &l->pf : NULL);
         rc = net_new(&s->topo, &o, &l->n, err);
     }
     if (rc) {

@@ -46,8 +46,7 @@ static int simulate(const spec_scenario *s, const prof *pf, const prog *p, trc *
         e.overlap_slowdown = s->topo.device.overlap_slowdown;
         return eng_run(p, &e, out, err);
     }
-    net_opts no = {.algo = (algo_kind)s->net_algo, .proto = (algo_proto)s->net_proto, .profile = pf,
-                   .nccl = s->net_nccl, .min_ctas = s->net_min_ctas};
+    net_opts no = net_opts_of(s, pf);
     net *n = NULL;
     int rc = net_new(&s->topo, &no, &n, err);
     if (rc == SS_E_INPUT && err && !err->where[0]) /* the graph is the topology's */
