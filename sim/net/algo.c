@@ -359,12 +359,6 @@ static void acc_p2p(acc *a, const topo *g, uint32_t s, uint32_t d, double w)
     acc_hop(a, g, s, d, w, false);
 }
 
-static int cmp_use(const void *x, const void *y)
-{
-    const flow_use *a = x, *b = y;
-    return a->link < b->link ? -1 : a->link > b->link;
-}
-
 /* The entries in link order. */
 static int acc_finish(acc *a, flow_use **use, uint32_t *n, ss_err *err)
 {
@@ -373,7 +367,11 @@ static int acc_finish(acc *a, flow_use **use, uint32_t *n, ss_err *err)
         free(a->u);
         return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for a collective's flows");
     }
-    qsort(a->u, a->n, sizeof *a->u, cmp_use);
+    int rc = flow_use_sort(a->u, a->n, err);
+    if (rc) {
+        free(a->u);
+        return rc;
+    }
     *use = a->u;
     *n = a->n;
     return SS_OK;

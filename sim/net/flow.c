@@ -55,6 +55,47 @@ struct flow_sys {
     bool lone; /* a flow without links was added: the next solve takes it */
 };
 
+/* Few entries: insertion sort beats four counting passes. */
+static void use_isort(flow_use *u, uint32_t n)
+{
+    for (uint32_t i = 1; i < n; i++) {
+        flow_use x = u[i];
+        uint32_t j = i;
+        for (; j > 0 && u[j - 1].link > x.link; j--) u[j] = u[j - 1];
+        u[j] = x;
+    }
+}
+
+int flow_use_sort(flow_use *u, uint32_t n, ss_err *err)
+{
+    if (n <= 32) {
+        use_isort(u, n);
+        return SS_OK;
+    }
+    uint32_t cnt[4][256] = {{0}};
+    for (uint32_t i = 0; i < n; i++)
+        for (int d = 0; d < 4; d++) cnt[d][(u[i].link >> (8 * d)) & 0xff]++;
+    flow_use *tmp = malloc((size_t)n * sizeof *tmp);
+    if (!tmp) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory sorting a usage vector");
+    flow_use *src = u, *dst = tmp;
+    for (int d = 0; d < 4; d++) {
+        if (cnt[d][(u[0].link >> (8 * d)) & 0xff] == n) continue; /* one digit for all */
+        uint32_t at = 0;
+        for (int b = 0; b < 256; b++) {
+            uint32_t c = cnt[d][b];
+            cnt[d][b] = at;
+            at += c;
+        }
+        for (uint32_t i = 0; i < n; i++) dst[cnt[d][(src[i].link >> (8 * d)) & 0xff]++] = src[i];
+        flow_use *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != u) memcpy(u, src, (size_t)n * sizeof *u);
+    free(tmp);
+    return SS_OK;
+}
+
 int flow_sys_new(uint32_t nlinks, const double *cap, flow_sys **out, ss_err *err)
 {
     flow_sys *s = calloc(1, sizeof *s);

@@ -40,6 +40,12 @@ typedef struct flow_use {
 
 typedef struct flow_sys flow_sys;
 
+/* Sort u[0..n) by link, links distinct (a usage vector's entries): a
+ * radix sort by bytes of the link, O(n), where a comparison sort was
+ * most of the setup of a 16,384-rank layout. SS_E_NOMEM (u unchanged)
+ * when its scratch cannot be had. */
+int flow_use_sort(flow_use *u, uint32_t n, ss_err *err);
+
 /* A system over nlinks links with capacities cap[0..nlinks) in bytes/s
  * (copied). */
 int flow_sys_new(uint32_t nlinks, const double *cap, flow_sys **out, ss_err *err);

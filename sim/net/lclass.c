@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct sig {
     uint32_t link, shape, phase;
@@ -79,6 +80,9 @@ int lclass_make(const topo *g, const algo_shape *const *sh, uint32_t n, uint32_t
     for (uint32_t s = 0; s < n; s++)
         for (uint32_t k = 0; k < sh[s]->nphase; k++) nsig += sh[s]->nuse[k];
     uint32_t L = topo_nlinks(g);
+    if (nsig > UINT32_MAX)
+        return ss_fail(err, SS_E_OVERFLOW, NULL, "%zu link usage entries: more than the link "
+                       "classes can count (%u)", nsig, UINT32_MAX);
     sig *v = malloc((nsig ? nsig : 1) * sizeof *v);
     lsig *ls = malloc((L ? L : 1) * sizeof *ls);
     uint32_t *rep = malloc((L ? L : 1) * sizeof *rep);
@@ -86,12 +90,31 @@ int lclass_make(const topo *g, const algo_shape *const *sh, uint32_t n, uint32_t
         free(v), free(ls), free(rep);
         return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for the link classes");
     }
-    size_t m = 0;
+    /* Sorted by link with a counting pass (rep as the counts): visited in
+     * (shape, phase) order, each link's run comes out in by_sig's order,
+     * a phase naming a link once; the insertion pass only makes sure. */
+    memset(rep, 0, (size_t)L * sizeof *rep);
     for (uint32_t s = 0; s < n; s++)
         for (uint32_t k = 0; k < sh[s]->nphase; k++)
-            for (uint32_t i = 0; i < sh[s]->nuse[k]; i++)
-                v[m++] = (sig){sh[s]->use[k][i].link, s, k, sh[s]->use[k][i].w};
-    qsort(v, nsig, sizeof *v, by_sig);
+            for (uint32_t i = 0; i < sh[s]->nuse[k]; i++) rep[sh[s]->use[k][i].link]++;
+    uint32_t at = 0;
+    for (uint32_t l = 0; l < L; l++) {
+        uint32_t c = rep[l];
+        rep[l] = at;
+        at += c;
+    }
+    for (uint32_t s = 0; s < n; s++)
+        for (uint32_t k = 0; k < sh[s]->nphase; k++)
+            for (uint32_t i = 0; i < sh[s]->nuse[k]; i++) {
+                const flow_use *u = &sh[s]->use[k][i];
+                v[rep[u->link]++] = (sig){u->link, s, k, u->w};
+            }
+    for (size_t i = 1; i < nsig; i++)
+        for (size_t j = i; j > 0 && by_sig(&v[j - 1], &v[j]) > 0; j--) {
+            sig t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
     uint32_t nl = 0;
     for (size_t a = 0; a < nsig;) {
         size_t b = a;

@@ -10,8 +10,9 @@
  * from the entries alone (sorted and compared; a hash only buckets), not
  * from a symmetry of the topology: where none holds they are single links.
  *
- * Pure; O(U log U) for U usage entries. Knows nothing of collectives or
- * programs.
+ * Pure; O(U + L log L) for U usage entries over L links (the entries are
+ * counted into link order, the loaded links sorted by their keys). Knows
+ * nothing of collectives or programs.
  */
 #ifndef NET_LCLASS_H
 #define NET_LCLASS_H

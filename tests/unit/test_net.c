@@ -161,6 +161,37 @@ static void test_maxmin_random_churn(void **state)
     flow_sys_free(s);
 }
 
+/* flow_use_sort orders distinct links as a comparison sort would, at the
+ * sizes of both of its paths (insertion up to 32, radix above) and with
+ * links that differ only in their high bytes (the passes it may skip). */
+static void test_use_sort(void **state)
+{
+    (void)state;
+    static const uint32_t sizes[] = {0, 1, 2, 31, 32, 33, 300, 5000};
+    uint64_t x = 0x243F6A8885A308D3ull;
+    for (size_t c = 0; c < sizeof sizes / sizeof *sizes; c++)
+        for (uint32_t shift = 0; shift <= 24; shift += 8) {
+            uint32_t n = sizes[c];
+            if (n && (uint64_t)(n - 1) << shift > UINT32_MAX) continue; /* links must fit */
+            flow_use *u = malloc((n ? n : 1) * sizeof *u);
+            assert_non_null(u);
+            for (uint32_t i = 0; i < n; i++) /* distinct: a permutation, spread by shift */
+                u[i] = (flow_use){i << shift, (double)i};
+            for (uint32_t i = n; i > 1; i--) { /* Fisher-Yates */
+                uint32_t j = (uint32_t)(xs(&x) % i);
+                flow_use t = u[i - 1];
+                u[i - 1] = u[j];
+                u[j] = t;
+            }
+            assert_int_equal(flow_use_sort(u, n, NULL), SS_OK);
+            for (uint32_t i = 0; i < n; i++) { /* ascending, each weight still with its link */
+                assert_int_equal(u[i].link, i << shift);
+                assert_true(u[i].w == (double)i);
+            }
+            free(u);
+        }
+}
+
 /* ---- topologies ---- */
 
 static void load(const char *name, uint32_t nodes, spec_topology *t)
@@ -1034,7 +1065,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_maxmin_textbook), cmocka_unit_test(test_weights_and_caps),
-        cmocka_unit_test(test_maxmin_random_churn),
+        cmocka_unit_test(test_maxmin_random_churn), cmocka_unit_test(test_use_sort),
         cmocka_unit_test(test_routes_hgx),      cmocka_unit_test(test_routes_fat_tree),
         cmocka_unit_test(test_routes_torus),    cmocka_unit_test(test_bus_factor),
         cmocka_unit_test(test_mesh_rings),      cmocka_unit_test(test_latency_growth),
