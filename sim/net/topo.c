@@ -409,9 +409,9 @@ uint32_t topo_nic_of(const topo *g, uint32_t local)
 
 uint32_t topo_local_nics(const topo *g, uint32_t local, uint32_t *nics)
 {
-    uint32_t k = 0;
-    for (uint32_t i = 0; i < g->nnic && i < 32; i++)
-        if (g->local[local % g->gpn] >> i & 1) nics[k++] = i;
+    uint32_t k = 0, m = g->local[local % g->gpn]; /* its set bits, lowest first */
+    if (g->nnic < 32) m &= (1u << g->nnic) - 1;
+    for (; m; m &= m - 1) nics[k++] = (uint32_t)__builtin_ctz(m);
     return k;
 }
 
