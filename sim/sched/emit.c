@@ -1,5 +1,6 @@
 #include "emit.h"
 
+#include "../core/fmt.h"
 #include "../core/utf8.h"
 #include "../core/vec.h"
 
@@ -64,7 +65,7 @@ uint32_t em_tensor(em *e, prog_memcat cat, ss_bytes bytes, bool live,
     char name[160];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(name, sizeof name, fmt, ap);
+    ss_vfmt(name, sizeof name, fmt, ap);
     va_end(ap);
     ss_utf8_trim(name); /* a cut name ends on a character boundary */
     uint32_t id = EM_NONE;
@@ -77,7 +78,7 @@ void em_begin(em *e, prog_opkind kind, prog_stream st, prog_phase ph,
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e->name, sizeof e->name, fmt, ap);
+    ss_vfmt(e->name, sizeof e->name, fmt, ap);
     va_end(ap);
     ss_utf8_trim(e->name);
     e->s = (prog_op_spec){.kind = kind, .stream = st, .phase = ph, .name = e->name};
