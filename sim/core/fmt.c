@@ -15,17 +15,6 @@ static size_t conv_len(const char *f)
     return 0;
 }
 
-static bool ours(const char *f)
-{
-    for (; *f; f++)
-        if (*f == '%') {
-            size_t k = conv_len(f + 1);
-            if (!k) return false;
-            f += k;
-        }
-    return true;
-}
-
 typedef struct out {
     char *buf;
     size_t n, at; /* at: bytes written so far, at most n - 1 */
@@ -33,7 +22,6 @@ typedef struct out {
 
 static void put(out *o, const char *s, size_t len)
 {
-    if (o->at + 1 >= o->n) return;
     size_t room = o->n - 1 - o->at;
     if (len > room) len = room;
     memcpy(o->buf + o->at, s, len);
@@ -50,39 +38,48 @@ static void put_u(out *o, unsigned long long v, bool neg)
     put(o, d + i, sizeof d - i);
 }
 
-void ss_vfmt(char *buf, size_t n, const char *fmt, va_list ap)
+/* One pass over fmt; false (buf undefined) at the first conversion that
+ * is not ours, so the caller can start over with vsnprintf. */
+static bool fmt_ours(out *o, const char *fmt, va_list ap)
 {
-    if (!ours(fmt)) {
-        vsnprintf(buf, n, fmt, ap);
-        return;
-    }
-    if (!n) return;
-    out o = {buf, n, 0};
-    for (const char *f = fmt; *f;) {
-        const char *p = strchr(f, '%');
-        size_t lit = p ? (size_t)(p - f) : strlen(f);
-        put(&o, f, lit);
-        if (!p) break;
-        f = p + 1;
-        size_t k = conv_len(f);
+    for (const char *f = fmt;;) {
+        const char *lit = f;
+        while (*f && *f != '%') f++;
+        put(o, lit, (size_t)(f - lit));
+        if (!*f) return true;
+        size_t k = conv_len(++f);
+        if (!k) return false;
         if (*f == 's') {
             const char *s = va_arg(ap, const char *);
-            put(&o, s, strlen(s));
+            put(o, s, strlen(s));
         } else if (*f == 'u') {
-            put_u(&o, va_arg(ap, unsigned), false);
+            put_u(o, va_arg(ap, unsigned), false);
         } else if (*f == 'd') {
             int v = va_arg(ap, int);
-            put_u(&o, v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v, v < 0);
+            put_u(o, v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v, v < 0);
         } else if (*f == '%') {
-            put(&o, "%", 1);
-        } else if (f[0] == 'z') {
-            put_u(&o, va_arg(ap, size_t), false);
+            put(o, "%", 1);
+        } else if (*f == 'z') {
+            put_u(o, va_arg(ap, size_t), false);
         } else if (k == 2) {
-            put_u(&o, va_arg(ap, unsigned long), false);
+            put_u(o, va_arg(ap, unsigned long), false);
         } else {
-            put_u(&o, va_arg(ap, unsigned long long), false);
+            put_u(o, va_arg(ap, unsigned long long), false);
         }
         f += k;
     }
-    buf[o.at] = '\0';
+}
+
+void ss_vfmt(char *buf, size_t n, const char *fmt, va_list ap)
+{
+    if (!n) {
+        vsnprintf(buf, n, fmt, ap);
+        return;
+    }
+    va_list again;
+    va_copy(again, ap);
+    out o = {buf, n, 0};
+    if (fmt_ours(&o, fmt, ap)) buf[o.at] = '\0';
+    else vsnprintf(buf, n, fmt, again);
+    va_end(again);
 }
