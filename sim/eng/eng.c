@@ -42,7 +42,7 @@
 /* eq_ev.kind; a = rank, b = op, except EV_NET: a = instance, b = generation,
  * and EV_CEND (the end of the op running on the rank's compute stream under
  * interference): a = rank, b = generation */
-enum { EV_KICK, EV_ISSUE, EV_END, EV_NET, EV_SETTLE, EV_CEND };
+enum { EV_KICK, EV_ISSUE, EV_END, EV_NET, EV_CEND };
 
 #define NONE UINT32_MAX
 #define ENDED UINT32_MAX /* op_st.cnt once the op ended */
@@ -100,7 +100,7 @@ struct eng_wakes {
     uint32_t n, cap;
     bool settle;      /* a settle was asked for at settle_t */
     ss_ns settle_t;
-    bool pending;     /* an EV_SETTLE is queued at pending_t */
+    bool pending;     /* a settle is due at pending_t (push_settle) */
     ss_ns pending_t;
 };
 
@@ -402,8 +402,12 @@ void eng_settle_at(eng_wakes *w, ss_ns t)
     w->settle_t = t;
 }
 
-/* One queued settle per instant: a request at the instant of the queued
- * one is already served, since that settle runs after it. */
+/* One pending settle per instant: a request at the instant of the pending
+ * one is already served, since that settle runs after it. The settle is
+ * not queued: it is the last thing at its instant (EQ_CLS_SETTLE, the
+ * highest class), so eng_loop runs it as soon as the least queued event
+ * is later than it, which is when a queued one would have popped, without
+ * a queue entry for every instant the network changes at. */
 static int push_settle(eng *e)
 {
     eng_wakes *w = &e->wakes;
@@ -411,9 +415,20 @@ static int push_settle(eng *e)
     if (w->pending && w->pending_t == w->settle_t) return SS_OK;
     if (!e->net->settle)
         return ss_fail(e->err, SS_E_INTERNAL, NULL, "the network asked to settle but has no settle");
+    if (w->pending)
+        return ss_fail(e->err, SS_E_INTERNAL, NULL, "a settle asked for at %llu ns while one "
+                       "at %llu ns is pending", (unsigned long long)w->settle_t,
+                       (unsigned long long)w->pending_t);
     w->pending = true;
     w->pending_t = w->settle_t;
-    return eq_push(&e->q, w->settle_t, EQ_CLS_SETTLE, EV_SETTLE, 0, 0, e->err);
+    return SS_OK;
+}
+
+/* The pending settle is due: nothing queued comes before it. */
+static bool settle_due(const eng *e)
+{
+    uint64_t t;
+    return e->wakes.pending && (!eq_peek_t(&e->q, &t) || t > e->wakes.pending_t);
 }
 
 static int on_settle(eng *e, ss_ns t)
@@ -670,13 +685,18 @@ static int eng_loop(eng *e)
     eq_ev ev;
     int rc = SS_OK;
     uint64_t n = 0;
-    while (!rc && eq_pop(&e->q, &ev)) {
+    while (!rc) {
+        if (settle_due(e)) {
+            n++;
+            rc = on_settle(e, e->wakes.pending_t);
+            continue;
+        }
+        if (!eq_pop(&e->q, &ev)) break;
         n++;
         switch (ev.kind) {
         case EV_END: rc = on_end(e, ev.a, ev.b, ev.t); break;
         case EV_ISSUE: rc = on_issue(e, ev.a, ev.b, ev.t); break;
         case EV_NET: rc = on_net(e, ev.a, ev.b, ev.t); break;
-        case EV_SETTLE: rc = on_settle(e, ev.t); break;
         case EV_CEND: rc = on_cend(e, ev.a, ev.b, ev.t); break;
         default: rc = host_step(e, ev.a, ev.t); break; /* EV_KICK: nothing is issued yet */
         }

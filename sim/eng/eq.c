@@ -259,6 +259,13 @@ int eq_pop(eq *q, eq_ev *out)
     return 1;
 }
 
+int eq_peek_t(const eq *q, uint64_t *t)
+{
+    if (q->nheap == 0) return 0;
+    *t = q->heap[0].t;
+    return 1;
+}
+
 size_t eq_len(const eq *q) { return q->len; }
 
 size_t eq_peak_len(const eq *q) { return q->node_used; }

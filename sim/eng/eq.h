@@ -92,6 +92,10 @@ int eq_push(eq *q, uint64_t t, uint8_t cls, uint32_t kind, uint32_t a, uint32_t 
  * alone) when the queue is empty. */
 int eq_pop(eq *q, eq_ev *out);
 
+/* The time of the least event into *t and return 1; return 0 (and leave
+ * *t alone) when the queue is empty. */
+int eq_peek_t(const eq *q, uint64_t *t);
+
 size_t eq_len(const eq *q);
 
 /* Most events ever pending at once, and the bytes the queue holds now
