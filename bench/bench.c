@@ -53,6 +53,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "../sim/core/huge.h"
 #include "../sim/eng/eng.h"
 #include "../sim/io/scenario.h"
@@ -263,13 +265,13 @@ static void case_step(const void *arg, fig *out)
         spec_scenario_fini(&s);
         return;
     }
-    char *js = sum_json(&r.sum); /* the summary is part of a run */
+    cJSON *js = sum_tree(&r.sum); /* the summary is part of a run (run checks its tree) */
     out->wall = run_wall_s() - t0;
     out->ok = js != NULL;
     out->value = (double)r.sum.nsim;
     snprintf(out->note, sizeof out->note, "%llu ops, %llu events, step %.3f s",
              (unsigned long long)r.sum.nops, (unsigned long long)r.sum.nevents, r.sum.step_ns * 1e-9);
-    free(js);
+    cJSON_Delete(js);
     run_fini(&r);
     spec_scenario_fini(&s);
 }
@@ -321,11 +323,11 @@ static void case_layout(const void *arg, fig *out)
         spec_scenario_fini(&s);
         return;
     }
-    char *js = sum_json(&r.sum);
+    cJSON *js = sum_tree(&r.sum);
     out->wall = run_wall_s() - t0;
     out->ok = js != NULL;
     out->value = out->wall;
-    free(js);
+    cJSON_Delete(js);
     run_fini(&r);
     spec_scenario_fini(&s);
 }

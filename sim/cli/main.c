@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "../core/huge.h"
 #include "../core/ofile.h"
 #include "../io/scenario.h"
@@ -350,7 +352,8 @@ static int parse_args(int argc, char **argv, cli_args *a, int is_run)
 typedef struct sim_one {
     spec_scenario s;
     run_result r;
-    char *json;
+    struct cJSON *tree; /* the summary */
+    char *json;         /* printed, for --json only */
     exp_result *res;
     uint32_t nfailed;
 } sim_one;
@@ -406,6 +409,7 @@ static void sim_fini(sim_one *o)
 {
     free(o->res);
     free(o->json);
+    cJSON_Delete(o->tree);
     run_fini(&o->r);
     spec_scenario_fini(&o->s);
 }
@@ -419,10 +423,19 @@ static int sim_run(const char *file, const cli_args *a, sim_one *o, ss_err *err)
     if (rc) return rc;
     run_opts ro = {a->trace != NULL};
     if ((rc = run_step(&o->s, &ro, &o->r, err))) return rc;
-    o->json = sum_json(&o->r.sum);
+    o->tree = sum_tree(&o->r.sum);
+    o->json = o->tree && a->json ? cJSON_Print(o->tree) : NULL;
     o->res = calloc(o->s.nexpects ? o->s.nexpects : 1, sizeof *o->res);
-    if (!o->json || !o->res) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
-    return exp_check(&o->s, o->json, o->res, &o->nfailed, err);
+    if (!o->tree || (a->json && !o->json) || !o->res)
+        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    return exp_check(&o->s, o->tree, o->res, &o->nfailed, err);
+}
+
+/* The summary as JSON text, printed on first need (diff reads it). */
+static int sim_json(sim_one *o, ss_err *err)
+{
+    if (!o->json) o->json = cJSON_Print(o->tree);
+    return o->json ? SS_OK : ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
 }
 
 static void print_expectations(const sim_one *o, const char *file, bool only_failed, FILE *f)
@@ -783,6 +796,7 @@ static int summary_of(const char *file, const cli_args *a, char **text, ss_err *
     if (rc || is_summary) return rc;
     sim_one o;
     rc = sim_run(file, a, &o, err);
+    if (!rc) rc = sim_json(&o, err);
     if (!rc) {
         *text = o.json;
         o.json = NULL;
@@ -892,6 +906,8 @@ static int cmd_diff(const cli_args *a)
         }
         if (!rc) rc = sim_run(a->files[0], a, &o[0], &err);
         if (!rc) rc = sim_run(a->files[1], a, &o[1], &err);
+        if (!rc) rc = sim_json(&o[0], &err);
+        if (!rc) rc = sim_json(&o[1], &err);
         if (!rc) rc = diff_text(o[0].json, a->files[0], o[1].json, a->files[1], stdout, &err);
         if (!rc) rc = diff_svg(a, o, &err);
         sim_fini(&o[0]);

@@ -4,8 +4,11 @@
  * ("step_time_s", "memory.per_rank[0].peak_allocated_bytes",
  * "collectives.all_gather.forward.count") and bounds it: max, min, eq
  * (number, boolean or string) and within_pct of a value. Checking reads the
- * rendered summary, so every summary key can be checked and the checked
- * value is exactly what users' tools read.
+ * summary's tree (summary.h, sum_tree), the one the JSON summary prints, so
+ * every summary key can be checked and the checked value is exactly what
+ * users' tools read: each checked value is printed and read back by the
+ * printer the summary uses (which may drop a number's last digits, and
+ * writes a non-finite one as null), without printing the whole summary.
  *
  * A key the summary does not have is an input error naming the scenario
  * file and $.expect entry. Ownership: exp_check fills a caller array of
@@ -31,7 +34,7 @@ struct cJSON;
 const struct cJSON *exp_lookup(const struct cJSON *root, const char *path);
 
 /* res must have room for s->nexpects entries. *nfailed = violated ones. */
-int exp_check(const spec_scenario *s, const char *summary_json, exp_result *res,
+int exp_check(const spec_scenario *s, const struct cJSON *summary, exp_result *res,
               uint32_t *nfailed, ss_err *err);
 
 #endif

@@ -467,7 +467,7 @@ static void json_deepspeed(cJSON *root, const sum_report *r)
     cJSON_AddStringToObject(o, "offload_param", spec_offload_names[r->s->off.params]);
 }
 
-char *sum_json(const sum_report *r)
+cJSON *sum_tree(const sum_report *r)
 {
     cJSON *root = cJSON_CreateObject();
     if (!root) return NULL;
@@ -519,7 +519,13 @@ char *sum_json(const sum_report *r)
     cJSON *en = cJSON_AddObjectToObject(root, "engine");
     add_u64(en, "ops", r->nops);
     add_u64(en, "events", r->nevents);
-    char *txt = cJSON_Print(root);
+    return root;
+}
+
+char *sum_json(const sum_report *r)
+{
+    cJSON *root = sum_tree(r);
+    char *txt = root ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     return txt;
 }

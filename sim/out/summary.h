@@ -71,6 +71,11 @@ int sum_build(const spec_scenario *s, const trc *t, const st_bytes *st, uint32_t
 void sum_fini(sum_report *r);
 
 char *sum_json(const sum_report *r); /* NULL when out of memory */
+/* The summary as the tree sum_json prints (caller: cJSON_Delete), for
+ * readers that need no text: printing a large run's summary cost more than
+ * checking its expectations. NULL when out of memory. */
+struct cJSON;
+struct cJSON *sum_tree(const sum_report *r);
 /* No rank's allocator went over its capacity, nor reserved more than
  * sum_usable (the summary's memory.fits),
  * and the largest peak allocated / reserved over ranks (memory.max_peak_
