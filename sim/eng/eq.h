@@ -49,7 +49,9 @@ enum {
     EQ_CLS_END = 0,   /* an op ends on its stream or on the host */
     EQ_CLS_ISSUE = 1, /* a device op reaches its stream */
     EQ_CLS_HOST = 2,  /* a host thread looks for its next op */
-    EQ_CLS_SETTLE = 3 /* the network settles what changed at t (eng.h) */
+    EQ_CLS_SETTLE = 3 /* the network settles what changed at t (eng.h); the
+                         engine runs it in place of a queued event, once
+                         eq_peek_t is past t (eng.c, push_settle) */
 };
 
 typedef struct eq_ev {
