@@ -636,6 +636,7 @@ static void print_advice(const cli_args *a, const sim_one *o)
     for (size_t k = 0; k < sizeof tries / sizeof *tries; k++) {
         *b = *a;
         b->trace = NULL;
+        b->json = NULL; /* the advice reruns print nothing */
         b->sets[b->nsets++] = tries[k];
         sim_one x;
         ss_err err;

@@ -51,6 +51,7 @@ static bool fmt_ours(out *o, const char *fmt, va_list ap)
         if (!k) return false;
         if (*f == 's') {
             const char *s = va_arg(ap, const char *);
+            if (!s) s = "(null)"; /* as glibc prints it */
             put(o, s, strlen(s));
         } else if (*f == 'u') {
             put_u(o, va_arg(ap, unsigned), false);

@@ -31,7 +31,10 @@ typedef struct eng_wakes eng_wakes;
 int eng_wake_at(eng_wakes *w, uint32_t id, ss_ns t, ss_err *err);
 /* "Call settle at t once every other event at t has run": a network that
  * re-solves its rates once per instant instead of once per change (many
- * collectives start and end at the same ns). Requests for one t merge. */
+ * collectives start and end at the same ns). Requests for one t merge;
+ * at most one settle is pending at a time (a request for another t while
+ * one is pending is an internal error: the network asks again only after
+ * its settle ran). */
 void eng_settle_at(eng_wakes *w, ss_ns t);
 
 /* The network as the engine sees it, in one of two forms.

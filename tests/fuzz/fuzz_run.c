@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include <cjson/cJSON.h>
+
 #include "../../sim/io/scenario.h"
 #include "../../sim/out/chrome.h"
 #include "../../sim/out/expect.h"
@@ -34,12 +36,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     run_opts o = {1};
     int rc = small(&s) ? run_step(&s, &o, &r, &err) : SS_E_INPUT;
     if (rc == SS_OK) {
-        char *json = sum_json(&r.sum), *tr = chrome_json(&r.sum, r.t);
+        cJSON *tree = sum_tree(&r.sum);
+        char *json = tree ? cJSON_Print(tree) : NULL, *tr = chrome_json(&r.sum, r.t);
         exp_result *res = calloc(s.nexpects ? s.nexpects : 1, sizeof *res);
         uint32_t nf;
-        if (json && res) exp_check(&s, json, res, &nf, NULL);
+        if (tree && res) exp_check(&s, tree, res, &nf, NULL);
         free(res);
         free(json);
+        cJSON_Delete(tree);
         free(tr);
         run_fini(&r);
     } else if (rc != SS_E_INPUT && rc != SS_E_OVERFLOW && rc != SS_E_IO) {
