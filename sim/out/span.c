@@ -12,9 +12,11 @@ static int span_cmp(const void *x, const void *y)
 size_t span_merge(span *s, size_t n)
 {
     if (n == 0) return 0;
-    qsort(s, n, sizeof *s, span_cmp);
+    size_t i = 1;
+    while (i < n && span_cmp(&s[i - 1], &s[i]) <= 0) i++;
+    if (i < n) qsort(s, n, sizeof *s, span_cmp); /* one stream's spans come sorted */
     size_t k = 0;
-    for (size_t i = 1; i < n; i++) {
+    for (i = 1; i < n; i++) {
         if (s[i].a <= s[k].b) {
             if (s[i].b > s[k].b) s[k].b = s[i].b;
         } else {
