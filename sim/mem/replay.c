@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/radix.h"
 #include "cache.h"
 
 const char *const mem_model_names[MEM_NMODELS] = {"caching", "ideal"};
@@ -73,6 +74,13 @@ typedef struct rp {
     uint32_t nowner;
 } rp;
 
+/* The radix key: the engine's order, then allocations before frees. */
+static uint64_t engine_order(const void *e)
+{
+    const mev *x = e;
+    return (uint64_t)x->seq << 1 | x->sub; /* seq: 32 bits */
+}
+
 /* Sorted as mev_cmp orders them. The engine's order (seq, 32 bits) runs
  * with time except where a network wakes in the past, so a stable radix
  * sort on (seq, sub) (collection order, idx, breaks the ties) is almost
@@ -80,34 +88,13 @@ typedef struct rp {
  * whatever it is not. */
 static int sort_events(mev *ev, size_t n, ss_err *err)
 {
-    if (n < 2) return SS_OK;
-    mev *tmp = malloc(n * sizeof *tmp);
-    if (!tmp) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory replaying memory");
-    mev *src = ev, *dst = tmp;
-    for (int d = 0; d < 5; d++) { /* key (seq << 1 | sub): 33 bits, 8 a pass */
-        size_t cnt[256] = {0};
-        for (size_t i = 0; i < n; i++) cnt[(((uint64_t)src[i].seq << 1 | src[i].sub) >> (8 * d)) & 0xff]++;
-        if (cnt[(((uint64_t)src[0].seq << 1 | src[0].sub) >> (8 * d)) & 0xff] == n) continue;
-        size_t at = 0;
-        for (int b = 0; b < 256; b++) {
-            size_t c = cnt[b];
-            cnt[b] = at;
-            at += c;
-        }
-        for (size_t i = 0; i < n; i++)
-            dst[cnt[(((uint64_t)src[i].seq << 1 | src[i].sub) >> (8 * d)) & 0xff]++] = src[i];
-        mev *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != ev) memcpy(ev, src, n * sizeof *ev);
-    free(tmp);
-    for (size_t i = 1; i < n; i++)
+    int rc = ss_radix_sort(ev, n, sizeof *ev, engine_order, 5, err);
+    for (size_t i = 1; !rc && i < n; i++)
         if (mev_cmp(&ev[i - 1], &ev[i]) > 0) {
             qsort(ev, n, sizeof *ev, mev_cmp);
             break;
         }
-    return SS_OK;
+    return rc;
 }
 
 /* The events of v->rank, sorted: time, then engine order, an op's

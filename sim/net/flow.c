@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/radix.h"
 #include "../core/vec.h"
 
 typedef struct fl {
@@ -66,33 +67,12 @@ static void use_isort(flow_use *u, uint32_t n)
     }
 }
 
+static uint64_t use_key(const void *u) { return ((const flow_use *)u)->link; }
+
 int flow_use_sort(flow_use *u, uint32_t n, ss_err *err)
 {
-    if (n <= 32) {
-        use_isort(u, n);
-        return SS_OK;
-    }
-    uint32_t cnt[4][256] = {{0}};
-    for (uint32_t i = 0; i < n; i++)
-        for (int d = 0; d < 4; d++) cnt[d][(u[i].link >> (8 * d)) & 0xff]++;
-    flow_use *tmp = malloc((size_t)n * sizeof *tmp);
-    if (!tmp) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory sorting a usage vector");
-    flow_use *src = u, *dst = tmp;
-    for (int d = 0; d < 4; d++) {
-        if (cnt[d][(u[0].link >> (8 * d)) & 0xff] == n) continue; /* one digit for all */
-        uint32_t at = 0;
-        for (int b = 0; b < 256; b++) {
-            uint32_t c = cnt[d][b];
-            cnt[d][b] = at;
-            at += c;
-        }
-        for (uint32_t i = 0; i < n; i++) dst[cnt[d][(src[i].link >> (8 * d)) & 0xff]++] = src[i];
-        flow_use *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != u) memcpy(u, src, (size_t)n * sizeof *u);
-    free(tmp);
+    if (n > 32) return ss_radix_sort(u, n, sizeof *u, use_key, 4, err);
+    use_isort(u, n);
     return SS_OK;
 }
 
