@@ -414,6 +414,13 @@ static void sim_fini(sim_one *o)
     spec_scenario_fini(&o->s);
 }
 
+/* The summary as JSON text, printed on first need (--json, diff). */
+static int sim_json(sim_one *o, ss_err *err)
+{
+    if (!o->json) o->json = cJSON_Print(o->tree);
+    return o->json ? SS_OK : ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+}
+
 static int sim_run(const char *file, const cli_args *a, sim_one *o, ss_err *err)
 {
     memset(o, 0, sizeof *o);
@@ -424,18 +431,10 @@ static int sim_run(const char *file, const cli_args *a, sim_one *o, ss_err *err)
     run_opts ro = {a->trace != NULL};
     if ((rc = run_step(&o->s, &ro, &o->r, err))) return rc;
     o->tree = sum_tree(&o->r.sum);
-    o->json = o->tree && a->json ? cJSON_Print(o->tree) : NULL;
     o->res = calloc(o->s.nexpects ? o->s.nexpects : 1, sizeof *o->res);
-    if (!o->tree || (a->json && !o->json) || !o->res)
-        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    if (!o->tree || !o->res) return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    if (a->json && (rc = sim_json(o, err))) return rc;
     return exp_check(&o->s, o->tree, o->res, &o->nfailed, err);
-}
-
-/* The summary as JSON text, printed on first need (diff reads it). */
-static int sim_json(sim_one *o, ss_err *err)
-{
-    if (!o->json) o->json = cJSON_Print(o->tree);
-    return o->json ? SS_OK : ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
 }
 
 static void print_expectations(const sim_one *o, const char *file, bool only_failed, FILE *f)

@@ -876,9 +876,11 @@ static int arch_of(uint32_t cc) { return cc >= 100 ? 3 : cc >= 90 ? 2 : cc >= 80
  * `port` GB/s: the fastest of its list at or below the port. */
 static double nccl_speed(uint32_t cc, double port)
 {
-    const double *a = cc >= 100 ? speeds_sm100 : cc >= 90 ? speeds_sm90 : speeds_inter;
-    size_t n = cc >= 100 ? NSPEEDS(speeds_sm100) : cc >= 90 ? NSPEEDS(speeds_sm90) : NSPEEDS(speeds_inter);
-    size_t i = 0;
+    static const struct { const double *a; size_t n; } by_arch[4] = {
+        {speeds_inter, NSPEEDS(speeds_inter)}, {speeds_inter, NSPEEDS(speeds_inter)},
+        {speeds_sm90, NSPEEDS(speeds_sm90)},   {speeds_sm100, NSPEEDS(speeds_sm100)}};
+    const double *a = by_arch[arch_of(cc)].a;
+    size_t n = by_arch[arch_of(cc)].n, i = 0;
     while (i + 1 < n && a[i] > port) i++;
     return a[i];
 }
