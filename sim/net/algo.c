@@ -737,9 +737,9 @@ static void set_steps(const topo *g, prog_coll c, const uint32_t *r, uint32_t n,
     uint32_t inter = c == PROG_COLL_ALL_REDUCE ? 2 * (m - 1)
                      : c == PROG_COLL_BROADCAST || c == PROG_COLL_ALL_TO_ALL ? m : m - 1;
     if (m == 1) inter = 0;
-    if (s->algo == ALGO_TREE) {
-        steps = 2 * (n / m - 1);
+    if (s->algo == ALGO_TREE) { /* up and down a node's chain and the tree over nodes */
         inter = 2 * (uint32_t)ceil(log2((double)m));
+        steps = 2 * (n / m - 1) + inter;
     } else if (s->algo == ALGO_NVLS_TREE) {
         steps = 1 + 2 * (uint32_t)ceil(log2((double)m));
         inter = steps - 1;
@@ -932,6 +932,58 @@ static double channel_cap(const topo *g, const algo_shape *s, prog_coll c, uint3
         ratio = 0.5;
     }
     return per * 1e9 * s->channels * ratio;
+}
+
+/* NCCL's buffers and thread counts for the chunk a tree step moves
+ * (src/include/device.h, src/enqueue.cc, 2.19 to 2.29): LL128's buffer of
+ * 120 x 640 x 8 x 8 bytes in NCCL_STEPS = 8 steps, 120 of every 128 bytes
+ * data; Simple's 4 MiB in 8 steps; the threads a channel runs and the bytes
+ * per thread below which the tuner drops channels (NCCL_LL128_MAX_NTHREADS,
+ * NCCL_SIMPLE_MAX_NTHREADS, NCCL_LL128_THREAD_THRESHOLD,
+ * NCCL_SIMPLE_THREAD_THRESHOLD). */
+#define LL128_CHUNK (120.0 * 640 * 8 * 8 / 8 * 120 / 128)
+#define SIMPLE_CHUNK (4.0 * 1024 * 1024 / 8)
+
+/* The channels a tree all-reduce of `bytes` runs on (topoGetAlgoInfo's
+ * "Ring/Tree channel tuning": one fewer while bytes < nc x threads x
+ * threshold), from the communicator's own. */
+static uint32_t tree_channels(uint32_t nc, algo_proto p, ss_bytes bytes)
+{
+    double per = p == ALGO_P_LL128 ? 640.0 * 8 : 512.0 * 64;
+    while (nc > 1 && (double)bytes < nc * per) nc--;
+    return nc;
+}
+
+/* The data one channel's tree step moves (calcCollChunking): LL128 halves
+ * its chunk while the channels' steps are few for the tree's depth,
+ * nsteps = 1 + log2(nodes) + ppn / 10; Simple keeps its step. */
+static double tree_chunk(algo_proto p, ss_bytes bytes, uint32_t nc, uint32_t nodes, double ppn)
+{
+    if (p != ALGO_P_LL128) return SIMPLE_CHUNK;
+    uint32_t lg = 0;
+    while ((1u << lg) < nodes) lg++;
+    double nsteps = 1 + lg + 0.1 * ppn, chunk = LL128_CHUNK;
+    while (floor((double)bytes / (nc * chunk)) < nsteps * 64 / ppn && chunk > 131072) chunk /= 2;
+    while (floor((double)bytes / (nc * chunk)) < nsteps * 16 / ppn && chunk > 32768) chunk /= 2;
+    return chunk;
+}
+
+ss_ns algo_fill_ns(const topo *g, const algo_shape *s, prog_coll c, algo_proto p,
+                   ss_bytes bytes)
+{
+    uint32_t cc = topo_cc(g);
+    if (s->algo != ALGO_TREE || c != PROG_COLL_ALL_REDUCE || !s->inter || !s->channels ||
+        p == ALGO_P_LL || cc < 70)
+        return 0;
+    int arch = arch_of(cc), ni = s->nodes <= 2 ? (int)s->nodes - 1 : 2;
+    double per = ch_tree[arch][ni];
+    if (p == ALGO_P_LL128 && ch_tree_ll128[arch][ni] < per) per = ch_tree_ll128[arch][ni];
+    uint32_t nc = tree_channels(algo_ring_ctas(g, s->channels), p, bytes);
+    double ppn = (double)(s->steps_intra / 2 + 1);
+    double chunk = tree_chunk(p, bytes, nc, s->nodes, ppn);
+    if ((double)bytes / nc < chunk) chunk = (double)bytes / nc;
+    uint32_t hops = s->steps_intra + s->steps_inter;
+    return ss_ns_from_s((hops - 1) * chunk / (per * 0.5e9));
 }
 
 /* Lower *cap to c where c is a ceiling (above 0) and the tighter one. */

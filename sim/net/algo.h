@@ -119,6 +119,26 @@
  * bandwidth for all-reduce or across nodes, 1/3 otherwise), LL128 loses
  * 8 of every 128 bytes (0.92), Simple none.
  *
+ * Pipeline fill (tree all-reduce across nodes). A tree moves its data in
+ * chunks, each reduced up a node's chain of GPUs and the tree over the
+ * nodes, then broadcast down again, so the last chunk leaves (hops - 1)
+ * chunk times after the first: hops = 2 (ppn - 1) + 2 ceil(log2 nodes)
+ * (NCCL's tree latency counts the same steps). A flow model charges the
+ * bytes once, at the bottleneck rate; NCCL's tuner does too ("waiting for
+ * proper chunk modeling", src/graph/tuning.cc). The chunk is NCCL's own
+ * (src/enqueue.cc, calcCollChunking, 2.19 to 2.29): LL128's 576,000 data
+ * bytes halved while bytes / (channels x chunk) < nsteps x 64 / ppn and
+ * above 128 KiB, then while < nsteps x 16 / ppn and above 32 KiB, nsteps =
+ * 1 + log2(nodes) + ppn / 10; Simple's 512 KiB step; never more than a
+ * channel's share of the bytes. Channels: the communicator's (the ring
+ * CTAs below), fewer while bytes < channels x threads x NCCL's per-thread
+ * threshold (topoGetAlgoInfo). A hop moves at NCCL's per-channel tree
+ * rate (the channel caps below, algbw = bus bandwidth / 2). So 16 MiB over
+ * two 8-GPU H100 nodes pays 15 x 72,000 B / 18.35 GB/s = 59 us on top of
+ * its latency. The tuner chooses without it, as NCCL's does; LL (no
+ * chunking rule, and the small sizes NCCL's latencies were measured at)
+ * pays none. tree_fill in tests/unit/test_net.c works the cases by hand.
+ *
  * NCCL versions. The topology's version (topo_nccl: the topology file's
  * nccl_version, a scenario's network.nccl_version or coll's --nccl-version
  * over it) decides which algorithms exist: nvls from 2.17, nvls_tree from
@@ -204,6 +224,12 @@ bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
 /* Cost of a built shape with protocol p for `bytes` of payload, alone. */
 algo_cost algo_cost_of(const topo *g, const algo_shape *s, prog_coll c, uint32_t n,
                        algo_proto p, ss_bytes bytes);
+
+/* The pipeline fill of a tree all-reduce across nodes (see "Pipeline
+ * fill"), ns: 0 for every other collective, algorithm and LL. The tuner
+ * chooses without it, as NCCL's does; the chosen collective pays it. */
+ss_ns algo_fill_ns(const topo *g, const algo_shape *s, prog_coll c, algo_proto p,
+                   ss_bytes bytes);
 
 /* The CTAs (execution channels) a ring across nodes runs, for a node
  * whose members use `channels` NICs (see "Ring CTAs across nodes"). */

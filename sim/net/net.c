@@ -277,6 +277,10 @@ static void pick(const net *n, const algo_shape *const *sh, uint32_t nsh, prog_c
                 first = false;
             }
         }
+    if (first) return;
+    ss_ns fill = algo_fill_ns(n->g, sh[*best_i], c, best->proto, bytes);
+    best->latency_ns += fill;
+    best->iso_s += (double)fill * 1e-9;
 }
 
 /* The profile's curve for c over the GPUs gpu[0 .. size), if any: latency

@@ -722,6 +722,61 @@ static void test_channel_caps(void **state)
     topo_free(g);
 }
 
+/* Pipeline fill of a tree all-reduce (algo.h), by hand on h100-ib-fattree
+ * nodes of 8 GPUs and 8 NICs: 16 channels (test_ring_ctas), a chain of 7
+ * NVLink hops up and down each node and log2(nodes) network hops each
+ * way. Two nodes, 16 MiB, LL128: NCCL halves its 576,000-byte chunk while
+ * 16 MiB / (16 x chunk) < 2.8 x 64 / 8 and the chunk is above 128 KiB
+ * (72,000), then keeps it (14 steps >= 5.6): 15 hops of 72,000 bytes at
+ * half of NCCL's 36.7 GB/s per channel, 58.86 us; 1 MiB halves on to
+ * 18,000 bytes (14.71 us). Eight nodes: 20 hops, 29 GB/s a channel, 94.34
+ * us. Simple keeps its 512 KiB step: at 1 GiB on two nodes 15 x 524,288 /
+ * (41.4 / 2 GB/s) = 379.92 us. LL and rings pay none. The tuner
+ * chooses without it, as NCCL does: at 16 MiB on two nodes the tree with
+ * its fill is slower than the LL128 ring, and the tree still runs, paying
+ * the fill on top of its latency. */
+static void test_tree_fill(void **state)
+{
+    (void)state;
+    uint32_t r[64];
+    for (uint32_t i = 0; i < 64; i++) r[i] = i;
+    const ss_bytes mib = 1u << 20;
+    topo *g = graph("h100-ib-fattree.json", 2);
+    algo_shape t = shape(g, PROG_COLL_ALL_REDUCE, r, 16, ALGO_TREE);
+    algo_shape ring = shape(g, PROG_COLL_ALL_REDUCE, r, 16, ALGO_RING);
+    ss_ns f16 = algo_fill_ns(g, &t, PROG_COLL_ALL_REDUCE, ALGO_P_LL128, 16 * mib);
+    assert_true(llabs((long long)f16 - 58856) <= 1);
+    ss_ns f1 = algo_fill_ns(g, &t, PROG_COLL_ALL_REDUCE, ALGO_P_LL128, mib);
+    assert_true(llabs((long long)f1 - 14714) <= 1);
+    ss_ns fs = algo_fill_ns(g, &t, PROG_COLL_ALL_REDUCE, ALGO_P_SIMPLE, 1024 * mib);
+    assert_true(llabs((long long)fs - 379918) <= 1);
+    assert_int_equal(algo_fill_ns(g, &t, PROG_COLL_ALL_REDUCE, ALGO_P_LL, 16 * mib), 0);
+    assert_int_equal(algo_fill_ns(g, &ring, PROG_COLL_ALL_REDUCE, ALGO_P_LL128, 16 * mib), 0);
+    algo_cost kt = algo_cost_of(g, &t, PROG_COLL_ALL_REDUCE, 16, ALGO_P_LL128, 16 * mib);
+    algo_cost kr = algo_cost_of(g, &ring, PROG_COLL_ALL_REDUCE, 16, ALGO_P_LL128, 16 * mib);
+    assert_true(kt.iso_s < kr.iso_s && kr.iso_s < kt.iso_s + (double)f16 * 1e-9);
+    spec_topology tt;
+    load("h100-ib-fattree.json", 2, &tt);
+    net *nt = NULL;
+    net_opts o = {.algo = ALGO_AUTO, .proto = ALGO_P_AUTO};
+    assert_int_equal(net_new(&tt, &o, &nt, NULL), SS_OK);
+    net_alone a;
+    assert_int_equal(net_coll_alone(nt, PROG_COLL_ALL_REDUCE, r, 16, 16 * mib, &a, NULL), SS_OK);
+    assert_int_equal(a.algo, ALGO_TREE);
+    assert_int_equal(a.proto, ALGO_P_LL128);
+    assert_int_equal(a.latency_ns, kt.latency_ns + f16);
+    net_free(nt);
+    algo_shape_fini(&ring);
+    algo_shape_fini(&t);
+    topo_free(g);
+    g = graph("h100-ib-fattree.json", 8);
+    t = shape(g, PROG_COLL_ALL_REDUCE, r, 64, ALGO_TREE);
+    ss_ns f8 = algo_fill_ns(g, &t, PROG_COLL_ALL_REDUCE, ALGO_P_LL128, 16 * mib);
+    assert_true(llabs((long long)f8 - 94345) <= 1);
+    algo_shape_fini(&t);
+    topo_free(g);
+}
+
 /* Ring CTAs across nodes (algo.h). On H100 nodes of 8 x 400 Gb/s NICs
  * NCCL's ring search settles on 48 GB/s a channel (its sm90 list below the
  * port's 50), keeps 8 channels for 8 NICs (more than 4 under 50 GB/s: no
@@ -1076,7 +1131,8 @@ int main(void)
         cmocka_unit_test(test_all_to_all_nodes), cmocka_unit_test(test_p2p_channels),
         cmocka_unit_test(test_link_classes),
         cmocka_unit_test(test_pat), cmocka_unit_test(test_hierarchical_only_forced),              cmocka_unit_test(test_nccl_versions),
-        cmocka_unit_test(test_channel_caps), cmocka_unit_test(test_ring_ctas),
+        cmocka_unit_test(test_channel_caps), cmocka_unit_test(test_tree_fill),
+        cmocka_unit_test(test_ring_ctas),
         cmocka_unit_test(test_ranks_per_node),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
