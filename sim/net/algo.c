@@ -15,8 +15,19 @@ const char *const algo_proto_names[] = {ALGO_PROTOS(ALGO_NAME_)};
 
 #define MAX_CYCLES 64 /* mesh rings used at most */
 
-/* ---- NCCL's latency model (src/graph/tuning.cc, NCCL 2.2x), in us ----
- * Indexed [proto - 1] for LL, LL128, Simple. */
+/* ---- The latency model, in us: NCCL's formula (src/graph/tuning.cc) ----
+ * Indexed [proto - 1] for LL, LL128, Simple. The constants are not any one
+ * NCCL version's (DECISIONS.md 165): base latencies, ring and LL/LL128
+ * steps as 2.19-2.29 (v2.29.7-1's ncclTunerConstantsDefaults); a ring's
+ * network Simple step 9.6 as 2.14-2.17 (14 from 2.18); a tree's Simple
+ * steps 28 as 2.19-2.22 (4 and 14 from 2.23), its network Simple step 50
+ * (no version); NVLS 23 of base and 23 of switch step (one of the two in
+ * every version: 23 to 2.20, 25 from 2.21), NVLS_TREE's network steps at
+ * the tree's. NCCL's own values by version, used for both the choice and
+ * the time or for the choice alone, fit the nccl-tests corpus worse or no
+ * better (median over 63 tables 6.8% / 6.0% against 6.0%), so these stay
+ * until the NVLS and NVLS_TREE ramps they stand in for are modelled: a
+ * regression guard on the corpus, not a transcription. */
 enum { HW_NVLINK, HW_PCI, HW_NET };
 static const double base_lat[ALGO_NKINDS][3] = {
     [ALGO_RING] = {6.6, 14.0, 8.4}, [ALGO_TREE] = {6.8, 14.0, 0.0},
