@@ -436,32 +436,72 @@ static void stop_flow(net *n, uint32_t id) { flow_remove(n->fs, n->in[id].flow);
  * separate flows, whose links never match across replicas, but each
  * replica's own links still fall into classes. */
 
-/* The flow shapes the program's collectives can load: marks[s] set. */
+/* The sizes one (group, collective) pair is called with, as the program
+ * holds them: up to MARK_SIZES distinct ones, else `all`. */
+#define MARK_SIZES 8
+typedef struct seen_sizes {
+    uint8_t n;
+    bool all;
+    uint64_t b[MARK_SIZES];
+} seen_sizes;
+
+static void seen_add(seen_sizes *z, uint64_t bytes)
+{
+    if (z->all) return;
+    for (uint32_t i = 0; i < z->n; i++)
+        if (z->b[i] == bytes) return;
+    if (z->n < MARK_SIZES) z->b[z->n++] = bytes;
+    else z->all = true;
+}
+
+/* Mark the flow shape of candidate idx[i] of pair k (fl gains it). */
+static int mark_one(net *n, uint32_t k, uint32_t base, uint32_t **fl, uint32_t *nfl,
+                    uint32_t *cap, ss_err *err)
+{
+    uint32_t f;
+    int rc = flow_shape(n, k / NCOLL, (prog_coll)(k % NCOLL), base, &f, err);
+    if (!rc && !ss_grow((void **)fl, cap, *nfl + 1, sizeof **fl)) rc = nomem(err);
+    if (!rc) (*fl)[(*nfl)++] = f;
+    return rc;
+}
+
+/* The flow shapes the program's collectives load: marks[s] set. A pair
+ * called with a few sizes loads the shape the tuner picks for each (pick
+ * depends on the group, the collective and the size alone, so choose()
+ * picks the same ones during the run); merging a group's copies is most of
+ * a layout's network setup, so the algorithms no size picks are not
+ * merged. A pair called with more sizes marks every candidate. */
 static int mark_shapes(net *n, unsigned char **marks, ss_err *err)
 {
     uint32_t ng = prog_ngroups(n->p), npair = ng * NCOLL;
-    unsigned char *pair = calloc(npair ? npair : 1, 1);
-    if (!pair) return nomem(err);
+    seen_sizes *seen = calloc(npair ? npair : 1, sizeof *seen);
+    if (!seen) return nomem(err);
     for (uint32_t r = 0; r < prog_nranks(n->p); r++) {
         const prog_op *ops = prog_ops(n->p, r);
         for (uint32_t i = 0; i < prog_nops(n->p, r); i++)
             if (ops[i].kind == PROG_OP_COLL)
-                pair[prog_op_group(n->p, r, i) * NCOLL + ops[i].coll] = 1;
+                seen_add(&seen[prog_op_group(n->p, r, i) * NCOLL + ops[i].coll], ops[i].bytes);
     }
     uint32_t *fl = NULL, nfl = 0, cap = 0;
     int rc = SS_OK;
     for (uint32_t k = 0; k < npair && !rc; k++) {
         prog_group pg = prog_group_net(n->p, k / NCOLL);
-        if (!pair[k] || pg.size <= 1) continue;
-        uint32_t idx[ALGO_NKINDS], nsh = 0, f;
+        const seen_sizes *z = &seen[k];
+        if ((!z->n && !z->all) || pg.size <= 1) continue;
+        uint32_t idx[ALGO_NKINDS], nsh = 0;
         rc = candidates(n, k / NCOLL, (prog_coll)(k % NCOLL), pg, idx, &nsh, err);
-        for (uint32_t i = 0; i < nsh && !rc; i++) {
-            rc = flow_shape(n, k / NCOLL, (prog_coll)(k % NCOLL), idx[i], &f, err);
-            if (!rc && !ss_grow((void **)&fl, &cap, nfl + 1, sizeof *fl)) rc = nomem(err);
-            if (!rc) fl[nfl++] = f;
+        for (uint32_t i = 0; z->all && i < nsh && !rc; i++)
+            rc = mark_one(n, k, idx[i], &fl, &nfl, &cap, err);
+        for (uint32_t j = 0; !z->all && j < z->n && !rc; j++) {
+            const algo_shape *sh[ALGO_NKINDS];
+            uint32_t best = 0;
+            algo_cost cost;
+            for (uint32_t i = 0; i < nsh; i++) sh[i] = &n->shapes[idx[i]];
+            pick(n, sh, nsh, (prog_coll)(k % NCOLL), pg.size, z->b[j], &best, &cost);
+            rc = mark_one(n, k, idx[best], &fl, &nfl, &cap, err);
         }
     }
-    free(pair);
+    free(seen);
     /* the shapes flows load: merged ones for groups with copies (their
      * base shapes only price the tuner's choice), the base ones otherwise */
     if (!rc && !(*marks = calloc(n->nshapes ? n->nshapes : 1, 1))) rc = nomem(err);
