@@ -128,15 +128,24 @@ typedef struct acc {
     flow_use *u;
     uint32_t n, cap;
     ss_idtab links; /* link -> its entry in u */
+    uint32_t *pos;  /* or, given a scratch: 1 + its entry by link, 0 elsewhere */
     ss_ns wire;     /* longest path latency added */
     bool nomem;
     const nicmap *nm; /* NULL: every edge by topo_route's default rail */
 } acc;
 
+/* Leave the scratch map as it was given: zero. */
+static void acc_unmap(acc *a)
+{
+    for (uint32_t i = 0; a->pos && i < a->n; i++) a->pos[a->u[i].link] = 0;
+}
+
 static void acc_free(acc *a)
 {
+    acc_unmap(a);
     free(a->u);
     a->u = NULL;
+    a->n = a->cap = 0;
     ss_idtab_fini(&a->links);
 }
 
@@ -154,6 +163,18 @@ static bool entry_is(const void *ctx, uint32_t id, const void *link)
 
 static void acc_add(acc *a, uint32_t link, double w)
 {
+    if (a->pos) {
+        uint32_t *p = &a->pos[link];
+        if (*p) {
+            a->u[*p - 1].w += w;
+        } else if (ss_grow((void **)&a->u, &a->cap, a->n + 1, sizeof *a->u)) {
+            a->u[a->n++] = (flow_use){link, w};
+            *p = a->n;
+        } else {
+            a->nomem = true;
+        }
+        return;
+    }
     if (!ss_idtab_reserve(&a->links, a->n, 64, entry_hash, a)) {
         a->nomem = true;
         return;
@@ -374,6 +395,7 @@ static void acc_p2p(acc *a, const topo *g, uint32_t s, uint32_t d, double w)
 static int acc_finish(acc *a, flow_use **use, uint32_t *n, ss_err *err)
 {
     ss_idtab_fini(&a->links);
+    acc_unmap(a);
     if (a->nomem) {
         free(a->u);
         return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for a collective's flows");
@@ -732,9 +754,17 @@ static int hier_phases(const topo *g, prog_coll c, const uint32_t *r, uint32_t n
         *nph = 2;
     }
     if (ppn < 2) { /* one rank per node: only the inter-node ring is left */
-        ph[0] = c == PROG_COLL_ALL_GATHER ? ph[0] : ph[1];
+        if (c == PROG_COLL_ALL_GATHER) {
+            acc_free(&ph[1]);
+        } else {
+            acc_free(&ph[0]);
+            ph[0] = ph[1];
+        }
         ph[1] = (acc){0};
-        if (c == PROG_COLL_ALL_REDUCE) ph[2] = (acc){0};
+        if (c == PROG_COLL_ALL_REDUCE) {
+            acc_free(&ph[2]);
+            ph[2] = (acc){0};
+        }
         *nph = 1;
     }
     return SS_OK;
@@ -769,8 +799,32 @@ static void set_steps(const topo *g, prog_coll c, const uint32_t *r, uint32_t n,
     (void)r;
 }
 
+int algo_scratch_init(algo_scratch *sc, const topo *g, ss_err *err)
+{
+    *sc = (algo_scratch){.nlinks = topo_nlinks(g)};
+    for (uint32_t k = 0; k < ALGO_MAX_PHASES; k++)
+        if (!(sc->pos[k] = calloc(sc->nlinks ? sc->nlinks : 1, sizeof *sc->pos[k]))) {
+            algo_scratch_fini(sc);
+            return ss_fail(err, SS_E_NOMEM, NULL, "out of memory for a map of %u links",
+                           sc->nlinks);
+        }
+    return SS_OK;
+}
+
+void algo_scratch_fini(algo_scratch *sc)
+{
+    for (uint32_t k = 0; k < ALGO_MAX_PHASES; k++) free(sc->pos[k]);
+    *sc = (algo_scratch){0};
+}
+
 int algo_shape_build(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
                      algo_kind algo, algo_shape *out, ss_err *err)
+{
+    return algo_shape_build_in(g, c, ranks, n, algo, NULL, out, err);
+}
+
+int algo_shape_build_in(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
+                        algo_kind algo, algo_scratch *sc, algo_shape *out, ss_err *err)
 {
     if (!algo_applies(g, c, ranks, n, algo))
         return ss_fail(err, SS_E_INPUT, NULL, "algorithm %s cannot run %s over %u ranks: %s",
@@ -780,7 +834,10 @@ int algo_shape_build(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t
     int rc = nicmap_init(&nm, g, ranks, n, err);
     if (rc) return rc;
     acc ph[ALGO_MAX_PHASES] = {{0}};
-    for (uint32_t k = 0; k < ALGO_MAX_PHASES; k++) ph[k].nm = &nm;
+    for (uint32_t k = 0; k < ALGO_MAX_PHASES; k++) {
+        ph[k].nm = &nm;
+        ph[k].pos = sc && sc->nlinks == topo_nlinks(g) ? sc->pos[k] : NULL;
+    }
     uint32_t nph = 1;
     switch (algo) {
     case ALGO_RING: /* fall through: PAT moves the ring's bytes through each NIC */

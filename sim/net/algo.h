@@ -211,6 +211,19 @@ int algo_shape_build(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t
                      algo_kind algo, algo_shape *out, ss_err *err);
 void algo_shape_fini(algo_shape *s);
 
+/* A map by link the builder may use in place of a hash table: a caller
+ * that builds many shapes on one topology (the network, every copy of
+ * every group) keeps one. Between builds every entry is 0. */
+typedef struct algo_scratch {
+    uint32_t *pos[ALGO_MAX_PHASES]; /* owned, topo_nlinks entries each */
+    uint32_t nlinks;
+} algo_scratch;
+int algo_scratch_init(algo_scratch *sc, const topo *g, ss_err *err);
+void algo_scratch_fini(algo_scratch *sc);
+/* algo_shape_build with a scratch map (NULL: none); the same shape. */
+int algo_shape_build_in(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
+                        algo_kind algo, algo_scratch *sc, algo_shape *out, ss_err *err);
+
 /* send_recv, send_up, send_down: point to point, run by direct only. */
 bool algo_is_p2p(prog_coll c);
 /* Whether the tuner may pair `algo` with protocol p: NVLS and NVLS_TREE

@@ -67,6 +67,8 @@ struct net {
     uint32_t loaded, solved; /* links the flows can load; classes among them */
     uint32_t gpn, rpn;       /* a node's GPUs and the ranks it holds (spec_place_gpu) */
     uint32_t *gbuf, cap_gbuf; /* a group's GPUs (gpus_of) */
+    algo_scratch map;         /* the shape builder's map by link (map_of) */
+    bool map_tried;
 };
 
 static int nomem(ss_err *err) { return ss_fail(err, SS_E_NOMEM, NULL, "out of memory in the network"); }
@@ -122,6 +124,7 @@ void net_free(net *n)
     free(n->scratch);
     free(n->rep);
     free(n->gbuf);
+    algo_scratch_fini(&n->map);
     flow_sys_free(n->fs);
     topo_free(n->g);
     free(n);
@@ -152,6 +155,19 @@ static const uint32_t *gpus_of(net *n, const uint32_t *ranks, uint32_t size, ss_
     return n->gbuf;
 }
 
+/* The builder's map by link, made at the first shape a step builds; NULL
+ * (the builder hashes instead, the same shapes) where it cannot be had. */
+static algo_scratch *map_of(net *n)
+{
+    if (!n->map_tried) {
+        n->map_tried = true;
+        ss_err e;
+        ss_err_clear(&e);
+        if (algo_scratch_init(&n->map, n->g, &e)) return NULL;
+    }
+    return n->map.nlinks ? &n->map : NULL;
+}
+
 static int cached_shape(net *n, uint32_t gid, prog_coll c, prog_group pg, algo_kind a,
                         int32_t *out, ss_err *err)
 {
@@ -172,7 +188,8 @@ static int cached_shape(net *n, uint32_t gid, prog_coll c, prog_group pg, algo_k
         } else {
             if (!ss_grow((void **)&n->shapes, &n->cap_shapes, n->nshapes + 1, sizeof *n->shapes))
                 return nomem(err);
-            int rc = algo_shape_build(n->g, c, gpu, pg.size, a, &n->shapes[n->nshapes], err);
+            int rc = algo_shape_build_in(n->g, c, gpu, pg.size, a, map_of(n),
+                                         &n->shapes[n->nshapes], err);
             if (rc) return rc;
             n->slot[k] = (int32_t)++n->nshapes;
         }
@@ -205,7 +222,8 @@ static int merge_copies(net *n, uint32_t gid, prog_coll c, uint32_t base, algo_s
     for (uint32_t i = 0; i < nc && !rc; i++) {
         prog_group g = prog_group_copy(n->p, gid, i);
         const uint32_t *gpu = gpus_of(n, g.ranks, g.size, err);
-        rc = gpu ? algo_shape_build(n->g, c, gpu, g.size, m.algo, &cp[i], err) : SS_E_NOMEM;
+        rc = gpu ? algo_shape_build_in(n->g, c, gpu, g.size, m.algo, map_of(n), &cp[i], err)
+                 : SS_E_NOMEM;
         if (!rc && cp[i].nphase != m.nphase)
             rc = ss_fail(err, SS_E_INTERNAL, NULL, "a copy of group %u runs %u phases, not %u",
                          gid, cp[i].nphase, m.nphase);

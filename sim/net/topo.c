@@ -496,15 +496,16 @@ static uint32_t push(uint32_t *path, uint32_t n, uint32_t link)
 static uint32_t torus_dim(const topo *g, uint32_t *node, uint32_t dim, uint32_t to, uint32_t *path,
                           uint32_t n)
 {
+    /* one division per dimension, none per hop: routes are built for every
+     * copy of every group, and a hop's % was a twentieth of a torus layout */
     uint32_t X = g->fab.dims[0], k = g->fab.dims[dim];
-    uint32_t c = dim == 0 ? *node % X : *node / X;
-    uint32_t up = (to + k - c) % k, down = (c + k - to) % k;
+    uint32_t col = *node % X, row = *node / X, c = dim == 0 ? col : row;
+    uint32_t up = to >= c ? to - c : to + k - c, down = up ? k - up : 0;
     bool inc = up <= down;
     for (uint32_t s = 0; s < (inc ? up : down); s++) {
         n = push(path, n, g->fbase + 4 * *node + 2 * dim + (inc ? 0 : 1));
-        uint32_t nc = inc ? (c + 1) % k : (c + k - 1) % k;
-        *node = dim == 0 ? *node - c + nc : nc * X + *node % X;
-        c = nc;
+        c = inc ? (c + 1 == k ? 0 : c + 1) : (c ? c - 1 : k - 1);
+        *node = dim == 0 ? row * X + c : c * X + col;
     }
     return n;
 }

@@ -722,6 +722,59 @@ static void test_channel_caps(void **state)
     topo_free(g);
 }
 
+/* The builder's map by link (algo_scratch) changes its speed, never its
+ * shapes: every algorithm that applies, on a fat tree across nodes (one
+ * and eight GPUs a node: hierarchical drops its inside phases at one) and
+ * on the 2D torus, builds the same usage, weight for weight, with and
+ * without it, and leaves the map all zero. */
+static void same_shape(const topo *g, prog_coll c, const uint32_t *r, uint32_t n,
+                       algo_scratch *sc)
+{
+    for (int a = ALGO_RING; a < ALGO_NKINDS; a++) {
+        if (!algo_applies(g, c, r, n, (algo_kind)a)) continue;
+        algo_shape x = shape(g, c, r, n, (algo_kind)a), y;
+        assert_int_equal(algo_shape_build_in(g, c, r, n, (algo_kind)a, sc, &y, NULL), SS_OK);
+        assert_int_equal(x.nphase, y.nphase);
+        assert_int_equal(x.wire_ns, y.wire_ns);
+        for (uint32_t k = 0; k < x.nphase; k++) {
+            assert_int_equal(x.nuse[k], y.nuse[k]);
+            for (uint32_t i = 0; i < x.nuse[k]; i++) {
+                assert_int_equal(x.use[k][i].link, y.use[k][i].link);
+                assert_true(x.use[k][i].w == y.use[k][i].w);
+            }
+        }
+        algo_shape_fini(&x);
+        algo_shape_fini(&y);
+        for (uint32_t k = 0; k < ALGO_MAX_PHASES; k++)
+            for (uint32_t l = 0; l < sc->nlinks; l++) assert_int_equal(sc->pos[k][l], 0);
+    }
+}
+
+static void test_scratch_map(void **state)
+{
+    (void)state;
+    uint32_t r[32], one[4] = {0, 8, 16, 24}, tor[8] = {0, 1, 5, 6, 9, 10, 14, 15};
+    for (uint32_t i = 0; i < 32; i++) r[i] = i;
+    static const prog_coll cs[] = {PROG_COLL_ALL_REDUCE, PROG_COLL_ALL_GATHER,
+                                   PROG_COLL_REDUCE_SCATTER, PROG_COLL_ALL_TO_ALL,
+                                   PROG_COLL_SEND_RECV};
+    topo *g = graph("h100-ib-fattree.json", 4);
+    algo_scratch sc;
+    assert_int_equal(algo_scratch_init(&sc, g, NULL), SS_OK);
+    assert_int_equal(sc.nlinks, topo_nlinks(g));
+    for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+        same_shape(g, cs[i], r, 32, &sc);
+        same_shape(g, cs[i], one, 4, &sc);
+    }
+    algo_scratch_fini(&sc);
+    topo_free(g);
+    g = graph("accel-torus.json", 16);
+    assert_int_equal(algo_scratch_init(&sc, g, NULL), SS_OK);
+    for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) same_shape(g, cs[i], tor, 8, &sc);
+    algo_scratch_fini(&sc);
+    topo_free(g);
+}
+
 /* Pipeline fill of a tree all-reduce (algo.h), by hand on h100-ib-fattree
  * nodes of 8 GPUs and 8 NICs: 16 channels (test_ring_ctas), a chain of 7
  * NVLink hops up and down each node and log2(nodes) network hops each
@@ -1131,7 +1184,7 @@ int main(void)
         cmocka_unit_test(test_all_to_all_nodes), cmocka_unit_test(test_p2p_channels),
         cmocka_unit_test(test_link_classes),
         cmocka_unit_test(test_pat), cmocka_unit_test(test_hierarchical_only_forced),              cmocka_unit_test(test_nccl_versions),
-        cmocka_unit_test(test_channel_caps), cmocka_unit_test(test_tree_fill),
+        cmocka_unit_test(test_channel_caps), cmocka_unit_test(test_tree_fill), cmocka_unit_test(test_scratch_map),
         cmocka_unit_test(test_ring_ctas),
         cmocka_unit_test(test_ranks_per_node),
     };
