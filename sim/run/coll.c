@@ -331,6 +331,11 @@ int coll_format(const coll_table *t, const char *topo_name, const net_opts *o, c
         put(&b, "# a ring across nodes runs %u CTAs of %.1f GB/s: at most %.0f GB/s bus bandwidth "
                 "(docs/TOPOLOGY.md, \"Ring CTAs across nodes\"; --min-ctas raises the CTAs)\n",
             t->ring_ctas, t->ring_cta_GBps, t->ring_ctas * t->ring_cta_GBps);
+    bool fill = false;
+    for (uint32_t i = 0; i < t->nrows; i++) fill |= t->nodes > 1 && t->rows[i].algo == ALGO_TREE;
+    if (fill)
+        put(&b, "# tree rows pay the tree's pipeline fill, NCCL's chunks through every hop "
+                "(docs/TOPOLOGY.md, \"Pipeline fill\")\n");
     put(&b, "# predicted, one collective alone on the machine (columns as nccl-tests' "
             "out-of-place group)\n#\n");
     /* nccl-tests' own header text for the shared columns */

@@ -48,6 +48,12 @@ b16=$(bw) b24=$(bw --min-ctas 24)
   grep -q "^# a ring across nodes runs 24 CTAs of 20.0 GB/s: at most 480 GB/s" || fail "coll: no ring CTA line for 4 nodes"
 "$bin" coll --topology topologies/h100x8-hgx.json --op all_gather -b 1G -e 1G | grep -q "ring across nodes" &&
   fail "coll: a ring CTA line inside one node"
+# a table whose rows run a tree across nodes says they pay its pipeline fill
+# (algo.h, "Pipeline fill"); one that runs none says nothing of it
+"$bin" coll --topology topologies/h100-ib-fattree.json --nodes 2 --op all_reduce -b 16M -e 16M |
+  grep -q "^# tree rows pay the tree's pipeline fill" || fail "coll: no fill line for a tree across nodes"
+"$bin" coll --topology topologies/h100-ib-fattree.json --nodes 2 --op all_reduce --algo ring -b 16M -e 16M |
+  grep -q "pipeline fill" && fail "coll: a fill line for rings"
 awk -v a="$b16" -v b="$b24" 'BEGIN { exit !(a > 300 && a <= 320 && b > 340) }' ||
   fail "ring busbw with 16 CTAs $b16, with NCCL_MIN_CTAS=24 $b24: want <= 320 and > 340 GB/s"
 # rank lines that are an excerpt (the GB200 NVL72 log keeps "Rank 71" alone) do not
