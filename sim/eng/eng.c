@@ -80,6 +80,7 @@ typedef struct rank_st {
      * speed as of cur_t, and the generation of its pending EV_CEND. */
     uint32_t ncoll, cur, cgen;
     ss_ns cur_t, cur_left;
+    ss_ns cend_t; /* when the pending EV_CEND of generation cgen pops */
 } rank_st;
 
 typedef struct grp_st {
@@ -457,7 +458,14 @@ static int push_wakes(eng *e)
  * A rank's compute-stream op keeps the work it has left at full speed; at
  * each change of the rank's running collectives between none and some,
  * the work done since the last change is taken off at the old rate and
- * the end is moved to match the new one (EV_CEND, stale by generation). */
+ * the end is moved to match the new one. One EV_CEND is pending per rank:
+ * an end that moved earlier gets a new one (the pending one goes stale by
+ * generation); an end that moved later keeps it, and when it pops it
+ * pushes another for the end as it then stands. A collective beside the
+ * op moves its end later at its start and earlier (but still later than
+ * the first end) at its own end, so that costs one event per overlap where
+ * a push at each move cost two, and the queue holds fewer stale instants
+ * (DECISIONS.md 167). */
 
 /* Wall time of `work` ns at the rank's current rate (rounded to the ns). */
 static ss_ns stretched(const eng *e, const rank_st *rs, ss_ns work)
@@ -465,13 +473,18 @@ static ss_ns stretched(const eng *e, const rank_st *rs, ss_ns work)
     return rs->ncoll ? (ss_ns)((double)work * (1.0 + e->slow) + 0.5) : work;
 }
 
-static int push_cend(eng *e, uint32_t r, ss_ns t)
+static int push_cend(eng *e, uint32_t r, ss_ns t, bool moved)
 {
     rank_st *rs = &e->r[r];
     ss_ns end = 0;
     int rc = add_time(e, r, rs->cur, t, stretched(e, rs, rs->cur_left), &end);
     if (rc) return rc;
     rs->rec[rs->cur].end = end;
+    /* an end that moved later leaves the pending event: it pops first and
+     * pushes another for the end as it then stands (on_cend); only an end
+     * that moved earlier needs one now, the pending one going stale */
+    if (moved && end >= rs->cend_t) return SS_OK;
+    rs->cend_t = end;
     return eq_push(&e->q, end, EQ_CLS_END, EV_CEND, r, ++rs->cgen, e->err);
 }
 
@@ -480,7 +493,7 @@ static int start_slowed(eng *e, uint32_t r, uint32_t i, ss_ns t, ss_ns work)
     rank_st *rs = &e->r[r];
     mark_start(&rs->rec[i], t);
     rs->cur = i, rs->cur_t = t, rs->cur_left = work;
-    return push_cend(e, r, t);
+    return push_cend(e, r, t, false);
 }
 
 /* The rank's running collectives went from `before` to rs->ncoll at t
@@ -493,7 +506,7 @@ static int rate_change(eng *e, uint32_t r, uint32_t before, ss_ns t)
     ss_ns done = before ? (ss_ns)((double)el / (1.0 + e->slow) + 0.5) : el;
     rs->cur_left -= done < rs->cur_left ? done : rs->cur_left;
     rs->cur_t = t;
-    return push_cend(e, r, t);
+    return push_cend(e, r, t, true);
 }
 
 static int coll_begins(eng *e, uint32_t r, ss_ns t)
@@ -676,6 +689,10 @@ static int on_cend(eng *e, uint32_t r, uint32_t gen, ss_ns t)
     rank_st *rs = &e->r[r];
     if (gen != rs->cgen || rs->cur == NONE) return SS_OK; /* superseded */
     uint32_t i = rs->cur;
+    if (t < rs->rec[i].end) { /* the end moved later since this was pushed */
+        rs->cend_t = rs->rec[i].end;
+        return eq_push(&e->q, rs->cend_t, EQ_CLS_END, EV_CEND, r, ++rs->cgen, e->err);
+    }
     rs->cur = NONE;
     return on_end(e, r, i, t);
 }
