@@ -69,6 +69,8 @@ struct net {
     uint32_t *gbuf, cap_gbuf; /* a group's GPUs (gpus_of) */
     algo_scratch map;         /* the shape builder's map by link (map_of) */
     bool map_tried;
+    uint8_t *solo;            /* [nsolo]: shape s's flows run alone (find_solo) */
+    uint32_t nsolo;
 };
 
 static int nomem(ss_err *err) { return ss_fail(err, SS_E_NOMEM, NULL, "out of memory in the network"); }
@@ -125,6 +127,7 @@ void net_free(net *n)
     free(n->rep);
     free(n->gbuf);
     algo_scratch_fini(&n->map);
+    free(n->solo);
     flow_sys_free(n->fs);
     topo_free(n->g);
     free(n);
@@ -449,8 +452,9 @@ static void stop_flow(net *n, uint32_t id) { flow_remove(n->fs, n->in[id].flow);
  * symmetry loads alike: one link per class is left, and the flow system
  * solves one hop's and one copy's worth. Made once, before the first flow,
  * from every shape a collective of the program can load (each (group,
- * collective) with every candidate algorithm); a shape built later would
- * break it, and is an internal error. An every-rank run's replicas are
+ * collective) with the algorithm the tuner picks for each size it is
+ * called with, every candidate past 8 sizes: mark_shapes); a shape built
+ * later would break it, and is an internal error. An every-rank run's replicas are
  * separate flows, whose links never match across replicas, but each
  * replica's own links still fall into classes. */
 
@@ -478,8 +482,11 @@ static int mark_one(net *n, uint32_t k, uint32_t base, uint32_t **fl, uint32_t *
 {
     uint32_t f;
     int rc = flow_shape(n, k / NCOLL, (prog_coll)(k % NCOLL), base, &f, err);
-    if (!rc && !ss_grow((void **)fl, cap, *nfl + 1, sizeof **fl)) rc = nomem(err);
-    if (!rc) (*fl)[(*nfl)++] = f;
+    if (!rc && !ss_grow((void **)fl, cap, 2 * (*nfl + 1), sizeof **fl)) rc = nomem(err);
+    if (!rc) { /* pairs: the shape, its group */
+        (*fl)[2 * *nfl] = f;
+        (*fl)[2 * (*nfl)++ + 1] = k / NCOLL;
+    }
     return rc;
 }
 
@@ -489,7 +496,8 @@ static int mark_one(net *n, uint32_t k, uint32_t base, uint32_t **fl, uint32_t *
  * picks the same ones during the run); merging a group's copies is most of
  * a layout's network setup, so the algorithms no size picks are not
  * merged. A pair called with more sizes marks every candidate. */
-static int mark_shapes(net *n, unsigned char **marks, ss_err *err)
+static int mark_shapes(net *n, unsigned char **marks, uint32_t **pairs, uint32_t *npairs,
+                       ss_err *err)
 {
     uint32_t ng = prog_ngroups(n->p), npair = ng * NCOLL;
     seen_sizes *seen = calloc(npair ? npair : 1, sizeof *seen);
@@ -523,8 +531,9 @@ static int mark_shapes(net *n, unsigned char **marks, ss_err *err)
     /* the shapes flows load: merged ones for groups with copies (their
      * base shapes only price the tuner's choice), the base ones otherwise */
     if (!rc && !(*marks = calloc(n->nshapes ? n->nshapes : 1, 1))) rc = nomem(err);
-    for (uint32_t i = 0; !rc && i < nfl; i++) (*marks)[fl[i]] = 1;
-    free(fl);
+    for (uint32_t i = 0; !rc && i < nfl; i++) (*marks)[fl[2 * i]] = 1;
+    if (rc) free(fl);
+    else *pairs = fl, *npairs = nfl;
     return rc;
 }
 
@@ -542,12 +551,105 @@ static void keep_reps(net *n, algo_shape *x)
     }
 }
 
+/* ---- collectives that run alone ----
+ * A flow whose links no other flow can load while it runs gets the rate
+ * its own links give it, from its start to its end: the flow system would
+ * solve it alone (every link private: the least cap / w, flow.h) at the
+ * settle after it starts, and never again. Such an instance needs no flow,
+ * no settle and no wake but its end (solo_end works out the same end, wake
+ * by wake). Which flows run alone: the marked flow shapes fall into
+ * clusters that share a link class (union-find over their class links);
+ * a cluster whose groups all have the same first engine member, whose
+ * collectives on that rank all run on one stream, never has two instances
+ * at once (an instance holds every member's stream until it ends, eng.h),
+ * so its shapes are solo. A tensor-parallel group folded to one rank, its
+ * copies on links no other group loads, is the common case. */
+static uint32_t uf_find(uint32_t *up, uint32_t x)
+{
+    while (up[x] != x) x = up[x] = up[up[x]];
+    return x;
+}
+
+static bool first_link(const algo_shape *x, uint32_t *l)
+{
+    for (uint32_t k = 0; k < x->nphase; k++)
+        if (x->nuse[k]) {
+            *l = x->use[k][0].link;
+            return true;
+        }
+    return false;
+}
+
+/* The stream every collective of group g runs on at its first engine
+ * member, into st[g]: PROG_NSTREAMS + 1 where it has none yet, PROG_NSTREAMS
+ * where they differ. */
+static void group_streams(const prog *p, uint8_t *st)
+{
+    uint32_t ng = prog_ngroups(p);
+    for (uint32_t g = 0; g < ng; g++) st[g] = PROG_NSTREAMS + 1;
+    for (uint32_t r = 0; r < prog_nranks(p); r++) {
+        const prog_op *ops = prog_ops(p, r);
+        for (uint32_t i = 0; i < prog_nops(p, r); i++) {
+            if (ops[i].kind != PROG_OP_COLL) continue;
+            uint32_t g = prog_op_group(p, r, i);
+            if (prog_group_get(p, g).ranks[0] != r) continue;
+            if (st[g] == PROG_NSTREAMS + 1) st[g] = ops[i].stream;
+            else if (st[g] != ops[i].stream) st[g] = PROG_NSTREAMS;
+        }
+    }
+}
+
+static int find_solo(net *n, const uint32_t *pairs, uint32_t npairs, ss_err *err)
+{
+    uint32_t L = topo_nlinks(n->g), ng = prog_ngroups(n->p);
+    uint32_t *up = malloc((L ? L : 1) * sizeof *up);
+    uint32_t *lead = malloc((L ? L : 1) * sizeof *lead); /* [root]: a group, or NONE_G */
+    uint8_t *st = malloc(ng ? ng : 1), *ok = malloc(L ? L : 1);
+    n->solo = calloc(n->nshapes ? n->nshapes : 1, 1);
+    if (!up || !lead || !st || !ok || !n->solo) {
+        free(up), free(lead), free(st), free(ok);
+        return nomem(err);
+    }
+    n->nsolo = n->nshapes;
+    enum { NONE_G = UINT32_MAX };
+    for (uint32_t l = 0; l < L; l++) up[l] = l, lead[l] = NONE_G, ok[l] = 1;
+    for (uint32_t i = 0; i < npairs; i++) { /* one cluster per shared link */
+        const algo_shape *x = &n->shapes[pairs[2 * i]];
+        uint32_t a0;
+        if (!first_link(x, &a0)) continue;
+        for (uint32_t k = 0; k < x->nphase; k++)
+            for (uint32_t j = 0; j < x->nuse[k]; j++) {
+                uint32_t a = uf_find(up, x->use[k][j].link), b = uf_find(up, a0);
+                if (a != b) up[a] = b;
+            }
+    }
+    group_streams(n->p, st);
+    for (uint32_t i = 0; i < npairs; i++) { /* one first member, one stream */
+        const algo_shape *x = &n->shapes[pairs[2 * i]];
+        uint32_t a0;
+        if (!first_link(x, &a0)) continue;
+        uint32_t root = uf_find(up, a0), g = pairs[2 * i + 1];
+        if (st[g] >= PROG_NSTREAMS) ok[root] = 0;
+        else if (lead[root] == NONE_G) lead[root] = g;
+        else if (prog_group_get(n->p, lead[root]).ranks[0] != prog_group_get(n->p, g).ranks[0] ||
+                 st[lead[root]] != st[g])
+            ok[root] = 0;
+    }
+    for (uint32_t i = 0; i < npairs; i++) { /* a shape with no links is left to the flows */
+        uint32_t a0;
+        if (first_link(&n->shapes[pairs[2 * i]], &a0)) n->solo[pairs[2 * i]] = ok[uf_find(up, a0)];
+    }
+    free(up), free(lead), free(st), free(ok);
+    return SS_OK;
+}
+
 static int classify(net *n, ss_err *err)
 {
     n->classed = true;
     if (!n->p || n->o.every_link) return SS_OK;
     unsigned char *marks = NULL;
-    int rc = mark_shapes(n, &marks, err);
+    uint32_t *pairs = NULL, npairs = 0;
+    int rc = mark_shapes(n, &marks, &pairs, &npairs, err);
     const algo_shape **sh = rc ? NULL : malloc((n->nshapes ? n->nshapes : 1) * sizeof *sh);
     uint32_t k = 0;
     if (!rc && !sh) rc = nomem(err);
@@ -556,8 +658,10 @@ static int classify(net *n, ss_err *err)
     if (!rc) rc = lclass_make(n->g, sh, k, &n->rep, &n->loaded, &n->solved, err);
     for (uint32_t s = 0; !rc && s < n->nshapes; s++)
         if (marks[s]) keep_reps(n, &n->shapes[s]);
+    if (!rc && !n->o.no_solo) rc = find_solo(n, pairs, npairs, err);
     free(sh);
     free(marks);
+    free(pairs);
     return rc;
 }
 
@@ -565,6 +669,33 @@ static int classify(net *n, ss_err *err)
 
 static int choose(net *n, uint32_t gid, prog_coll c, prog_group pg, ss_bytes bytes, inst *x,
                   ss_err *err);
+
+/* When a solo instance (find_solo) started at `now` ends: its latency,
+ * then each phase at the rate its links alone give (flow.h: the least of
+ * the cap and cap_l / w_l), woken at due_of and again while rounding left
+ * more than a byte, as the flow's own wakes would be. */
+static ss_ns solo_end(const net *n, const inst *x, ss_ns now)
+{
+    const algo_shape *s = &n->shapes[x->fshape];
+    ss_ns t = now + x->cost.latency_ns;
+    for (uint32_t k = 0; k < s->nphase; k++) {
+        double rate = x->cost.wire_cap > 0 ? x->cost.wire_cap / x->cost.wscale : INFINITY;
+        for (uint32_t i = 0; i < s->nuse[k]; i++) {
+            double c = topo_link_Bps(n->g, s->use[k][i].link) /
+                       (s->use[k][i].w * x->cost.wscale);
+            if (c < rate) rate = c;
+        }
+        inst f = {.bytes = x->bytes, .rem = x->bytes, .rate = rate, .at = t};
+        ss_ns due = due_of(&f, rate, t);
+        for (;;) {
+            catch_up(&f, due);
+            if (!(f.rem > 1.0 + 1e-9 * f.bytes)) break;
+            due = due_of(&f, rate, due);
+        }
+        t = due;
+    }
+    return t;
+}
 
 static int on_start(void *ctx, uint32_t id, prog_coll c, prog_group pg, uint32_t gid,
                     ss_bytes bytes, ss_ns now, eng_wakes *w, ss_err *err)
@@ -581,6 +712,10 @@ static int on_start(void *ctx, uint32_t id, prog_coll c, prog_group pg, uint32_t
     int rc = n->classed ? SS_OK : classify(n, err);
     if (!rc) rc = choose(n, gid, c, pg, bytes, x, err);
     if (rc) return rc;
+    if (bytes && x->fshape < n->nsolo && n->solo[x->fshape]) {
+        x->state = I_DONE;
+        return eng_wake_at(w, id, solo_end(n, x, now), err);
+    }
     x->state = bytes ? I_LATENCY : I_DONE;
     return eng_wake_at(w, id, now + x->cost.latency_ns, err);
 }

@@ -46,6 +46,7 @@ typedef struct net_opts {
     algo_proto proto; /* ALGO_P_AUTO: the tuner's choice */
     const struct prof *profile; /* NULL: model defaults; must outlive the net */
     bool every_link;  /* solve on every link, without link classes (tests) */
+    bool no_solo;     /* every collective a flow, none worked out alone (tests) */
     uint32_t nccl;    /* NCCL version (spec.h); 0: the topology's */
     uint32_t min_ctas; /* NCCL_MIN_CTAS; 0: NCCL's default */
 } net_opts;

@@ -403,7 +403,7 @@ static void same_without_classes(const char *rel, const char *set, uint32_t *loa
     uint32_t ld[2], sv[2];
     for (int k = 0; k < 2; k++) {
         net_opts o = {.algo = (algo_kind)s.net_algo, .proto = (algo_proto)s.net_proto,
-                      .every_link = k == 1};
+                      .every_link = k == 1, .no_solo = true};
         net *n = NULL;
         assert_int_equal(net_new(&s.topo, &o, &n, &err), SS_OK);
         eng_net e = net_eng(n, p);
@@ -433,6 +433,62 @@ static void same_without_classes(const char *rel, const char *set, uint32_t *loa
     prog_free(p);
     plan_free(pl);
     spec_scenario_fini(&s);
+}
+
+/* Collectives that run alone (net.c, find_solo) are worked out without a
+ * flow: run scenario `rel` with them and with every collective a flow:
+ * every op issues, starts and ends at the same ns, and the run with them
+ * takes fewer events (it has some). */
+static void same_without_solo(const char *rel)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/scenarios/%s", SS_SOURCE_DIR, rel);
+    spec_scenario s;
+    plan *pl = NULL;
+    prog *p = NULL;
+    ss_err err;
+    ss_err_clear(&err);
+    if (scn_load(path, NULL, 0, &s, &err) || plan_new(&pl, &s, &err) || sched_build(pl, &p, &err))
+        fail_msg("%s: %s", err.where, err.msg);
+    trc *t[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        net_opts o = {.algo = (algo_kind)s.net_algo, .proto = (algo_proto)s.net_proto,
+                      .no_solo = k == 1};
+        net *n = NULL;
+        assert_int_equal(net_new(&s.topo, &o, &n, &err), SS_OK);
+        eng_net e = net_eng(n, p);
+        e.overlap_slowdown = s.topo.device.overlap_slowdown;
+        if (eng_run(p, &e, &t[k], &err)) fail_msg("%s", err.msg);
+        net_free(n);
+    }
+    print_message("  %s: %llu events with collectives alone, %llu with every one a flow\n", rel,
+                  (unsigned long long)t[0]->nevents, (unsigned long long)t[1]->nevents);
+    assert_int_equal(t[0]->step_ns, t[1]->step_ns);
+    assert_true(t[0]->nevents < t[1]->nevents);
+    for (uint32_t r = 0; r < t[0]->nranks; r++)
+        for (uint32_t i = 0; i < prog_nops(p, r); i++) {
+            const trc_op *a = &t[0]->ops[r][i], *b = &t[1]->ops[r][i];
+            if (a->issue != b->issue || a->start != b->start || a->end != b->end)
+                fail_msg("rank %u op %u: [%llu, %llu) alone, [%llu, %llu) as a flow", r, i,
+                         (unsigned long long)a->start, (unsigned long long)a->end,
+                         (unsigned long long)b->start, (unsigned long long)b->end);
+        }
+    trc_free(t[0]);
+    trc_free(t[1]);
+    prog_free(p);
+    plan_free(pl);
+    spec_scenario_fini(&s);
+}
+
+/* Tensor-parallel groups of a whole 8-GPU node whose pipeline sends leave
+ * through the NICs (SC21 145B on A100, Megatron-core's 70B on H100), and
+ * torchtitan's FSDP x TP: their TP collectives run alone. */
+static void test_solo_changes_nothing(void **state)
+{
+    (void)state;
+    same_without_solo("published/megatron-lm-sc21-gpt-145b-tp8-pp8-dp24-1536xa100.json");
+    same_without_solo("published/megatron-core-r0.8-gpt-70b-tp8-pp2-dp48-768xh100.json");
+    same_without_solo("published/torchtitan-llama3.1-70b-fsdp32-tp8-256xh100.json");
 }
 
 /* The classes change no time and do leave links out: the 5T MoE folded
@@ -577,6 +633,7 @@ int main(void)
         cmocka_unit_test(test_tp_cp_fold_moe),
         cmocka_unit_test(test_per_rank_programs_not_folded),
         cmocka_unit_test(test_fsdp2_even_folds),
+        cmocka_unit_test(test_solo_changes_nothing),
         cmocka_unit_test(test_link_classes_change_nothing_heavy),
         cmocka_unit_test(test_variation_simulates_every_rank),
         cmocka_unit_test(test_memory_copies_equal_replays_heavy),
