@@ -1024,12 +1024,12 @@ static uint32_t tree_channels(uint32_t nc, algo_proto p, ss_bytes bytes)
 
 /* The data one channel's tree step moves (calcCollChunking): LL128 halves
  * its chunk while the channels' steps are few for the tree's depth,
- * nsteps = 1 + log2(nodes) + ppn / 10; Simple keeps its step. */
+ * nsteps = 1 + floor(log2(nodes)) + ppn / 10; Simple keeps its step. */
 static double tree_chunk(algo_proto p, ss_bytes bytes, uint32_t nc, uint32_t nodes, double ppn)
 {
     if (p != ALGO_P_LL128) return SIMPLE_CHUNK;
-    uint32_t lg = 0;
-    while ((1u << lg) < nodes) lg++;
+    uint32_t lg = 0; /* log2i: floor */
+    while ((2u << lg) <= nodes) lg++;
     double nsteps = 1 + lg + 0.1 * ppn, chunk = LL128_CHUNK;
     while (floor((double)bytes / (nc * chunk)) < nsteps * 64 / ppn && chunk > 131072) chunk /= 2;
     while (floor((double)bytes / (nc * chunk)) < nsteps * 16 / ppn && chunk > 32768) chunk /= 2;

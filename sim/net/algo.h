@@ -129,7 +129,7 @@
  * (src/enqueue.cc, calcCollChunking, 2.19 to 2.29): LL128's 576,000 data
  * bytes halved while bytes / (channels x chunk) < nsteps x 64 / ppn and
  * above 128 KiB, then while < nsteps x 16 / ppn and above 32 KiB, nsteps =
- * 1 + log2(nodes) + ppn / 10; Simple's 512 KiB step; never more than a
+ * 1 + floor(log2(nodes)) + ppn / 10; Simple's 512 KiB step; never more than a
  * channel's share of the bytes. Channels: the communicator's (the ring
  * CTAs below), fewer while bytes < channels x threads x NCCL's per-thread
  * threshold (topoGetAlgoInfo). A hop moves at NCCL's per-channel tree
