@@ -381,13 +381,17 @@ static void test_ranks_per_node_fold(void **state)
 
 /* Per-rank programs are not folded: ZeroRedundancyOptimizer (each rank
  * steps the parameters it owns) and use_orig_params (each rank's views). */
-/* Link classes (net.h): flows load one link of each class of links every
- * flow loads alike. Runs scenario `rel` (with `set`, if any) with classes
- * and with every link solved: each op of each rank issues, starts and ends
- * at the same ns, with the events in the same order. Fills the links the
- * flows load and the ones solved with classes. */
-static void same_without_classes(const char *rel, const char *set, uint32_t *loaded,
-                                 uint32_t *solved)
+/* Scenario `rel` (with `set`, if any) run twice on the network, with
+ * options o[0] and o[1]: the traces into t[], the links the flows load and
+ * the ones solved with classes into ld[] and sv[]. Asserts every op of
+ * every rank issues, starts and ends at the same ns both times, the ends in
+ * the same order, and the same step. */
+typedef struct two_runs {
+    trc *t[2];
+    uint32_t ld[2], sv[2], nranks;
+} two_runs;
+
+static two_runs run_twice(const char *rel, const char *set, const net_opts o[2])
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/scenarios/%s", SS_SOURCE_DIR, rel);
@@ -399,85 +403,72 @@ static void same_without_classes(const char *rel, const char *set, uint32_t *loa
     if (scn_load(path, set ? &set : NULL, set ? 1 : 0, &s, &err) || plan_new(&pl, &s, &err) ||
         sched_build(pl, &p, &err))
         fail_msg("%s: %s", err.where, err.msg);
-    trc *t[2] = {NULL, NULL};
-    uint32_t ld[2], sv[2];
+    two_runs w = {.nranks = prog_nranks(p)};
     for (int k = 0; k < 2; k++) {
-        net_opts o = {.algo = (algo_kind)s.net_algo, .proto = (algo_proto)s.net_proto,
-                      .every_link = k == 1, .no_solo = true};
+        net_opts ok = o[k];
+        ok.algo = (algo_kind)s.net_algo, ok.proto = (algo_proto)s.net_proto;
         net *n = NULL;
-        assert_int_equal(net_new(&s.topo, &o, &n, &err), SS_OK);
+        assert_int_equal(net_new(&s.topo, &ok, &n, &err), SS_OK);
         eng_net e = net_eng(n, p);
         e.overlap_slowdown = s.topo.device.overlap_slowdown;
-        if (eng_run(p, &e, &t[k], &err)) fail_msg("%s", err.msg);
-        net_link_classes(n, &ld[k], &sv[k]);
+        if (eng_run(p, &e, &w.t[k], &err)) fail_msg("%s", err.msg);
+        net_link_classes(n, &w.ld[k], &w.sv[k]);
         net_free(n);
     }
-    print_message("  %s%s%s: %u ranks, %u links loaded, %u solved with classes; step %llu ns\n",
-                  rel, set ? " " : "", set ? set : "", prog_nranks(p), ld[0], sv[0],
-                  (unsigned long long)t[0]->step_ns);
-    assert_int_equal(ld[1], 0); /* every link: no classes made */
-    assert_int_equal(t[0]->step_ns, t[1]->step_ns);
-    assert_int_equal(t[0]->nevents, t[1]->nevents);
-    for (uint32_t r = 0; r < t[0]->nranks; r++)
+    assert_int_equal(w.t[0]->step_ns, w.t[1]->step_ns);
+    for (uint32_t r = 0; r < w.t[0]->nranks; r++)
         for (uint32_t i = 0; i < prog_nops(p, r); i++) {
-            const trc_op *a = &t[0]->ops[r][i], *b = &t[1]->ops[r][i];
+            const trc_op *a = &w.t[0]->ops[r][i], *b = &w.t[1]->ops[r][i];
             if (a->issue != b->issue || a->start != b->start || a->end != b->end ||
                 a->seq_end != b->seq_end)
-                fail_msg("rank %u op %u: [%llu, %llu) with classes, [%llu, %llu) without", r, i,
-                         (unsigned long long)a->start, (unsigned long long)a->end,
+                fail_msg("%s rank %u op %u: [%llu, %llu) one way, [%llu, %llu) the other", rel, r,
+                         i, (unsigned long long)a->start, (unsigned long long)a->end,
                          (unsigned long long)b->start, (unsigned long long)b->end);
         }
-    *loaded = ld[0], *solved = sv[0];
-    trc_free(t[0]);
-    trc_free(t[1]);
     prog_free(p);
     plan_free(pl);
     spec_scenario_fini(&s);
+    return w;
+}
+
+static void two_runs_fini(two_runs *w)
+{
+    trc_free(w->t[0]);
+    trc_free(w->t[1]);
+}
+
+/* Link classes (net.h): flows load one link of each class of links every
+ * flow loads alike. Runs scenario `rel` (with `set`, if any) with classes
+ * and with every link solved (collectives all flows, so that the classes
+ * alone are tested): each op of each rank issues, starts and ends at the
+ * same ns, with the events in the same order. Fills the links the flows
+ * load and the ones solved with classes. */
+static void same_without_classes(const char *rel, const char *set, uint32_t *loaded,
+                                 uint32_t *solved)
+{
+    const net_opts o[2] = {{.no_solo = true}, {.every_link = true, .no_solo = true}};
+    two_runs w = run_twice(rel, set, o);
+    print_message("  %s%s%s: %u ranks, %u links loaded, %u solved with classes; step %llu ns\n",
+                  rel, set ? " " : "", set ? set : "", w.nranks, w.ld[0], w.sv[0],
+                  (unsigned long long)w.t[0]->step_ns);
+    assert_int_equal(w.ld[1], 0); /* every link: no classes made */
+    assert_int_equal(w.t[0]->nevents, w.t[1]->nevents);
+    *loaded = w.ld[0], *solved = w.sv[0];
+    two_runs_fini(&w);
 }
 
 /* Collectives that run alone (net.c, find_solo) are worked out without a
  * flow: run scenario `rel` with them and with every collective a flow:
- * every op issues, starts and ends at the same ns, and the run with them
- * takes fewer events (it has some). */
+ * every op issues, starts and ends at the same ns, the ends in the same
+ * order, and the run with them takes fewer events (it has some). */
 static void same_without_solo(const char *rel)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/scenarios/%s", SS_SOURCE_DIR, rel);
-    spec_scenario s;
-    plan *pl = NULL;
-    prog *p = NULL;
-    ss_err err;
-    ss_err_clear(&err);
-    if (scn_load(path, NULL, 0, &s, &err) || plan_new(&pl, &s, &err) || sched_build(pl, &p, &err))
-        fail_msg("%s: %s", err.where, err.msg);
-    trc *t[2] = {NULL, NULL};
-    for (int k = 0; k < 2; k++) {
-        net_opts o = {.algo = (algo_kind)s.net_algo, .proto = (algo_proto)s.net_proto,
-                      .no_solo = k == 1};
-        net *n = NULL;
-        assert_int_equal(net_new(&s.topo, &o, &n, &err), SS_OK);
-        eng_net e = net_eng(n, p);
-        e.overlap_slowdown = s.topo.device.overlap_slowdown;
-        if (eng_run(p, &e, &t[k], &err)) fail_msg("%s", err.msg);
-        net_free(n);
-    }
+    const net_opts o[2] = {{0}, {.no_solo = true}};
+    two_runs w = run_twice(rel, NULL, o);
     print_message("  %s: %llu events with collectives alone, %llu with every one a flow\n", rel,
-                  (unsigned long long)t[0]->nevents, (unsigned long long)t[1]->nevents);
-    assert_int_equal(t[0]->step_ns, t[1]->step_ns);
-    assert_true(t[0]->nevents < t[1]->nevents);
-    for (uint32_t r = 0; r < t[0]->nranks; r++)
-        for (uint32_t i = 0; i < prog_nops(p, r); i++) {
-            const trc_op *a = &t[0]->ops[r][i], *b = &t[1]->ops[r][i];
-            if (a->issue != b->issue || a->start != b->start || a->end != b->end)
-                fail_msg("rank %u op %u: [%llu, %llu) alone, [%llu, %llu) as a flow", r, i,
-                         (unsigned long long)a->start, (unsigned long long)a->end,
-                         (unsigned long long)b->start, (unsigned long long)b->end);
-        }
-    trc_free(t[0]);
-    trc_free(t[1]);
-    prog_free(p);
-    plan_free(pl);
-    spec_scenario_fini(&s);
+                  (unsigned long long)w.t[0]->nevents, (unsigned long long)w.t[1]->nevents);
+    assert_true(w.t[0]->nevents < w.t[1]->nevents);
+    two_runs_fini(&w);
 }
 
 /* Tensor-parallel groups of a whole 8-GPU node whose pipeline sends leave
