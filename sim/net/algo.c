@@ -770,6 +770,14 @@ static int hier_phases(const topo *g, prog_coll c, const uint32_t *r, uint32_t n
     return SS_OK;
 }
 
+/* floor(log2 x), NCCL's log2i; 0 for x <= 1 */
+static uint32_t log2_floor(uint32_t x)
+{
+    uint32_t l = 0;
+    while (x >>= 1) l++;
+    return l;
+}
+
 static void set_steps(const topo *g, prog_coll c, const uint32_t *r, uint32_t n, uint32_t m,
                       algo_shape *s)
 {
@@ -788,8 +796,7 @@ static void set_steps(const topo *g, prog_coll c, const uint32_t *r, uint32_t n,
         steps = 1;
         inter = m > 1;
     } else if (s->algo == ALGO_PAT) { /* log2(nodes) network steps, a linear part per rank */
-        inter = 0;
-        for (uint32_t k = m; k > 1; k >>= 1) inter++;
+        inter = log2_floor(m);
         steps = inter + n;
     }
     s->steps_inter = inter;
@@ -977,6 +984,20 @@ double algo_ring_cta_Bps(const topo *g)
     return cc < 70 ? 0.0 : ring_cta_GBps[arch_of(cc)] * 1e9;
 }
 
+/* The column of NCCL's per-channel tables for the shape's nodes: 1, 2,
+ * more. */
+static int nodes_col(const algo_shape *s) { return s->nodes <= 2 ? (int)s->nodes - 1 : 2; }
+
+/* A tree all-reduce channel's bus bandwidth cap, GB/s (cc >= 70): the
+ * tree's, or LL128's where lower. */
+static double tree_ch_GBps(uint32_t cc, const algo_shape *s, algo_proto p)
+{
+    int arch = arch_of(cc), ni = nodes_col(s);
+    double per = ch_tree[arch][ni];
+    if (p == ALGO_P_LL128 && ch_tree_ll128[arch][ni] < per) per = ch_tree_ll128[arch][ni];
+    return per;
+}
+
 /* The channel caps' algbw ceiling (algo.h, "Channel caps"), bytes/s of
  * payload; 0: none. */
 static double channel_cap(const topo *g, const algo_shape *s, prog_coll c, uint32_t n,
@@ -988,15 +1009,12 @@ static double channel_cap(const topo *g, const algo_shape *s, prog_coll c, uint3
     if (s->algo == ALGO_RING && p == ALGO_P_SIMPLE) /* per CTA: the bus bandwidth of them all */
         return algo_ring_cta_Bps(g) * algo_ring_ctas(g, s->channels) * ring;
     if (cc < 70) return 0.0;
-    int arch = arch_of(cc);
-    int ni = s->nodes <= 2 ? (int)s->nodes - 1 : 2;
     double per = 0.0, ratio = 0.0;
     if (s->algo == ALGO_RING && p == ALGO_P_LL128) {
-        per = ch_ring_ll128[arch][ni];
+        per = ch_ring_ll128[arch_of(cc)][nodes_col(s)];
         ratio = ring;
     } else if (s->algo == ALGO_TREE && c == PROG_COLL_ALL_REDUCE) {
-        per = ch_tree[arch][ni];
-        if (p == ALGO_P_LL128 && ch_tree_ll128[arch][ni] < per) per = ch_tree_ll128[arch][ni];
+        per = tree_ch_GBps(cc, s, p);
         ratio = 0.5;
     }
     return per * 1e9 * s->channels * ratio;
@@ -1028,9 +1046,7 @@ static uint32_t tree_channels(uint32_t nc, algo_proto p, ss_bytes bytes)
 static double tree_chunk(algo_proto p, ss_bytes bytes, uint32_t nc, uint32_t nodes, double ppn)
 {
     if (p != ALGO_P_LL128) return SIMPLE_CHUNK;
-    uint32_t lg = 0; /* log2i: floor */
-    while ((2u << lg) <= nodes) lg++;
-    double nsteps = 1 + lg + 0.1 * ppn, chunk = LL128_CHUNK;
+    double nsteps = 1 + log2_floor(nodes) + 0.1 * ppn, chunk = LL128_CHUNK;
     while (floor((double)bytes / (nc * chunk)) < nsteps * 64 / ppn && chunk > 131072) chunk /= 2;
     while (floor((double)bytes / (nc * chunk)) < nsteps * 16 / ppn && chunk > 32768) chunk /= 2;
     return chunk;
@@ -1043,9 +1059,7 @@ ss_ns algo_fill_ns(const topo *g, const algo_shape *s, prog_coll c, algo_proto p
     if (s->algo != ALGO_TREE || c != PROG_COLL_ALL_REDUCE || !s->inter || !s->channels ||
         p == ALGO_P_LL || cc < 70)
         return 0;
-    int arch = arch_of(cc), ni = s->nodes <= 2 ? (int)s->nodes - 1 : 2;
-    double per = ch_tree[arch][ni];
-    if (p == ALGO_P_LL128 && ch_tree_ll128[arch][ni] < per) per = ch_tree_ll128[arch][ni];
+    double per = tree_ch_GBps(cc, s, p);
     uint32_t nc = tree_channels(algo_ring_ctas(g, s->channels), p, bytes);
     double ppn = (double)(s->steps_intra / 2 + 1);
     double chunk = tree_chunk(p, bytes, nc, s->nodes, ppn);
