@@ -473,6 +473,14 @@ static ss_ns stretched(const eng *e, const rank_st *rs, ss_ns work)
     return rs->ncoll ? (ss_ns)((double)work * (1.0 + e->slow) + 0.5) : work;
 }
 
+/* Queue the rank's one valid EV_CEND at t (any older one goes stale). */
+static int queue_cend(eng *e, uint32_t r, ss_ns t)
+{
+    rank_st *rs = &e->r[r];
+    rs->cend_t = t;
+    return eq_push(&e->q, t, EQ_CLS_END, EV_CEND, r, ++rs->cgen, e->err);
+}
+
 static int push_cend(eng *e, uint32_t r, ss_ns t, bool moved)
 {
     rank_st *rs = &e->r[r];
@@ -483,9 +491,7 @@ static int push_cend(eng *e, uint32_t r, ss_ns t, bool moved)
     /* an end that moved later leaves the pending event: it pops first and
      * pushes another for the end as it then stands (on_cend); only an end
      * that moved earlier needs one now, the pending one going stale */
-    if (moved && end >= rs->cend_t) return SS_OK;
-    rs->cend_t = end;
-    return eq_push(&e->q, end, EQ_CLS_END, EV_CEND, r, ++rs->cgen, e->err);
+    return moved && end >= rs->cend_t ? SS_OK : queue_cend(e, r, end);
 }
 
 static int start_slowed(eng *e, uint32_t r, uint32_t i, ss_ns t, ss_ns work)
@@ -689,10 +695,8 @@ static int on_cend(eng *e, uint32_t r, uint32_t gen, ss_ns t)
     rank_st *rs = &e->r[r];
     if (gen != rs->cgen || rs->cur == NONE) return SS_OK; /* superseded */
     uint32_t i = rs->cur;
-    if (t < rs->rec[i].end) { /* the end moved later since this was pushed */
-        rs->cend_t = rs->rec[i].end;
-        return eq_push(&e->q, rs->cend_t, EQ_CLS_END, EV_CEND, r, ++rs->cgen, e->err);
-    }
+    if (t < rs->rec[i].end) /* the end moved later since this was pushed */
+        return queue_cend(e, r, rs->rec[i].end);
     rs->cur = NONE;
     return on_end(e, r, i, t);
 }
