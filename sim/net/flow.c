@@ -274,6 +274,17 @@ static hent hpop(flow_sys *s)
 
 /* Flow i joins this solve: its rate restarts, its weights load its links
  * (a link's state is reset the first time a solve reaches it). */
+/* A link only one flow uses caps it: saturated at cap / w from level 0. */
+static double lone_cap(const flow_sys *s, const flow_use *u) { return s->cap[u->link] / u->w; }
+
+double flow_alone_rate(const flow_sys *s, const flow_use *u, uint32_t n, double max_rate)
+{
+    double r = max_rate > 0.0 ? max_rate : INFINITY; /* as take() sets a flow's cap */
+    for (uint32_t k = 0; k < n; k++)
+        if (lone_cap(s, &u[k]) < r) r = lone_cap(s, &u[k]);
+    return r;
+}
+
 static int take(flow_sys *s, uint32_t i)
 {
     if (!ss_grow((void **)&s->sub, &s->cap_sub, s->nsub + 1, sizeof *s->sub)) return 0;
@@ -285,8 +296,8 @@ static int take(flow_sys *s, uint32_t i)
     f->cap = f->max_rate > 0.0 ? f->max_rate : INFINITY;
     for (uint32_t k = 0; k < f->n; k++) {
         uint32_t l = f->u[k].link;
-        if (s->non[l] == 1) { /* only f uses it: a cap, saturating at cap / w from level 0 */
-            double c = s->cap[l] / f->u[k].w;
+        if (s->non[l] == 1) { /* only f uses it */
+            double c = lone_cap(s, &f->u[k]);
             if (c < f->cap) f->cap = c;
             continue;
         }

@@ -66,6 +66,11 @@ void flow_remove(flow_sys *s, uint32_t id);
 int flow_solve(flow_sys *s, ss_err *err);
 
 double flow_rate(const flow_sys *s, uint32_t id);
+/* The rate flow_solve gives a flow of usage u[0..n) and cap max_rate (0:
+ * none) while no other flow loads any of its links: the least of the cap
+ * and cap_l / w_l, INFINITY with neither. A caller that knows a flow
+ * stays alone can skip adding it (net.c, collectives that run alone). */
+double flow_alone_rate(const flow_sys *s, const flow_use *u, uint32_t n, double max_rate);
 /* The flows the last solve gave rates to (the components a flow_add or
  * flow_remove touched since the solve before), ascending; the others kept
  * theirs. Valid until the next add, remove or solve. */

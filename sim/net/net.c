@@ -304,6 +304,17 @@ static void pick(const net *n, const algo_shape *const *sh, uint32_t nsh, prog_c
     best->iso_s += (double)fill * 1e-9;
 }
 
+/* The tuner over the cached candidate shapes idx[0 .. nsh) of a group:
+ * *best indexes idx. choose() and mark_shapes both ask it, so a run loads
+ * only shapes the link classes were made from. */
+static void pick_of(const net *n, const uint32_t *idx, uint32_t nsh, prog_coll c, uint32_t size,
+                    ss_bytes bytes, uint32_t *best, algo_cost *cost)
+{
+    const algo_shape *sh[ALGO_NKINDS];
+    for (uint32_t i = 0; i < nsh; i++) sh[i] = &n->shapes[idx[i]];
+    pick(n, sh, nsh, c, size, bytes, best, cost);
+}
+
 /* The profile's curve for c over the GPUs gpu[0 .. size), if any: latency
  * and time alone replace the model's, the flows' bytes scale to match
  * (net.h). */
@@ -419,17 +430,27 @@ static void changed(net *n, ss_ns now, eng_wakes *w)
     eng_settle_at(w, now);
 }
 
+/* Phase k of instance x as a flow's usage, into n->scratch[0 .. *nu), and
+ * its rate cap (0: none). */
+static int phase_use(net *n, const inst *x, uint32_t k, uint32_t *nu, double *cap, ss_err *err)
+{
+    const algo_shape *s = &n->shapes[x->fshape];
+    *nu = s->nuse[k];
+    if (!ss_grow((void **)&n->scratch, &n->cap_scratch, *nu ? *nu : 1, sizeof *n->scratch))
+        return nomem(err);
+    for (uint32_t i = 0; i < *nu; i++) /* one link per class already (keep_reps) */
+        n->scratch[i] = (flow_use){s->use[k][i].link, s->use[k][i].w * x->cost.wscale};
+    *cap = x->cost.wire_cap > 0 ? x->cost.wire_cap / x->cost.wscale : 0.0;
+    return SS_OK;
+}
+
 static int start_phase(net *n, uint32_t id, ss_ns now, ss_err *err)
 {
     inst *x = &n->in[id];
-    const algo_shape *s = &n->shapes[x->fshape];
-    uint32_t nu = s->nuse[x->phase];
-    if (!ss_grow((void **)&n->scratch, &n->cap_scratch, nu ? nu : 1, sizeof *n->scratch))
-        return nomem(err);
-    for (uint32_t i = 0; i < nu; i++) /* one link per class already (keep_reps) */
-        n->scratch[i] = (flow_use){s->use[x->phase][i].link, s->use[x->phase][i].w * x->cost.wscale};
-    double cap = x->cost.wire_cap > 0 ? x->cost.wire_cap / x->cost.wscale : 0.0;
-    int rc = flow_add(n->fs, n->scratch, nu, cap, &x->flow, err);
+    uint32_t nu;
+    double cap;
+    int rc = phase_use(n, x, x->phase, &nu, &cap, err);
+    if (!rc) rc = flow_add(n->fs, n->scratch, nu, cap, &x->flow, err);
     if (rc) return rc;
     if (!ss_grow((void **)&n->owner, &n->cap_owner, x->flow + 1, sizeof *n->owner)) {
         flow_remove(n->fs, x->flow);
@@ -519,11 +540,9 @@ static int mark_shapes(net *n, unsigned char **marks, uint32_t **pairs, uint32_t
         for (uint32_t i = 0; z->all && i < nsh && !rc; i++)
             rc = mark_one(n, k, idx[i], &fl, &nfl, &cap, err);
         for (uint32_t j = 0; !z->all && j < z->n && !rc; j++) {
-            const algo_shape *sh[ALGO_NKINDS];
             uint32_t best = 0;
             algo_cost cost;
-            for (uint32_t i = 0; i < nsh; i++) sh[i] = &n->shapes[idx[i]];
-            pick(n, sh, nsh, (prog_coll)(k % NCOLL), pg.size, z->b[j], &best, &cost);
+            pick_of(n, idx, nsh, (prog_coll)(k % NCOLL), pg.size, z->b[j], &best, &cost);
             rc = mark_one(n, k, idx[best], &fl, &nfl, &cap, err);
         }
     }
@@ -617,9 +636,10 @@ static int find_solo(net *n, const uint32_t *pairs, uint32_t npairs, ss_err *err
         const algo_shape *x = &n->shapes[pairs[2 * i]];
         uint32_t a0;
         if (!first_link(x, &a0)) continue;
+        uint32_t b = uf_find(up, a0); /* stays a root: only others join it */
         for (uint32_t k = 0; k < x->nphase; k++)
             for (uint32_t j = 0; j < x->nuse[k]; j++) {
-                uint32_t a = uf_find(up, x->use[k][j].link), b = uf_find(up, a0);
+                uint32_t a = uf_find(up, x->use[k][j].link);
                 if (a != b) up[a] = b;
             }
     }
@@ -670,21 +690,19 @@ static int classify(net *n, ss_err *err)
 static int choose(net *n, uint32_t gid, prog_coll c, prog_group pg, ss_bytes bytes, inst *x,
                   ss_err *err);
 
-/* When a solo instance (find_solo) started at `now` ends: its latency,
- * then each phase at the rate its links alone give (flow.h: the least of
- * the cap and cap_l / w_l), woken at due_of and again while rounding left
- * more than a byte, as the flow's own wakes would be. */
-static ss_ns solo_end(const net *n, const inst *x, ss_ns now)
+/* When a solo instance (find_solo) started at `now` ends, into *end: its
+ * latency, then each phase at the rate the flow system gives a flow alone
+ * (flow_alone_rate), woken at due_of and again while rounding left more
+ * than a byte, as the flow's own wakes would be. */
+static int solo_end(net *n, const inst *x, ss_ns now, ss_ns *end, ss_err *err)
 {
-    const algo_shape *s = &n->shapes[x->fshape];
     ss_ns t = now + x->cost.latency_ns;
-    for (uint32_t k = 0; k < s->nphase; k++) {
-        double rate = x->cost.wire_cap > 0 ? x->cost.wire_cap / x->cost.wscale : INFINITY;
-        for (uint32_t i = 0; i < s->nuse[k]; i++) {
-            double c = topo_link_Bps(n->g, s->use[k][i].link) /
-                       (s->use[k][i].w * x->cost.wscale);
-            if (c < rate) rate = c;
-        }
+    for (uint32_t k = 0; k < n->shapes[x->fshape].nphase; k++) {
+        uint32_t nu;
+        double cap;
+        int rc = phase_use(n, x, k, &nu, &cap, err);
+        if (rc) return rc;
+        double rate = flow_alone_rate(n->fs, n->scratch, nu, cap);
         inst f = {.bytes = x->bytes, .rem = x->bytes, .rate = rate, .at = t};
         ss_ns due = due_of(&f, rate, t);
         for (;;) {
@@ -694,7 +712,8 @@ static ss_ns solo_end(const net *n, const inst *x, ss_ns now)
         }
         t = due;
     }
-    return t;
+    *end = t;
+    return SS_OK;
 }
 
 static int on_start(void *ctx, uint32_t id, prog_coll c, prog_group pg, uint32_t gid,
@@ -713,8 +732,10 @@ static int on_start(void *ctx, uint32_t id, prog_coll c, prog_group pg, uint32_t
     if (!rc) rc = choose(n, gid, c, pg, bytes, x, err);
     if (rc) return rc;
     if (bytes && x->fshape < n->nsolo && n->solo[x->fshape]) {
+        ss_ns end;
         x->state = I_DONE;
-        return eng_wake_at(w, id, solo_end(n, x, now), err);
+        rc = solo_end(n, x, now, &end, err);
+        return rc ? rc : eng_wake_at(w, id, end, err);
     }
     x->state = bytes ? I_LATENCY : I_DONE;
     return eng_wake_at(w, id, now + x->cost.latency_ns, err);
@@ -734,13 +755,11 @@ static int choose(net *n, uint32_t gid, prog_coll c, prog_group pg, ss_bytes byt
     }
     while (j < TUNE_WAYS && !(n->tune[k].w[j].set && n->tune[k].w[j].bytes == bytes)) j++;
     if (j == TUNE_WAYS) {
-        const algo_shape *sh[ALGO_NKINDS];
         uint32_t idx[ALGO_NKINDS], nsh, best = 0;
         algo_cost cost;
         int rc = candidates(n, gid, c, pg, idx, &nsh, err);
         if (rc) return rc;
-        for (uint32_t i = 0; i < nsh; i++) sh[i] = &n->shapes[idx[i]]; /* stable from here */
-        pick(n, sh, nsh, c, pg.size, bytes, &best, &cost);
+        pick_of(n, idx, nsh, c, pg.size, bytes, &best, &cost);
         const uint32_t *gpu = n->o.profile ? gpus_of(n, pg.ranks, pg.size, err) : pg.ranks;
         if (!gpu) return SS_E_NOMEM;
         calibrate(n, c, gpu, pg.size, bytes, &cost);
