@@ -272,8 +272,6 @@ static hent hpop(flow_sys *s)
     return top;
 }
 
-/* Flow i joins this solve: its rate restarts, its weights load its links
- * (a link's state is reset the first time a solve reaches it). */
 /* A link only one flow uses caps it: saturated at cap / w from level 0. */
 static double lone_cap(const flow_sys *s, const flow_use *u) { return s->cap[u->link] / u->w; }
 
@@ -285,6 +283,8 @@ double flow_alone_rate(const flow_sys *s, const flow_use *u, uint32_t n, double 
     return r;
 }
 
+/* Flow i joins this solve: its rate restarts, its weights load its links
+ * (a link's state is reset the first time a solve reaches it). */
 static int take(flow_sys *s, uint32_t i)
 {
     if (!ss_grow((void **)&s->sub, &s->cap_sub, s->nsub + 1, sizeof *s->sub)) return 0;
