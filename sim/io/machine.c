@@ -412,6 +412,23 @@ static int load_torus_dims(js_node f, spec_topology *t, ss_err *err)
     return SS_OK;
 }
 
+/* What a network step costs (spec.h, spec_fabric): the plugin's reported
+ * latency and the step's own (0: NCCL's constants), whose Simple value
+ * defaults to the LL one. */
+static int load_net_steps(js_node f, spec_fabric *x, ss_err *err)
+{
+    js_node v;
+    int rc = js_num(f, "nccl_net_latency_us", false, 0.0, 0.0, 1e4, &x->reported_us, err);
+    if (rc || (rc = js_num(f, "step_latency_us", false, 0.0, 0.0, 1e4, &x->step_us, err)) ||
+        (rc = js_num(f, "step_latency_simple_us", false, x->step_us, 0.0, 1e4,
+                     &x->step_simple_us, err)))
+        return rc;
+    if (x->step_us == 0 && x->step_simple_us > 0 && js_get(f, "step_latency_simple_us", &v))
+        return js_failf(v, err, "step_latency_simple_us needs step_latency_us (the LL and LL128 "
+                                "step) beside it");
+    return SS_OK;
+}
+
 static int load_fabric(js_node top, spec_topology *t, ss_err *err)
 {
     js_node f;
@@ -427,7 +444,9 @@ static int load_fabric(js_node top, spec_topology *t, ss_err *err)
     int rc = js_want_obj(f, err);
     if (rc || (rc = js_keys_check(f, JS_KEYS("kind", "GBps", "latency_us", "efficiency",
                                              "rail_optimized", "nodes_per_leaf",
-                                             "oversubscription", "dims", "source"), err)) ||
+                                             "oversubscription", "dims", "nccl_net_latency_us",
+                                             "step_latency_us", "step_latency_simple_us",
+                                             "source"), err)) ||
         (rc = js_enum(f, "kind", true, 0, spec_fabric_names, SPEC_NFABRICS, &kind, err)))
         return rc;
     x->kind = (spec_fabric_kind)kind;
@@ -446,6 +465,7 @@ static int load_fabric(js_node top, spec_topology *t, ss_err *err)
     x->Bps = bw * 1e9;
     x->latency_ns = ss_ns_from_s(lat * 1e-6);
     x->nodes_per_leaf = npl < t->nodes ? (uint32_t)npl : t->nodes;
+    if ((rc = load_net_steps(f, x, err))) return rc;
     if (x->kind == SPEC_FAB_TORUS2D && (rc = load_torus_dims(f, t, err))) return rc;
     if (!has_nics(t))
         return js_failf(f, err, "a %s fabric attaches to NICs, but node.vertices has no group of "

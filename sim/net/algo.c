@@ -47,7 +47,8 @@ static const double nvls_lat = 23.0;
  * a linear part"); bus bandwidth x 0.85 in 2.23, x 0.75 from 2.24
  * (ncclTopoTuneModel, src/graph/tuning.cc, v2.23.4 to v2.30). */
 #define PAT_BASE_US 8.0
-#define PAT_LOG_STEP_US (14.0 / 3.5)
+#define PAT_NET_STEP_US 14.0 /* the tree's Simple network step */
+#define PAT_PIPELINE 3.5     /* NCCL divides PAT's network steps by it */
 #define PAT_RANK_US 2.8
 #define NCCL_PAT 22300       /* PAT first ships */
 #define NCCL_PAT_075 22400   /* PAT's bandwidth factor 0.75 (0.85 before) */
@@ -891,16 +892,27 @@ static int hw_intra(const topo *g, const algo_shape *s)
     return HW_PCI;
 }
 
+/* A network step's latency, us: the fabric's own where its topology gives
+ * one ("step_latency_us"), else NCCL's constant `nccl` (measured where the
+ * net plugin reports no latency of its own: InfiniBand). */
+static double net_step_us(const topo *g, algo_proto p, double nccl)
+{
+    double own = topo_net_step_us(g, p == ALGO_P_SIMPLE);
+    return own > 0 ? own : nccl;
+}
+
 static double latency_us(const topo *g, const algo_shape *s, algo_proto p)
 {
     int pi = p - ALGO_P_LL;
     double lat = base_lat[s->algo][pi];
     if (s->algo == ALGO_NVLS) return lat + nvls_lat;
     if (s->algo == ALGO_PAT)
-        return PAT_BASE_US + s->steps_inter * PAT_LOG_STEP_US + s->steps_intra * PAT_RANK_US;
-    if (s->algo == ALGO_NVLS_TREE) return lat + nvls_lat + s->steps_inter * hw_lat_tree[HW_NET][pi];
+        return PAT_BASE_US + s->steps_inter * net_step_us(g, p, PAT_NET_STEP_US) / PAT_PIPELINE +
+               s->steps_intra * PAT_RANK_US;
+    if (s->algo == ALGO_NVLS_TREE)
+        return lat + nvls_lat + s->steps_inter * net_step_us(g, p, hw_lat_tree[HW_NET][pi]);
     const double (*hw)[3] = s->algo == ALGO_TREE ? hw_lat_tree : hw_lat_ring;
-    double intra = hw[hw_intra(g, s)][pi], inter = hw[HW_NET][pi];
+    double intra = hw[hw_intra(g, s)][pi], inter = net_step_us(g, p, hw[HW_NET][pi]);
     if (s->inter && p == ALGO_P_LL) intra *= 1.8; /* NCCL: LL across nodes */
     return lat + s->steps_intra * intra + s->steps_inter * inter;
 }
@@ -1068,6 +1080,16 @@ ss_ns algo_fill_ns(const topo *g, const algo_shape *s, prog_coll c, algo_proto p
     return ss_ns_from_s((hops - 1) * chunk / (per * 0.5e9));
 }
 
+/* What NCCL's tuner adds to a choice's time and the run does not pay: the
+ * net plugin's reported latency on every network step, twice with Simple
+ * ("the flush extra latency"), a 3.5th of it on PAT's (tuning.cc,
+ * graphs[a]->latencyInter, 2.12 to 2.29). */
+static double tuner_extra_us(const topo *g, const algo_shape *s, algo_proto p)
+{
+    double r = topo_net_reported_us(g) * (p == ALGO_P_SIMPLE ? 2 : 1);
+    return s->steps_inter * (s->algo == ALGO_PAT ? r / PAT_PIPELINE : r);
+}
+
 /* Lower *cap to c where c is a ceiling (above 0) and the tighter one. */
 static void tighten(double *cap, double c)
 {
@@ -1082,6 +1104,7 @@ algo_cost algo_cost_of(const topo *g, const algo_shape *s, prog_coll c, uint32_t
     k.latency_ns = ss_ns_from_s(lat);
     k.wscale = proto_scale(g, s, c, p) / tree_correction(s, c, p, bytes);
     k.iso_s = lat;
+    k.tune_s = tuner_extra_us(g, s, p) * 1e-6;
     k.wire_cap = s->peer_cap;
     /* a hard ceiling of the channels' CTAs, not corrected at medium sizes
      * like the links' rate (NCCL's tuner corrects both; the corpus's one
@@ -1094,6 +1117,7 @@ algo_cost algo_cost_of(const topo *g, const algo_shape *s, prog_coll c, uint32_t
             k.iso_rate[i] = k.wire_cap / k.wscale;
         if (isfinite(k.iso_rate[i])) k.iso_s += (double)bytes / k.iso_rate[i];
     }
+    k.tune_s += k.iso_s;
     return k;
 }
 

@@ -139,6 +139,15 @@
  * chunking rule, and the small sizes NCCL's latencies were measured at)
  * pays none. tree_fill in tests/unit/test_net.c works the cases by hand.
  *
+ * Network steps. NCCL's network step constants were measured where the
+ * net plugin reports no latency (InfiniBand). A fabric may give its own
+ * step latency (spec_fabric.step_us, step_simple_us): it replaces NCCL's
+ * constant in the time of every algorithm crossing nodes (PAT's at a
+ * 3.5th, as NCCL divides that step). And the plugin's reported latency
+ * (spec_fabric.reported_us) is what NCCL's tuner adds to every network step
+ * when it chooses, twice with Simple (tuning.cc, latencyInter): it is in
+ * algo_cost.tune_s, which the tuner compares, never in the time.
+ *
  * NCCL versions. The topology's version (topo_nccl: the topology file's
  * nccl_version, a scenario's network.nccl_version or coll's --nccl-version
  * over it) decides which algorithms exist: nvls from 2.17, nvls_tree from
@@ -197,6 +206,9 @@ typedef struct algo_cost {
     ss_ns latency_ns;
     double wscale;          /* wire bytes per payload byte of the usage vectors */
     double iso_s;           /* time alone on the machine, seconds */
+    double tune_s;          /* what NCCL's tuner compares: iso_s plus the net
+                               plugin's reported latency per network step
+                               (see "Network steps" above) */
     double iso_rate[ALGO_MAX_PHASES]; /* algbw of each phase alone, bytes/s */
     double wire_cap;        /* the flow's ceiling in usage-vector bytes/s (the
                                rate cap is wire_cap / wscale): the direct

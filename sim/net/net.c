@@ -292,7 +292,7 @@ static void pick(const net *n, const algo_shape *const *sh, uint32_t nsh, prog_c
             if (n->o.proto == ALGO_P_AUTO && !algo_proto_tunable(sh[i]->algo, (algo_proto)p))
                 continue;
             algo_cost k = algo_cost_of(n->g, sh[i], c, size, (algo_proto)p, bytes);
-            if (first || k.iso_s < best->iso_s) {
+            if (first || k.tune_s < best->tune_s) {
                 *best = k;
                 *best_i = i;
                 first = false;

@@ -399,6 +399,11 @@ double topo_nvls_Bps(const topo *g) { return g->nvls ? g->nvls_Bps : 0.0; }
 uint32_t topo_nccl(const topo *g) { return g->nccl; }
 uint32_t topo_cc(const topo *g) { return g->cc; }
 double topo_ring_cta_Bps(const topo *g) { return g->ring_cta_Bps; }
+double topo_net_reported_us(const topo *g) { return g->fab.reported_us; }
+double topo_net_step_us(const topo *g, bool simple)
+{
+    return simple ? g->fab.step_simple_us : g->fab.step_us;
+}
 uint32_t topo_min_ctas(const topo *g) { return g->min_ctas; }
 double topo_port_Bps(const topo *g) { return g->fab.kind == SPEC_FAB_NONE ? 0.0 : g->fab.Bps; }
 

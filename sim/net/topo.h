@@ -72,6 +72,11 @@ double topo_ring_cta_Bps(const topo *g);
 /* NCCL_MIN_CTAS of the run (net_opts, a scenario's network.nccl_min_ctas);
  * 0: NCCL's default. */
 uint32_t topo_min_ctas(const topo *g);
+/* What a network step costs on the fabric (spec.h, spec_fabric): the
+ * latency NCCL's net plugin reports, us (0: none), and a step's own
+ * latency for the protocol, us (0: NCCL's constants for it). */
+double topo_net_reported_us(const topo *g);
+double topo_net_step_us(const topo *g, bool simple);
 /* A NIC port's nominal rate per direction (the fabric's GBps, before its
  * efficiency: the speed NCCL reads off the NIC), bytes/s; 0: no fabric. */
 double topo_port_Bps(const topo *g);

@@ -397,6 +397,13 @@ typedef struct spec_fabric {
     double oversubscription;
     bool rail_optimized;
     uint32_t dims[2];
+    /* What NCCL's network steps cost on this fabric (net/algo.h, "Network
+     * steps"): the latency its net plugin reports, which NCCL's tuner adds
+     * to every network step (twice with Simple) when it chooses, 0 where
+     * the plugin reports none (InfiniBand); and a step's own latency, LL and
+     * LL128 / Simple, in place of NCCL's InfiniBand constants (0: those
+     * constants). */
+    double reported_us, step_us, step_simple_us;
 } spec_fabric;
 
 typedef struct spec_topology {

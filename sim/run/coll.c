@@ -81,13 +81,18 @@ static int open_net(const char *file, uint32_t nodes, uint32_t ranks, const net_
     return rc ? rc : net_new(t, o, nt, err);
 }
 
-/* The CTAs a ring over the table's GPUs runs across nodes, and each one's
- * rate, for the header: what bounds a ring's bandwidth there. */
-static int ring_limit(const net *nt, prog_coll c, const uint32_t *g, uint32_t n, coll_table *t,
+/* Across nodes, for the header: what a network step costs, and the CTAs a
+ * ring over the table's GPUs runs and each one's rate (what bounds a ring's
+ * bandwidth there). */
+static int across_nodes(const net *nt, prog_coll c, const uint32_t *g, uint32_t n, coll_table *t,
                       ss_err *err)
 {
     const topo *tp = net_topo(nt);
-    if (t->nodes < 2 || !algo_applies(tp, c, g, n, ALGO_RING)) return SS_OK;
+    if (t->nodes < 2) return SS_OK;
+    t->step_us = topo_net_step_us(tp, false);
+    t->step_simple_us = topo_net_step_us(tp, true);
+    t->reported_us = topo_net_reported_us(tp);
+    if (!algo_applies(tp, c, g, n, ALGO_RING)) return SS_OK;
     algo_shape s;
     int rc = algo_shape_build(tp, c, g, n, ALGO_RING, &s, err);
     if (rc) return rc;
@@ -122,7 +127,7 @@ int coll_sweep(const char *topo_file, const net_opts *o, prog_coll c, uint32_t r
     if (!rc) tab.nccl = topo_nccl(net_topo(nt));
     tab.nccl_from = nccl_from(o, 0, &t);
     tab.nodes = t.nodes;
-    if (!rc) rc = ring_limit(nt, c, g, ranks, &tab, err);
+    if (!rc) rc = across_nodes(nt, c, g, ranks, &tab, err);
     snprintf(tab.label, sizeof tab.label, "%s", prog_coll_name(c));
     for (uint64_t s = b; !rc && s <= e; s = s > UINT64_MAX / f ? UINT64_MAX : s * f) {
         rc = grow_rows(&tab, tab.nrows + 1, &cap, err);
@@ -208,7 +213,7 @@ static int compare_table(const char *topo_file, const net_opts *o, const char *l
     int rc = to_coll(log_file, in, &tab->op, err);
     if (!rc) rc = open_net(topo_file, tab->nodes, tab->nranks, &ov, &t, &nt, &g, err);
     if (!rc) tab->nccl = topo_nccl(net_topo(nt));
-    if (!rc) rc = ring_limit(nt, tab->op, g, tab->nranks, tab, err);
+    if (!rc) rc = across_nodes(nt, tab->op, g, tab->nranks, tab, err);
     tab->nccl_from = nccl_from(o, in->nccl_version, &t);
     if (!rc && !(tab->rows = calloc(in->nrows ? in->nrows : 1, sizeof *tab->rows)))
         rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
@@ -331,6 +336,14 @@ int coll_format(const coll_table *t, const char *topo_name, const net_opts *o, c
         put(&b, "# a ring across nodes runs %u CTAs of %.1f GB/s: at most %.0f GB/s bus bandwidth "
                 "(docs/TOPOLOGY.md, \"Ring CTAs across nodes\"; --min-ctas raises the CTAs)\n",
             t->ring_ctas, t->ring_cta_GBps, t->ring_ctas * t->ring_cta_GBps);
+    if (t->step_us > 0)
+        put(&b, "# a network step costs %g us (%g with Simple), the fabric's step_latency_us, in "
+                "place of NCCL's InfiniBand constants (docs/TOPOLOGY.md, \"Network steps\")\n",
+            t->step_us, t->step_simple_us);
+    if (t->reported_us > 0)
+        put(&b, "# the tuner adds the %g us the net plugin reports to every network step (twice "
+                "with Simple); the rows do not pay it (docs/TOPOLOGY.md, \"Network steps\")\n",
+            t->reported_us);
     bool fill = false;
     for (uint32_t i = 0; i < t->nrows; i++) fill |= t->nodes > 1 && t->rows[i].algo == ALGO_TREE;
     if (fill)

@@ -52,6 +52,10 @@ typedef struct coll_table {
      * CTAs across nodes"); 0: one node, no ring, or no rate known */
     uint32_t ring_ctas;
     double ring_cta_GBps;
+    /* Across nodes, the fabric's network steps (net/algo.h, "Network
+     * steps"): a step's own latency, LL and LL128 / Simple, and the latency
+     * its net plugin reports to the tuner, us; 0: NCCL's constants, none. */
+    double step_us, step_simple_us, reported_us;
 } coll_table;
 
 /* A sweep over `ranks` GPUs on `nodes` nodes of the topology file (loaded

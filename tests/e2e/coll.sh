@@ -54,6 +54,14 @@ b16=$(bw) b24=$(bw --min-ctas 24)
   grep -q "^# tree rows pay the tree's pipeline fill" || fail "coll: no fill line for a tree across nodes"
 "$bin" coll --topology topologies/h100-ib-fattree.json --nodes 2 --op all_reduce --algo ring -b 16M -e 16M |
   grep -q "pipeline fill" && fail "coll: a fill line for rings"
+# a fabric with its own network steps says so, and what the tuner adds
+# (algo.h, "Network steps"); InfiniBand's says neither
+"$bin" coll --topology topologies/aws-p5-efa.json --op all_reduce -b 1M -e 1M |
+  grep -q "^# a network step costs 20 us (23 with Simple)" || fail "coll: no network step line on EFA"
+"$bin" coll --topology topologies/aws-p5-efa.json --op all_reduce -b 1M -e 1M |
+  grep -q "^# the tuner adds the 75 us the net plugin reports" || fail "coll: no plugin latency line on EFA"
+"$bin" coll --topology topologies/h100-ib-fattree.json --nodes 2 --op all_reduce -b 1M -e 1M |
+  grep -q "network step\|net plugin" && fail "coll: a network step line on InfiniBand"
 awk -v a="$b16" -v b="$b24" 'BEGIN { exit !(a > 300 && a <= 320 && b > 340) }' ||
   fail "ring busbw with 16 CTAs $b16, with NCCL_MIN_CTAS=24 $b24: want <= 320 and > 340 GB/s"
 # rank lines that are an excerpt (the GB200 NVL72 log keeps "Rank 71" alone) do not

@@ -830,6 +830,68 @@ static void test_tree_fill(void **state)
     topo_free(g);
 }
 
+/* Network steps on EFA (algo.h, "Network steps"): aws-p5-efa.json gives a
+ * network step 20 us (23 with Simple) in place of NCCL's InfiniBand
+ * constants (tree LL 5.0, ring LL128 4.0, the tree's Simple 50, which
+ * NVLS_TREE's network steps pay), and the 75 us the plugin reports, which
+ * NCCL's tuner adds to every network step (twice with Simple) and the run
+ * never pays. Two nodes of 8: a tree, a ring and NVLS_TREE all make 2
+ * network steps, so the steps move their latency by 2 x (20 - 5.0) = 30 us,
+ * 2 x (20 - 4.0) = 32 us and 2 x (23 - 50) = -54 us, and the tuner's figure
+ * is 150 us (LL, LL128) or 300 us (Simple) above the time. At 64 MiB that
+ * moves NCCL's choice from NVLS_TREE (faster, but 300 us dearer to the
+ * tuner) to the LL128 ring, whose run pays only its own latency. */
+static void test_net_steps(void **state)
+{
+    (void)state;
+    uint32_t r[16];
+    for (uint32_t i = 0; i < 16; i++) r[i] = i;
+    const ss_bytes mib = 1u << 20;
+    spec_topology efa, ib;
+    load("aws-p5-efa.json", 2, &efa);
+    ib = efa;
+    ib.fabric.reported_us = ib.fabric.step_us = ib.fabric.step_simple_us = 0;
+    topo *ge = NULL, *gi = NULL;
+    assert_int_equal(topo_new(&efa, &ge, NULL), SS_OK);
+    assert_int_equal(topo_new(&ib, &gi, NULL), SS_OK);
+    static const struct { algo_kind a; algo_proto p; double moved_us, tuner_us; } want[] = {
+        {ALGO_TREE, ALGO_P_LL, 30, 150}, {ALGO_RING, ALGO_P_LL128, 32, 150},
+        {ALGO_NVLS_TREE, ALGO_P_SIMPLE, -54, 300}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        algo_shape se = shape(ge, PROG_COLL_ALL_REDUCE, r, 16, want[i].a);
+        algo_shape si = shape(gi, PROG_COLL_ALL_REDUCE, r, 16, want[i].a);
+        assert_int_equal(se.steps_inter, 2);
+        algo_cost ke = algo_cost_of(ge, &se, PROG_COLL_ALL_REDUCE, 16, want[i].p, 64 * mib);
+        algo_cost ki = algo_cost_of(gi, &si, PROG_COLL_ALL_REDUCE, 16, want[i].p, 64 * mib);
+        double moved = (double)((long long)ke.latency_ns - (long long)ki.latency_ns) * 1e-3;
+        assert_true(fabs(moved - want[i].moved_us) < 0.01);
+        assert_true(fabs((ke.tune_s - ke.iso_s) * 1e6 - want[i].tuner_us) < 1e-6);
+        assert_true(ki.tune_s == ki.iso_s);
+        algo_shape_fini(&se);
+        algo_shape_fini(&si);
+    }
+    net_opts o = {.algo = ALGO_AUTO, .proto = ALGO_P_AUTO};
+    net_alone a, b;
+    net *ne = NULL, *ni = NULL;
+    assert_int_equal(net_new(&efa, &o, &ne, NULL), SS_OK);
+    ib.fabric.step_us = efa.fabric.step_us, ib.fabric.step_simple_us = efa.fabric.step_simple_us;
+    assert_int_equal(net_new(&ib, &o, &ni, NULL), SS_OK);
+    assert_int_equal(net_coll_alone(ne, PROG_COLL_ALL_REDUCE, r, 16, 64 * mib, &a, NULL), SS_OK);
+    assert_int_equal(net_coll_alone(ni, PROG_COLL_ALL_REDUCE, r, 16, 64 * mib, &b, NULL), SS_OK);
+    assert_int_equal(a.algo, ALGO_RING);
+    assert_int_equal(a.proto, ALGO_P_LL128);
+    assert_int_equal(b.algo, ALGO_NVLS_TREE);
+    assert_true(b.time_s < a.time_s);
+    algo_shape sr = shape(ge, PROG_COLL_ALL_REDUCE, r, 16, ALGO_RING);
+    algo_cost kr = algo_cost_of(ge, &sr, PROG_COLL_ALL_REDUCE, 16, ALGO_P_LL128, 64 * mib);
+    assert_int_equal(a.latency_ns, kr.latency_ns);
+    algo_shape_fini(&sr);
+    net_free(ne);
+    net_free(ni);
+    topo_free(ge);
+    topo_free(gi);
+}
+
 /* Ring CTAs across nodes (algo.h). On H100 nodes of 8 x 400 Gb/s NICs
  * NCCL's ring search settles on 48 GB/s a channel (its sm90 list below the
  * port's 50), keeps 8 channels for 8 NICs (more than 4 under 50 GB/s: no
@@ -1185,6 +1247,7 @@ int main(void)
         cmocka_unit_test(test_link_classes),
         cmocka_unit_test(test_pat), cmocka_unit_test(test_hierarchical_only_forced),              cmocka_unit_test(test_nccl_versions),
         cmocka_unit_test(test_channel_caps), cmocka_unit_test(test_tree_fill), cmocka_unit_test(test_scratch_map),
+        cmocka_unit_test(test_net_steps),
         cmocka_unit_test(test_ring_ctas),
         cmocka_unit_test(test_ranks_per_node),
     };
