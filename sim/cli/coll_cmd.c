@@ -14,8 +14,8 @@
 
 static const char usage[] =
     "usage: shardsim coll --topology FILE --op OP [--ranks N] [--nodes N]\n"
-    "                     [-b SIZE] [-e SIZE] [-f FACTOR] [--algo A] [--proto P]\n"
-    "                     [--nccl-version V] [--min-ctas N] [-o FILE]\n"
+    "                     [-b SIZE] [-e SIZE] [-f FACTOR] [-g GPUS] [--algo A]\n"
+    "                     [--proto P] [--nccl-version V] [--min-ctas N] [-o FILE]\n"
     "       shardsim coll --topology FILE --compare LOG [--op OP] [--table LABEL]\n"
     "                     [--algo A] [--proto P] [--nccl-version V] [--min-ctas N]\n"
     "                     [-o FILE]\n"
@@ -26,6 +26,10 @@ static const char usage[] =
     "  --nodes    node count of the topology (default: the file's)\n"
     "  -b -e -f   smallest and largest size and the step factor, as nccl-tests\n"
     "             (sizes take K, M, G suffixes; default -b 8 -e 8G -f 2)\n"
+    "  -g         GPUs one thread drives, as nccl-tests' -g (default 1): such a\n"
+    "             thread launches each GPU's kernel in turn, so an iteration\n"
+    "             takes at least GPUS x the device's launch_us (--compare\n"
+    "             reads it from the log's \"nGpus\")\n"
     "  --algo     auto, ring, tree, nvls, nvls_tree, hierarchical, direct, pat\n"
     "             (NCCL_ALGO)\n"
     "  --nccl-version  the NCCL whose algorithms run, like 2.27.3 (default: the\n"
@@ -45,7 +49,7 @@ static const char usage[] =
 
 typedef struct opts {
     const char *topo, *compare, *table, *out, *op, *calibration;
-    uint32_t ranks, nodes, f;
+    uint32_t ranks, nodes, f, gpus;
     uint64_t b, e;
     net_opts net;
 } opts;
@@ -62,7 +66,7 @@ static int unknown(const char *k)
 {
     static const char *const known[] = {"--topology", "--compare", "--table", "-o",    "--op",
                                        "--calibration", "--ranks", "--nodes", "-f", "-b",
-                                       "-e", "--algo", "--proto", "--nccl-version", "--min-ctas"};
+                                       "-e", "-g", "--algo", "--proto", "--nccl-version", "--min-ctas"};
     const char *hit = cli_nearest(k, known, sizeof known / sizeof *known);
     char m[256];
     snprintf(m, sizeof m, "unknown option %.100s%s%s%s", k, hit ? " (did you mean " : "", hit ? hit : "",
@@ -100,6 +104,7 @@ static int parse_one(opts *o, const char *k, const char *v)
     else if (!strcmp(k, "--ranks")) return parse_u32(v, 1, &o->ranks) ? 0 : bad("--ranks: expected a count >= 1, not %s", v);
     else if (!strcmp(k, "--nodes")) return parse_u32(v, 1, &o->nodes) ? 0 : bad("--nodes: expected a count >= 1, not %s", v);
     else if (!strcmp(k, "--min-ctas")) return parse_u32(v, 1, &o->net.min_ctas) && o->net.min_ctas <= 64 ? 0 : bad("--min-ctas: expected a count from 1 to 64, not %s", v);
+    else if (!strcmp(k, "-g")) return parse_u32(v, 1, &o->gpus) ? 0 : bad("-g: expected a count of GPUs >= 1, not %s", v);
     else if (!strcmp(k, "-f")) return parse_u32(v, 2, &o->f) ? 0 : bad("-f: expected a factor >= 2, not %s", v);
     else if (!strcmp(k, "-b")) return cli_parse_size(v, &o->b) ? 0 : bad("-b: expected a size like 8, 64K, 1M, not %s", v);
     else if (!strcmp(k, "-e")) return cli_parse_size(v, &o->e) ? 0 : bad("-e: expected a size like 8G, not %s", v);
@@ -124,7 +129,7 @@ static int parse_one(opts *o, const char *k, const char *v)
 
 static int parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){.f = 2, .b = 8, .e = 8ull << 30};
+    *o = (opts){.f = 2, .b = 8, .e = 8ull << 30, .gpus = 1};
     for (int i = 0; i < argc; i++) /* --help anywhere wins, as for the other commands */
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(usage, stdout);
@@ -137,6 +142,8 @@ static int parse(int argc, char **argv, opts *o)
     }
     if (!o->topo) return bad("%s", "--topology FILE is required");
     if (!o->compare && !o->op) return bad("%s", "--op OP (or --compare LOG) is required");
+    if (o->compare && o->gpus != 1)
+        return bad("%s", "-g: with --compare the log's \"nGpus\" says how many GPUs a thread drove");
     return 0;
 }
 
@@ -216,7 +223,7 @@ int coll_cmd(int argc, char **argv)
                           &err);
     } else {
         uint32_t ranks = o.ranks ? o.ranks : t.nodes * spec_topo_rpn(&t);
-        rc = coll_sweep(o.topo, &o.net, c, ranks, t.nodes, o.b, o.e, o.f, &one, &err);
+        rc = coll_sweep(o.topo, &o.net, c, ranks, t.nodes, o.b, o.e, o.f, o.gpus, &one, &err);
         if (!rc) {
             tabs = &one;
             n = 1;

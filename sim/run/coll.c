@@ -40,14 +40,18 @@ static uint64_t count_of(prog_coll c, uint64_t bytes, uint32_t n)
     return bytes / ELEM / (per_rank ? n : 1);
 }
 
+/* One row: the collective alone, held to the harness's issue floor
+ * (floor_us, coll_table.issue_floor_us). */
 static int predict(net *nt, prog_coll c, const uint32_t *g, uint32_t n, uint64_t bytes,
-                   coll_row *row, ss_err *err)
+                   double floor_us, coll_row *row, ss_err *err)
 {
     net_alone a;
     int rc = net_coll_alone(nt, c, g, n, bytes, &a, err);
     if (rc) return rc;
     row->bytes = bytes;
     row->count = count_of(c, bytes, n);
+    row->host_bound = floor_us > a.time_s * 1e6;
+    if (row->host_bound) a.time_s = floor_us * 1e-6;
     row->time_us = a.time_s * 1e6;
     row->algbw_GBps = a.time_s > 0 ? (double)bytes / a.time_s * 1e-9 : 0.0;
     row->busbw_GBps = row->algbw_GBps * cost_bus_factor(c, n);
@@ -112,13 +116,23 @@ static coll_nccl_from nccl_from(const net_opts *o, uint32_t log, const spec_topo
            : t->nccl ? COLL_NCCL_TOPOLOGY : COLL_NCCL_DEFAULT;
 }
 
+/* The harness's floor (coll.h): a thread driving `gpus` GPUs launches a
+ * kernel on each per iteration; one GPU a thread hides its launch. */
+static void set_floor(coll_table *t, const spec_topology *tp, uint32_t gpus)
+{
+    t->gpus_per_thread = gpus;
+    t->issue_floor_us = gpus > 1 ? gpus * (double)tp->device.launch_ns * 1e-3 : 0.0;
+}
+
 int coll_sweep(const char *topo_file, const net_opts *o, prog_coll c, uint32_t ranks,
-               uint32_t nodes, uint64_t b, uint64_t e, uint32_t f, coll_table *out, ss_err *err)
+               uint32_t nodes, uint64_t b, uint64_t e, uint32_t f, uint32_t gpus,
+               coll_table *out, ss_err *err)
 {
     if (b == 0 || e < b || f < 2)
         return ss_fail(err, SS_E_INPUT, NULL,
                        "sizes: expected 0 < -b <= -e and -f >= 2, got -b %llu -e %llu -f %u",
                        (unsigned long long)b, (unsigned long long)e, f);
+    if (gpus == 0) return ss_fail(err, SS_E_INPUT, NULL, "-g: expected 1 or more GPUs a thread");
     spec_topology t;
     net *nt = NULL;
     uint32_t *g = NULL, cap = 0;
@@ -128,10 +142,11 @@ int coll_sweep(const char *topo_file, const net_opts *o, prog_coll c, uint32_t r
     tab.nccl_from = nccl_from(o, 0, &t);
     tab.nodes = t.nodes;
     if (!rc) rc = across_nodes(nt, c, g, ranks, &tab, err);
+    if (!rc) set_floor(&tab, &t, gpus);
     snprintf(tab.label, sizeof tab.label, "%s", prog_coll_name(c));
     for (uint64_t s = b; !rc && s <= e; s = s > UINT64_MAX / f ? UINT64_MAX : s * f) {
         rc = grow_rows(&tab, tab.nrows + 1, &cap, err);
-        if (!rc) rc = predict(nt, c, g, ranks, s, &tab.rows[tab.nrows++], err);
+        if (!rc) rc = predict(nt, c, g, ranks, s, tab.issue_floor_us, &tab.rows[tab.nrows++], err);
         if (s == UINT64_MAX) break;
     }
     free(g);
@@ -214,13 +229,14 @@ static int compare_table(const char *topo_file, const net_opts *o, const char *l
     if (!rc) rc = open_net(topo_file, tab->nodes, tab->nranks, &ov, &t, &nt, &g, err);
     if (!rc) tab->nccl = topo_nccl(net_topo(nt));
     if (!rc) rc = across_nodes(nt, tab->op, g, tab->nranks, tab, err);
+    if (!rc) set_floor(tab, &t, in->ngpus ? in->ngpus : 1);
     tab->nccl_from = nccl_from(o, in->nccl_version, &t);
     if (!rc && !(tab->rows = calloc(in->nrows ? in->nrows : 1, sizeof *tab->rows)))
         rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     for (uint32_t j = 0; !rc && j < in->nrows; j++) {
         const ncclt_row *m = ncclt_row_at(log, ti, j);
         coll_row *r = &tab->rows[tab->nrows++];
-        rc = predict(nt, tab->op, g, tab->nranks, m->bytes, r, err);
+        rc = predict(nt, tab->op, g, tab->nranks, m->bytes, tab->issue_floor_us, r, err);
         r->count = m->count;
         r->measured_us = m->out.time_us;
         r->rel_err = m->out.time_us > 0 ? (r->time_us - m->out.time_us) / m->out.time_us : 0.0;
@@ -317,7 +333,7 @@ static void put_row(buf *b, const coll_table *t, const coll_row *r)
         (unsigned long long)r->count, "float", redop_of(t->op),
         t->op == PROG_COLL_BROADCAST ? 0 : -1, r->time_us, r->algbw_GBps, r->busbw_GBps);
     if (t->measured) put(b, "  %10.2f  %+7.1f%%", r->measured_us, 100.0 * r->rel_err);
-    put(b, "  %s\n", ap);
+    put(b, "  %s%s\n", ap, r->host_bound ? " host" : "");
 }
 
 int coll_format(const coll_table *t, const char *topo_name, const net_opts *o, char **text,
@@ -344,6 +360,11 @@ int coll_format(const coll_table *t, const char *topo_name, const net_opts *o, c
         put(&b, "# the tuner adds the %g us the net plugin reports to every network step (twice "
                 "with Simple); the rows do not pay it (docs/TOPOLOGY.md, \"Network steps\")\n",
             t->reported_us);
+    if (t->issue_floor_us > 0)
+        put(&b, "# one thread drives %u GPUs (nccl-tests -g %u): an iteration takes at least "
+                "%u kernel launches, %.1f us (the device's launch_us); rows held to it say "
+                "\"host\" (docs/TOPOLOGY.md, \"The harness\")\n",
+            t->gpus_per_thread, t->gpus_per_thread, t->gpus_per_thread, t->issue_floor_us);
     bool fill = false;
     for (uint32_t i = 0; i < t->nrows; i++) fill |= t->nodes > 1 && t->rows[i].algo == ALGO_TREE;
     if (fill)

@@ -6,10 +6,15 @@
  * time, busbw = algbw x the nccl-tests bus factor, and the algorithm and
  * protocol the tuner chose. A comparison reads a log with io/ncclt.h and
  * predicts every row of every table (the table's collective, rank and node
- * count, and the NCCL version its header names, "nccl-library=22902",
- * unless the options name one; ranks spread evenly over the nodes, local
- * GPUs from 0) against its out-of-place time; the figure of merit is the
- * median |relative error| over sizes >= 1 MiB.
+ * count, the GPUs a thread drove, "nGpus 8", and the NCCL version its header
+ * names, "nccl-library=22902", unless the options name one; ranks spread
+ * evenly over the nodes, local GPUs from 0) against its out-of-place time;
+ * the figure of merit is the median |relative error| over sizes >= 1 MiB.
+ *
+ * The harness: a thread that drives G GPUs (-g G) issues each one's
+ * collective in turn, a kernel launch each, so an iteration lasts at least
+ * G launches (the device file's launch_us) whatever the size; with
+ * one process per GPU the launch hides behind the device (DECISIONS 170).
  *
  * Ranks of node k are GPUs k * gpus_per_node + (0 .. ranks/nodes - 1); the
  * topology file is loaded with the table's node count (topologies are
@@ -29,6 +34,7 @@ typedef struct coll_row {
     double time_us, algbw_GBps, busbw_GBps;
     algo_kind algo;
     algo_proto proto;
+    bool host_bound;    /* time is the harness's issue floor (coll_table) */
     double measured_us; /* comparisons only */
     double rel_err;     /* (predicted - measured) / measured */
 } coll_row;
@@ -56,14 +62,22 @@ typedef struct coll_table {
      * steps"): a step's own latency, LL and LL128 / Simple, and the latency
      * its net plugin reports to the tuner, us; 0: NCCL's constants, none. */
     double step_us, step_simple_us, reported_us;
+    /* nccl-tests' harness: GPUs one thread drives (its -g; the log's "nGpus"),
+     * and the least time an iteration then takes, us: the host launches
+     * each GPU's kernel in turn, gpus x the device's launch_us (0: one GPU,
+     * no floor). Rows held to it say so (coll_row.host_bound). */
+    uint32_t gpus_per_thread;
+    double issue_floor_us;
 } coll_table;
 
 /* A sweep over `ranks` GPUs on `nodes` nodes of the topology file (loaded
  * with that node count; 0 keeps the file's), sizes b..e by factor f >= 2,
- * float elements. Errors: a flat topology, ranks that do not fit or do not
- * divide evenly over the nodes, sizes out of order. */
+ * float elements, `gpus` GPUs to a thread (nccl-tests' -g; 1: one process
+ * per GPU). Errors: a flat topology, ranks that do not fit or do not divide
+ * evenly over the nodes, sizes out of order, gpus 0. */
 int coll_sweep(const char *topo_file, const net_opts *o, prog_coll c, uint32_t ranks,
-               uint32_t nodes, uint64_t b, uint64_t e, uint32_t f, coll_table *out, ss_err *err);
+               uint32_t nodes, uint64_t b, uint64_t e, uint32_t f, uint32_t gpus,
+               coll_table *out, ss_err *err);
 
 /* Compare with every table of an nccl-tests log (or the one labelled
  * `label`, when not NULL). op_hint: the collective for tables the file does

@@ -62,6 +62,17 @@ b16=$(bw) b24=$(bw --min-ctas 24)
   grep -q "^# the tuner adds the 75 us the net plugin reports" || fail "coll: no plugin latency line on EFA"
 "$bin" coll --topology topologies/h100-ib-fattree.json --nodes 2 --op all_reduce -b 1M -e 1M |
   grep -q "network step\|net plugin" && fail "coll: a network step line on InfiniBand"
+# nccl-tests' -g: one thread driving 8 H100s launches 8 kernels an iteration,
+# 8 x 5 us (the device's launch_us), so 8 B takes 40 us and says "host"; a
+# 1 GiB all_reduce is device-bound and the same with -g 1 and -g 8
+row() { "$bin" coll --topology topologies/h100x8-hgx.json --op all_reduce -b "$1" -e "$1" -g "$2" | awk '/^ *[0-9]/'; }
+row 8 8 | grep -q " 40.00 .* host$" || fail "coll -g 8: 8 B not held to 8 launches (40 us)"
+row 8 1 | grep -q "host" && fail "coll -g 1: a row held to the launch floor"
+[ "$(row 1G 8)" = "$(row 1G 1)" ] || fail "coll -g 8: a 1 GiB row moved"
+"$bin" coll --topology topologies/h100x8-hgx.json --compare tests/data/nccl-tests/h100-8gpu-single-node-together-ag-220043.txt --algo ring |
+  grep -q "^# one thread drives 8 GPUs (nccl-tests -g 8)" || fail "coll --compare: the log's nGpus 8 not read"
+check_bad "-g: with --compare the log's" --topology topologies/h100x8-hgx.json --compare tests/data/nccl-tests/h100-8gpu-single-node-together-ag-220043.txt -g 8
+check_bad "-g: expected a count of GPUs >= 1, not 0" --topology topologies/h100x8-hgx.json --op all_reduce -g 0
 awk -v a="$b16" -v b="$b24" 'BEGIN { exit !(a > 300 && a <= 320 && b > 340) }' ||
   fail "ring busbw with 16 CTAs $b16, with NCCL_MIN_CTAS=24 $b24: want <= 320 and > 340 GB/s"
 # rank lines that are an excerpt (the GB200 NVL72 log keeps "Rank 71" alone) do not
