@@ -17,6 +17,7 @@ typedef struct cblk {
     uint32_t prev, next; /* neighbours in the segment */
     uint32_t wprev, wnext; /* in the list of whole free segments, while free and whole */
     uint32_t tl, tr;       /* children in the tree of free blocks, while free */
+    uint32_t pr;           /* its priority there (prio of its id), while free */
     uint32_t stream;
     bool small, free, expandable, dead;
 } cblk;
@@ -118,13 +119,13 @@ static int key_cmp(const cblk *k, bool small, uint32_t stream, ss_bytes size, ss
     return (k->addr > addr) - (k->addr < addr);
 }
 
-static bool before(const mem_cache *c, uint32_t a, uint32_t b)
+static inline bool before(const mem_cache *c, uint32_t a, uint32_t b)
 {
     const cblk *k = &c->b[b];
     return key_cmp(&c->b[a], k->small, k->stream, k->size, k->addr) < 0;
 }
 
-static uint32_t prio(uint32_t id) /* splitmix32-style mix */
+static uint32_t prio(uint32_t id) /* splitmix32-style mix: a bijection, so no ties */
 {
     uint32_t x = id * 0x9e3779b9u;
     x = (x ^ (x >> 16)) * 0x85ebca6bu;
@@ -132,52 +133,60 @@ static uint32_t prio(uint32_t id) /* splitmix32-style mix */
     return x ^ (x >> 16);
 }
 
+/* The treap's operations walk down through the slot (root or child link)
+ * that holds the current node, so none recurses; a node's priority is
+ * cached in its record while it is in the tree (cblk.pr). */
+
 /* The nodes of t before id into *l, the rest into *r. */
 static void t_split(mem_cache *c, uint32_t t, uint32_t id, uint32_t *l, uint32_t *r)
 {
-    if (t == MEM_CACHE_NONE) {
-        *l = *r = MEM_CACHE_NONE;
-    } else if (before(c, t, id)) {
-        *l = t;
-        t_split(c, c->b[t].tr, id, &c->b[t].tr, r);
-    } else {
-        *r = t;
-        t_split(c, c->b[t].tl, id, l, &c->b[t].tl);
+    while (t != MEM_CACHE_NONE) {
+        if (before(c, t, id)) {
+            *l = t;
+            l = &c->b[t].tr;
+            t = c->b[t].tr;
+        } else {
+            *r = t;
+            r = &c->b[t].tl;
+            t = c->b[t].tl;
+        }
     }
+    *l = *r = MEM_CACHE_NONE;
 }
 
 /* Every key of l is before every key of r. */
 static uint32_t t_merge(mem_cache *c, uint32_t l, uint32_t r)
 {
-    if (l == MEM_CACHE_NONE) return r;
-    if (r == MEM_CACHE_NONE) return l;
-    if (prio(l) > prio(r)) {
-        c->b[l].tr = t_merge(c, c->b[l].tr, r);
-        return l;
+    uint32_t top, *s = &top;
+    while (l != MEM_CACHE_NONE && r != MEM_CACHE_NONE) {
+        if (c->b[l].pr > c->b[r].pr) {
+            *s = l;
+            s = &c->b[l].tr;
+            l = c->b[l].tr;
+        } else {
+            *s = r;
+            s = &c->b[r].tl;
+            r = c->b[r].tl;
+        }
     }
-    c->b[r].tl = t_merge(c, l, c->b[r].tl);
-    return r;
+    *s = l != MEM_CACHE_NONE ? l : r;
+    return top;
 }
 
-static uint32_t t_insert(mem_cache *c, uint32_t t, uint32_t id)
+static void t_insert(mem_cache *c, uint32_t id)
 {
-    if (t == MEM_CACHE_NONE) return id;
-    if (prio(id) > prio(t)) {
-        t_split(c, t, id, &c->b[id].tl, &c->b[id].tr);
-        return id;
-    }
-    if (before(c, id, t)) c->b[t].tl = t_insert(c, c->b[t].tl, id);
-    else c->b[t].tr = t_insert(c, c->b[t].tr, id);
-    return t;
+    uint32_t *s = &c->root, p = c->b[id].pr = prio(id);
+    while (*s != MEM_CACHE_NONE && c->b[*s].pr > p)
+        s = before(c, id, *s) ? &c->b[*s].tl : &c->b[*s].tr;
+    t_split(c, *s, id, &c->b[id].tl, &c->b[id].tr);
+    *s = id;
 }
 
-static uint32_t t_erase(mem_cache *c, uint32_t t, uint32_t id)
+static void t_erase(mem_cache *c, uint32_t id)
 {
-    if (t == MEM_CACHE_NONE) return t;
-    if (t == id) return t_merge(c, c->b[t].tl, c->b[t].tr);
-    if (before(c, id, t)) c->b[t].tl = t_erase(c, c->b[t].tl, id);
-    else c->b[t].tr = t_erase(c, c->b[t].tr, id);
-    return t;
+    uint32_t *s = &c->root;
+    while (*s != MEM_CACHE_NONE && *s != id) s = before(c, id, *s) ? &c->b[*s].tl : &c->b[*s].tr;
+    if (*s == id) *s = t_merge(c, c->b[id].tl, c->b[id].tr);
 }
 
 /* The first free block not below the key, or MEM_CACHE_NONE. */
@@ -220,7 +229,7 @@ static bool free_add(mem_cache *c, uint32_t id)
 {
     cblk *k = &c->b[id];
     k->tl = k->tr = MEM_CACHE_NONE;
-    c->root = t_insert(c, c->root, id);
+    t_insert(c, id);
     if (whole(&c->b[id])) whole_link(c, id);
     c->b[id].free = true;
     return true;
@@ -229,7 +238,7 @@ static bool free_add(mem_cache *c, uint32_t id)
 static void free_del(mem_cache *c, uint32_t id)
 {
     if (!c->b[id].free) return;
-    c->root = t_erase(c, c->root, id);
+    t_erase(c, id);
     if (whole(&c->b[id])) whole_unlink(c, id);
     c->b[id].free = false;
 }
