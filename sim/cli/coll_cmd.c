@@ -31,10 +31,10 @@ static const char usage[] =
     "             takes at least GPUS x the device's launch_us (--compare\n"
     "             reads it from the log's \"nGpus\")\n"
     "  --algo     auto, ring, tree, nvls, nvls_tree, hierarchical, direct, pat\n"
-    "             (NCCL_ALGO)\n"
+    "             (NCCL_ALGO), or a list the tuner chooses from (ring,tree; ^nvls)\n"
     "  --nccl-version  the NCCL whose algorithms run, like 2.27.3 (default: the\n"
     "             log's with --compare, else the topology's, else 2.29.7)\n"
-    "  --proto    auto, ll, ll128, simple (NCCL_PROTO)\n"
+    "  --proto    auto, ll, ll128, simple (NCCL_PROTO), or a list (simple,ll128)\n"
     "  --min-ctas the CTAs (channels) each collective runs at least, 1 to 64\n"
     "             (NCCL_MIN_CTAS; NCCL_MIN_NCHANNELS before 2.17); default NCCL's\n"
     "  --compare  a real nccl-tests output; predicts every row of every table\n"
@@ -109,18 +109,20 @@ static int parse_one(opts *o, const char *k, const char *v)
     else if (!strcmp(k, "-b")) return cli_parse_size(v, &o->b) ? 0 : bad("-b: expected a size like 8, 64K, 1M, not %s", v);
     else if (!strcmp(k, "-e")) return cli_parse_size(v, &o->e) ? 0 : bad("-e: expected a size like 8G, not %s", v);
     else if (!strcmp(k, "--algo")) {
-        if (!pick_name(v, algo_kind_names, ALGO_NKINDS, &x))
+        if (pick_name(v, algo_kind_names, ALGO_NKINDS, &x)) o->net.algo = (algo_kind)x;
+        else if (!algo_set_parse(v, false, &o->net.algo_set))
             return bad("--algo: expected auto, ring, tree, nvls, nvls_tree, hierarchical, "
-                       "direct or pat, not %s", v);
-        o->net.algo = (algo_kind)x;
+                       "direct or pat, or a list of them as NCCL_ALGO takes one (ring,tree; "
+                       "^nvls), not %s", v);
     } else if (!strcmp(k, "--nccl-version")) {
         if (!spec_nccl_parse(v, &o->net.nccl))
             return bad("--nccl-version: expected a version like 2.27.3 or 2.27 (2.0 or later), "
                        "not %s", v);
     } else if (!strcmp(k, "--proto")) {
-        if (!pick_name(v, algo_proto_names, ALGO_NPROTOS, &x))
-            return bad("--proto: expected auto, ll, ll128 or simple, not %s", v);
-        o->net.proto = (algo_proto)x;
+        if (pick_name(v, algo_proto_names, ALGO_NPROTOS, &x)) o->net.proto = (algo_proto)x;
+        else if (!algo_set_parse(v, true, &o->net.proto_set))
+            return bad("--proto: expected auto, ll, ll128 or simple, or a list of them as "
+                       "NCCL_PROTO takes one (simple,ll128; ^ll), not %s", v);
     } else {
         return unknown(k);
     }

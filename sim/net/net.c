@@ -281,23 +281,33 @@ static int flow_shape(net *n, uint32_t gid, prog_coll c, uint32_t base, uint32_t
     return SS_OK;
 }
 
-/* The tuner over built shapes: forced choices where they apply. */
+/* Whether the tuner weighs protocol p for algorithm a: the forced one
+ * alone, else those NCCL pairs with a, of the listed ones unless `any`. */
+static bool proto_considered(const net *n, algo_kind a, int p, bool any)
+{
+    if (n->o.proto != ALGO_P_AUTO) return p == (int)n->o.proto;
+    if (!any && n->o.proto_set && !(n->o.proto_set >> p & 1)) return false;
+    return algo_proto_tunable(a, (algo_proto)p);
+}
+
+/* The tuner over built shapes: forced choices where they apply; a protocol
+ * list that leaves none of the shapes a protocol is set aside. */
 static void pick(const net *n, const algo_shape *const *sh, uint32_t nsh, prog_coll c,
                  uint32_t size, ss_bytes bytes, uint32_t *best_i, algo_cost *best)
 {
     bool first = true;
-    for (uint32_t i = 0; i < nsh; i++)
-        for (int p = ALGO_P_LL; p < ALGO_NPROTOS; p++) {
-            if (n->o.proto != ALGO_P_AUTO && p != (int)n->o.proto) continue;
-            if (n->o.proto == ALGO_P_AUTO && !algo_proto_tunable(sh[i]->algo, (algo_proto)p))
-                continue;
-            algo_cost k = algo_cost_of(n->g, sh[i], c, size, (algo_proto)p, bytes);
-            if (first || k.tune_s < best->tune_s) {
-                *best = k;
-                *best_i = i;
-                first = false;
+    for (int any = 0; any < 2 && first; any++) {
+        for (uint32_t i = 0; i < nsh; i++)
+            for (int p = ALGO_P_LL; p < ALGO_NPROTOS; p++) {
+                if (!proto_considered(n, sh[i]->algo, p, any)) continue;
+                algo_cost k = algo_cost_of(n->g, sh[i], c, size, (algo_proto)p, bytes);
+                if (first || k.tune_s < best->tune_s) {
+                    *best = k;
+                    *best_i = i;
+                    first = false;
+                }
             }
-        }
+    }
     if (first) return;
     ss_ns fill = algo_fill_ns(n->g, sh[*best_i], c, best->proto, bytes);
     best->latency_ns += fill;
@@ -352,12 +362,15 @@ static void calibrate(const net *n, prog_coll c, const uint32_t *gpu, uint32_t s
 }
 
 /* Whether the tuner weighs algorithm a on this pass: pass 0 the forced
- * algorithm alone (every one without a forced one), pass 1, when that does
- * not apply, NCCL's; hierarchical, which NCCL does not have, only when
- * forced (algo.h). The step's candidates and net_coll_alone share it. */
+ * algorithm alone, or the listed ones (every one without either), pass 1,
+ * when none of those applies, NCCL's; hierarchical, which NCCL does not
+ * have, only when forced (algo.h). The step's candidates and
+ * net_coll_alone share it. */
 static bool considered(const net *n, int pass, int a)
 {
     if (pass == 0 && n->o.algo != ALGO_AUTO && a != (int)n->o.algo) return false;
+    if (pass == 0 && n->o.algo == ALGO_AUTO && n->o.algo_set && !(n->o.algo_set >> a & 1))
+        return false;
     return a != ALGO_HIER || n->o.algo == ALGO_HIER;
 }
 

@@ -44,6 +44,9 @@ struct prof;
 typedef struct net_opts {
     algo_kind algo;   /* ALGO_AUTO: the tuner's choice */
     algo_proto proto; /* ALGO_P_AUTO: the tuner's choice */
+    /* NCCL_ALGO / NCCL_PROTO as lists (algo.h, algo_set_parse), with algo
+     * or proto auto: the tuner chooses among these; 0: every one */
+    uint32_t algo_set, proto_set;
     const struct prof *profile; /* NULL: model defaults; must outlive the net */
     bool every_link;  /* solve on every link, without link classes (tests) */
     bool no_solo;     /* every collective a flow, none worked out alone (tests) */

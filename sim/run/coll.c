@@ -344,10 +344,16 @@ int coll_format(const coll_table *t, const char *topo_name, const net_opts *o, c
     buf b = {0};
     char ver[24];
     spec_nccl_format(t->nccl, ver, sizeof ver);
+    char algo[96], proto[48];
+    if (o->algo == ALGO_AUTO && o->algo_set) algo_set_format(o->algo_set, false, algo, sizeof algo);
+    else snprintf(algo, sizeof algo, "%s", algo_kind_names[o->algo]);
+    if (o->proto == ALGO_P_AUTO && o->proto_set)
+        algo_set_format(o->proto_set, true, proto, sizeof proto);
+    else snprintf(proto, sizeof proto, "%s", algo_proto_names[o->proto]);
     put(&b, "# shardsim coll: %s (%s), %u ranks on %u node(s) of %s; algo %s, proto %s, NCCL %s "
             "(%s)\n",
-        prog_coll_name(t->op), t->label, t->nranks, t->nodes, topo_name,
-        algo_kind_names[o->algo], algo_proto_names[o->proto], ver, from[t->nccl_from]);
+        prog_coll_name(t->op), t->label, t->nranks, t->nodes, topo_name, algo, proto, ver,
+        from[t->nccl_from]);
     if (t->ring_ctas)
         put(&b, "# a ring across nodes runs %u CTAs of %.1f GB/s: at most %.0f GB/s bus bandwidth "
                 "(docs/TOPOLOGY.md, \"Ring CTAs across nodes\"; --min-ctas raises the CTAs)\n",

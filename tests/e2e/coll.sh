@@ -73,6 +73,18 @@ row 8 1 | grep -q "host" && fail "coll -g 1: a row held to the launch floor"
   grep -q "^# one thread drives 8 GPUs (nccl-tests -g 8)" || fail "coll --compare: the log's nGpus 8 not read"
 check_bad "-g: with --compare the log's" --topology topologies/h100x8-hgx.json --compare tests/data/nccl-tests/h100-8gpu-single-node-together-ag-220043.txt -g 8
 check_bad "-g: expected a count of GPUs >= 1, not 0" --topology topologies/h100x8-hgx.json --op all_reduce -g 0
+# NCCL_ALGO / NCCL_PROTO lists: the tuner chooses among the listed only
+# (GCP's a3-mega profile: Ring,Tree and Simple); ^ excludes
+rows() { "$bin" coll --topology topologies/gcp-a3mega.json --op all_reduce -b 8 -e 8G "$@" | awk '/^ *[0-9]/ {print $NF}'; }
+[ -z "$(rows --algo Ring,Tree --proto Simple | grep -v '^\(ring\|tree\)/simple$')" ] ||
+  fail "coll --algo Ring,Tree --proto Simple: a row outside the lists"
+rows --algo Ring,Tree --proto Simple | grep -q '^ring/' && rows --algo Ring,Tree --proto Simple | grep -q '^tree/' ||
+  fail "coll --algo Ring,Tree: the tuner never chose one of the two"
+rows --algo '^nvls,nvls_tree' | grep -q '^nvls' && fail "coll --algo ^nvls,nvls_tree: an NVLS row"
+"$bin" coll --topology topologies/h100-ib-fattree.json --nodes 2 --op all_reduce -b 1M -e 1M --algo ring,tree --proto simple |
+  grep -q "algo ring,tree, proto simple" || fail "coll: the header does not name the lists"
+check_bad "--algo: expected auto, ring" --topology topologies/h100x8-hgx.json --op all_reduce --algo ring,treee
+check_bad "--proto: expected auto, ll" --topology topologies/h100x8-hgx.json --op all_reduce --proto simple,
 awk -v a="$b16" -v b="$b24" 'BEGIN { exit !(a > 300 && a <= 320 && b > 340) }' ||
   fail "ring busbw with 16 CTAs $b16, with NCCL_MIN_CTAS=24 $b24: want <= 320 and > 340 GB/s"
 # rank lines that are an excerpt (the GB200 NVL72 log keeps "Rank 71" alone) do not

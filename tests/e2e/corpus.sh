@@ -21,13 +21,14 @@ dir=tests/data/nccl-tests
 fails=0
 meds=()
 cals=()
-echo "| system | collective | nodes x GPUs | NCCL_ALGO | median abs error | bound | calibrated (leave one size out) |"
+echo "| system | collective | nodes x GPUs | NCCL_ALGO[/PROTO] | median abs error | bound | calibrated (leave one size out) |"
 echo "| --- | --- | --- | --- | --- | --- | --- |"
 while IFS=$'\t' read -r f t tab algo ctas r n bound sys; do
   case $f in ''|'#'*) continue;; esac
   args=(coll --topology "topologies/$t" --compare "$dir/$f")
   [ "$tab" != - ] && args+=(--table "$tab")
-  [ "$algo" != auto ] && args+=(--algo "$algo")
+  case $algo in */*) args+=(--proto "${algo#*/}");; esac # NCCL_PROTO after a slash
+  [ "${algo%%/*}" != auto ] && args+=(--algo "${algo%%/*}")
   [ "$ctas" != - ] && args+=(--min-ctas "$ctas")
   [ "$r" != - ] && args+=(--ranks "$r" --nodes "$n")
   if ! out=$("$bin" "${args[@]}" 2>&1); then
