@@ -110,7 +110,7 @@ static int parse_one(opts *o, const char *k, const char *v)
     else if (!strcmp(k, "-e")) return cli_parse_size(v, &o->e) ? 0 : bad("-e: expected a size like 8G, not %s", v);
     else if (!strcmp(k, "--algo")) {
         if (pick_name(v, algo_kind_names, ALGO_NKINDS, &x)) o->net.algo = (algo_kind)x;
-        else if (!algo_set_parse(v, false, &o->net.algo_set))
+        else if (!spec_net_set_parse(v, false, &o->net.algo_set))
             return bad("--algo: expected auto, ring, tree, nvls, nvls_tree, hierarchical, "
                        "direct or pat, or a list of them as NCCL_ALGO takes one (ring,tree; "
                        "^nvls), not %s", v);
@@ -120,7 +120,7 @@ static int parse_one(opts *o, const char *k, const char *v)
                        "not %s", v);
     } else if (!strcmp(k, "--proto")) {
         if (pick_name(v, algo_proto_names, ALGO_NPROTOS, &x)) o->net.proto = (algo_proto)x;
-        else if (!algo_set_parse(v, true, &o->net.proto_set))
+        else if (!spec_net_set_parse(v, true, &o->net.proto_set))
             return bad("--proto: expected auto, ll, ll128 or simple, or a list of them as "
                        "NCCL_PROTO takes one (simple,ll128; ^ll), not %s", v);
     } else {

@@ -501,6 +501,31 @@ int mach_nccl_version(js_node n, uint32_t *code, ss_err *err)
     return SS_OK;
 }
 
+/* "nccl_algo", "nccl_proto": the lists the platform's NCCL profile
+ * exports (spec.h); graph form only, as the tuner is. */
+static int load_nccl_env(js_node n, bool graph, spec_topology *t, ss_err *err)
+{
+    static const char *const keys[2] = {"nccl_algo", "nccl_proto"};
+    uint32_t *sets[2] = {&t->nccl_algos, &t->nccl_protos};
+    for (int k = 0; k < 2; k++) {
+        js_node v;
+        const char *str = NULL;
+        int rc = js_str(n, keys[k], false, NULL, &str, err);
+        if (rc) return rc;
+        if (!str) continue;
+        js_get(n, keys[k], &v);
+        if (!graph)
+            return js_failf(v, err, "%s needs the graph form (a topology with \"node\"): the "
+                                    "flat form has no NCCL tuner", keys[k]);
+        if (!spec_net_set_parse(str, k == 1, sets[k]))
+            return js_failf(v, err, "expected a list of NCCL %s as %s takes one (%s), not "
+                                    "\"%s\"", k ? "protocols" : "algorithms",
+                            k ? "NCCL_PROTO" : "NCCL_ALGO",
+                            k ? "\"simple,ll128\", \"^ll\"" : "\"ring,tree\", \"^nvls\"", str);
+    }
+    return SS_OK;
+}
+
 /* "nccl_ring_cta_GBps": what one CTA of a Simple ring moves across nodes on
  * this system (net/algo.h, "Ring CTAs across nodes"); graph form only. */
 static int load_ring_cta(js_node n, bool graph, spec_topology *t, ss_err *err)
@@ -534,12 +559,13 @@ int mach_from_node(js_node n, uint32_t nodes_override, spec_topology *t, ss_err 
     if (rc || (rc = js_keys_check(n, JS_KEYS("name", "source", "nodes", "gpus_per_node",
                                              "intra_node", "inter_node", "node", "fabric",
                                              "device", "nccl_version", "ranks_per_node",
-                                             "nccl_ring_cta_GBps"),
+                                             "nccl_ring_cta_GBps", "nccl_algo", "nccl_proto"),
                                  err)) ||
         (rc = js_copy_name(n, "name", true, t->name, err)) ||
         (rc = load_counts(n, nodes_override, t, err)) ||
         (rc = mach_set_ranks_per_node(n, t, err)) ||
-        (rc = mach_nccl_version(n, &t->nccl, err)) || (rc = load_ring_cta(n, graph, t, err)))
+        (rc = mach_nccl_version(n, &t->nccl, err)) || (rc = load_ring_cta(n, graph, t, err)) ||
+        (rc = load_nccl_env(n, graph, t, err)))
         return rc;
     if (graph) {
         js_node flat;

@@ -715,52 +715,6 @@ bool algo_proto_tunable(algo_kind algo, algo_proto p)
            p == ALGO_P_SIMPLE;
 }
 
-/* One item of a list: the index of its name, or -1. NCCL spells NVLS_TREE
- * "NVLSTree", which folds to "nvlstree". */
-static int set_item(const char *s, size_t len, bool proto)
-{
-    const char *const *names = proto ? algo_proto_names : algo_kind_names;
-    int n = proto ? ALGO_NPROTOS : ALGO_NKINDS;
-    char w[32];
-    if (len == 0 || len >= sizeof w) return -1;
-    for (size_t i = 0; i < len; i++) w[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i]);
-    w[len] = '\0';
-    if (!proto && !strcmp(w, "nvlstree")) return ALGO_NVLS_TREE;
-    for (int i = 1; i < n; i++) /* 0 is "auto", no member of a set */
-        if (!strcmp(w, names[i])) return i;
-    return -1;
-}
-
-bool algo_set_parse(const char *s, bool proto, uint32_t *set)
-{
-    bool but = *s == '^';
-    uint32_t bits = 0, all = ((1u << (proto ? ALGO_NPROTOS : ALGO_NKINDS)) - 1) & ~1u;
-    for (const char *p = s + but;;) {
-        size_t len = strcspn(p, ",");
-        int i = set_item(p, len, proto);
-        if (i < 0) return false;
-        bits |= 1u << i;
-        if (!p[len]) break;
-        p += len + 1;
-    }
-    *set = but ? all & ~bits : bits;
-    return *set != 0;
-}
-
-void algo_set_format(uint32_t set, bool proto, char *buf, size_t n)
-{
-    const char *const *names = proto ? algo_proto_names : algo_kind_names;
-    int k = proto ? ALGO_NPROTOS : ALGO_NKINDS;
-    size_t at = 0;
-    if (n) buf[0] = '\0';
-    for (int i = 1; i < k && at < n; i++)
-        if (set >> i & 1) {
-            int w = snprintf(buf + at, n - at, "%s%s", at ? "," : "", names[i]);
-            if (w < 0) return;
-            at += (size_t)w;
-        }
-}
-
 static const char *why_not(algo_kind algo)
 {
     switch (algo) {

@@ -244,14 +244,6 @@ bool algo_is_p2p(prog_coll c);
  * NCCL_PROTO_SIMPLE) continue;"). A forced protocol is the user's. */
 bool algo_proto_tunable(algo_kind algo, algo_proto p);
 
-/* NCCL_ALGO and NCCL_PROTO lists as sets, bit 1u << algo_kind (or
- * algo_proto): "ring,tree" the listed ones, "^nvls,nvls_tree" all but
- * those (NCCL's syntax); names as algo_kind_names / algo_proto_names or
- * NCCL's spellings (Ring, NVLSTree, Simple, ...), any case; "auto" is no
- * name of a set. algo_set_parse is false on an unknown name, an empty item
- * or an empty set; algo_set_format writes a set back as a list. */
-bool algo_set_parse(const char *s, bool proto, uint32_t *set);
-void algo_set_format(uint32_t set, bool proto, char *buf, size_t n);
 /* Whether `algo` applies to c over the group (no error message). */
 bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n, algo_kind algo);
 

@@ -86,6 +86,8 @@ int net_new(const spec_topology *t, const net_opts *o, net **out, ss_err *err)
     net *n = calloc(1, sizeof *n);
     if (!n) return nomem(err);
     n->o = *o;
+    if (o->algo == ALGO_AUTO && !o->algo_set) n->o.algo_set = t->nccl_algos;
+    if (o->proto == ALGO_P_AUTO && !o->proto_set) n->o.proto_set = t->nccl_protos;
     n->gpn = t->gpus_per_node, n->rpn = spec_topo_rpn(t);
     spec_topology tv = *t; /* the version the options name, over the file's */
     if (o->nccl) tv.nccl = o->nccl;

@@ -44,8 +44,9 @@ struct prof;
 typedef struct net_opts {
     algo_kind algo;   /* ALGO_AUTO: the tuner's choice */
     algo_proto proto; /* ALGO_P_AUTO: the tuner's choice */
-    /* NCCL_ALGO / NCCL_PROTO as lists (algo.h, algo_set_parse), with algo
-     * or proto auto: the tuner chooses among these; 0: every one */
+    /* NCCL_ALGO / NCCL_PROTO as lists (spec.h, spec_net_set_parse), with algo
+     * or proto auto: the tuner chooses among these; 0: the topology's
+     * (spec_topology.nccl_algos, nccl_protos), else every one */
     uint32_t algo_set, proto_set;
     const struct prof *profile; /* NULL: model defaults; must outlive the net */
     bool every_link;  /* solve on every link, without link classes (tests) */

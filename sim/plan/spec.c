@@ -100,6 +100,52 @@ spec_quantity spec_quantity_of(const char *key)
     return SPEC_Q_NUMBER;
 }
 
+/* One item of a list: the index of its name, or -1. NCCL spells NVLS_TREE
+ * "NVLSTree", which folds to "nvlstree". */
+static int set_item(const char *s, size_t len, bool proto)
+{
+    const char *const *names = proto ? spec_net_proto_names : spec_net_algo_names;
+    int n = proto ? SPEC_NNET_PROTOS : SPEC_NNET_ALGOS;
+    char w[32];
+    if (len == 0 || len >= sizeof w) return -1;
+    for (size_t i = 0; i < len; i++) w[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i]);
+    w[len] = '\0';
+    if (!proto && !strcmp(w, "nvlstree")) return SPEC_NALGO_NVLS_TREE;
+    for (int i = 1; i < n; i++) /* 0 is "auto", no member of a set */
+        if (!strcmp(w, names[i])) return i;
+    return -1;
+}
+
+bool spec_net_set_parse(const char *s, bool proto, uint32_t *set)
+{
+    bool but = *s == '^';
+    uint32_t bits = 0, all = ((1u << (proto ? SPEC_NNET_PROTOS : SPEC_NNET_ALGOS)) - 1) & ~1u;
+    for (const char *p = s + but;;) {
+        size_t len = strcspn(p, ",");
+        int i = set_item(p, len, proto);
+        if (i < 0) return false;
+        bits |= 1u << i;
+        if (!p[len]) break;
+        p += len + 1;
+    }
+    *set = but ? all & ~bits : bits;
+    return *set != 0;
+}
+
+void spec_net_set_format(uint32_t set, bool proto, char *buf, size_t n)
+{
+    const char *const *names = proto ? spec_net_proto_names : spec_net_algo_names;
+    int k = proto ? SPEC_NNET_PROTOS : SPEC_NNET_ALGOS;
+    size_t at = 0;
+    if (n) buf[0] = '\0';
+    for (int i = 1; i < k && at < n; i++)
+        if (set >> i & 1) {
+            int w = snprintf(buf + at, n - at, "%s%s", at ? "," : "", names[i]);
+            if (w < 0) return;
+            at += (size_t)w;
+        }
+}
+
 bool spec_nccl_parse(const char *s, uint32_t *code)
 {
     unsigned long v[3] = {0, 0, 0};

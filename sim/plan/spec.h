@@ -421,6 +421,10 @@ typedef struct spec_topology {
     spec_fabric fabric;
     spec_device device;
     uint32_t nccl; /* NCCL version (SPEC_NCCL_*); 0: SPEC_NCCL_DEFAULT */
+    /* The platform's NCCL_ALGO / NCCL_PROTO ("nccl_algo", "nccl_proto":
+     * lists a vendor's NCCL profile exports, spec_net_set_parse); the
+     * tuner's choice where a scenario or coll names none; 0: every one */
+    uint32_t nccl_algos, nccl_protos;
     /* One CTA's bus bandwidth on a Simple-protocol ring across nodes
      * ("nccl_ring_cta_GBps", bytes/s); 0: the architecture's (net/algo.h,
      * "Ring CTAs across nodes") */
@@ -480,6 +484,14 @@ enum { SPEC_NET_PROTOS(SPEC_ENUM2_) SPEC_NNET_PROTOS };
 #undef SPEC_ENUM2_
 extern const char *const spec_net_algo_names[SPEC_NNET_ALGOS];
 extern const char *const spec_net_proto_names[SPEC_NNET_PROTOS];
+/* NCCL_ALGO and NCCL_PROTO lists as sets, bit 1u << SPEC_NALGO_* (or
+ * SPEC_NPROTO_*): "ring,tree" the listed ones, "^nvls,nvls_tree" all but
+ * those (NCCL's syntax); the names above or NCCL's spellings (Ring,
+ * NVLSTree, Simple, ...), any case; "auto" is no member. spec_net_set_parse
+ * is false on an unknown name, an empty item or an empty set;
+ * spec_net_set_format writes a set back as a list. */
+bool spec_net_set_parse(const char *s, bool proto, uint32_t *set);
+void spec_net_set_format(uint32_t set, bool proto, char *buf, size_t n);
 
 /* Float8 training (precision.compute "fp8"): how the linear layers scale
  * their fp8 inputs (precision.fp8.recipe): torchao's dynamic tensorwise or

@@ -120,6 +120,7 @@ static coll_nccl_from nccl_from(const net_opts *o, uint32_t log, const spec_topo
  * kernel on each per iteration; one GPU a thread hides its launch. */
 static void set_floor(coll_table *t, const spec_topology *tp, uint32_t gpus)
 {
+    t->topo_algos = tp->nccl_algos, t->topo_protos = tp->nccl_protos;
     t->gpus_per_thread = gpus;
     t->issue_floor_us = gpus > 1 ? gpus * (double)tp->device.launch_ns * 1e-3 : 0.0;
 }
@@ -336,6 +337,22 @@ static void put_row(buf *b, const coll_table *t, const coll_row *r)
     put(b, "  %s%s\n", ap, r->host_bound ? " host" : "");
 }
 
+/* What the tuner chose among, for the header: the forced one, the listed
+ * ones, the topology's list, or "auto". */
+static void choice_name(char *out, size_t n, const char *one, bool forced, uint32_t set,
+                        uint32_t topo_set, bool proto)
+{
+    char list[96];
+    if (forced || (!set && !topo_set)) {
+        snprintf(out, n, "%s", one);
+    } else if (set) {
+        spec_net_set_format(set, proto, out, n);
+    } else {
+        spec_net_set_format(topo_set, proto, list, sizeof list);
+        snprintf(out, n, "%s (the topology's)", list);
+    }
+}
+
 int coll_format(const coll_table *t, const char *topo_name, const net_opts *o, char **text,
                 ss_err *err)
 {
@@ -344,12 +361,11 @@ int coll_format(const coll_table *t, const char *topo_name, const net_opts *o, c
     buf b = {0};
     char ver[24];
     spec_nccl_format(t->nccl, ver, sizeof ver);
-    char algo[96], proto[48];
-    if (o->algo == ALGO_AUTO && o->algo_set) algo_set_format(o->algo_set, false, algo, sizeof algo);
-    else snprintf(algo, sizeof algo, "%s", algo_kind_names[o->algo]);
-    if (o->proto == ALGO_P_AUTO && o->proto_set)
-        algo_set_format(o->proto_set, true, proto, sizeof proto);
-    else snprintf(proto, sizeof proto, "%s", algo_proto_names[o->proto]);
+    char algo[128], proto[64];
+    choice_name(algo, sizeof algo, algo_kind_names[o->algo], o->algo != ALGO_AUTO, o->algo_set,
+                t->topo_algos, false);
+    choice_name(proto, sizeof proto, algo_proto_names[o->proto], o->proto != ALGO_P_AUTO,
+                o->proto_set, t->topo_protos, true);
     put(&b, "# shardsim coll: %s (%s), %u ranks on %u node(s) of %s; algo %s, proto %s, NCCL %s "
             "(%s)\n",
         prog_coll_name(t->op), t->label, t->nranks, t->nodes, topo_name, algo, proto, ver,

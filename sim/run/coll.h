@@ -68,6 +68,9 @@ typedef struct coll_table {
      * no floor). Rows held to it say so (coll_row.host_bound). */
     uint32_t gpus_per_thread;
     double issue_floor_us;
+    /* The topology's NCCL_ALGO / NCCL_PROTO lists (spec_topology), which
+     * the tuner keeps where the options name none; 0: none */
+    uint32_t topo_algos, topo_protos;
 } coll_table;
 
 /* A sweep over `ranks` GPUs on `nodes` nodes of the topology file (loaded

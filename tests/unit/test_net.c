@@ -830,28 +830,28 @@ static void test_tree_fill(void **state)
     topo_free(g);
 }
 
-/* NCCL_ALGO / NCCL_PROTO lists (algo.h): NCCL's spellings, any case, "^"
+/* NCCL_ALGO / NCCL_PROTO lists (spec.h): NCCL's spellings, any case, "^"
  * for all but; "auto", empty items and unknown names are no list. */
 static void test_algo_sets(void **state)
 {
     (void)state;
     uint32_t s = 0;
-    assert_true(algo_set_parse("Ring,Tree", false, &s));
+    assert_true(spec_net_set_parse("Ring,Tree", false, &s));
     assert_int_equal(s, 1u << ALGO_RING | 1u << ALGO_TREE);
-    assert_true(algo_set_parse("NVLSTree", false, &s));
+    assert_true(spec_net_set_parse("NVLSTree", false, &s));
     assert_int_equal(s, 1u << ALGO_NVLS_TREE);
-    assert_true(algo_set_parse("^nvls,nvls_tree", false, &s));
+    assert_true(spec_net_set_parse("^nvls,nvls_tree", false, &s));
     assert_int_equal(s, ((1u << ALGO_NKINDS) - 1) & ~(1u << ALGO_AUTO | 1u << ALGO_NVLS |
                                                       1u << ALGO_NVLS_TREE));
-    assert_true(algo_set_parse("Simple,LL128", true, &s));
+    assert_true(spec_net_set_parse("Simple,LL128", true, &s));
     assert_int_equal(s, 1u << ALGO_P_SIMPLE | 1u << ALGO_P_LL128);
     char buf[64];
-    algo_set_format(s, true, buf, sizeof buf);
+    spec_net_set_format(s, true, buf, sizeof buf);
     assert_string_equal(buf, "ll128,simple");
     static const char *bad[] = {"", "auto", "ring,,tree", "ring,", "rung", "^"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
-        assert_false(algo_set_parse(bad[i], false, &s));
-    assert_false(algo_set_parse("^ll,ll128,simple", true, &s)); /* leaves none */
+        assert_false(spec_net_set_parse(bad[i], false, &s));
+    assert_false(spec_net_set_parse("^ll,ll128,simple", true, &s)); /* leaves none */
 }
 
 /* Network steps on EFA (algo.h, "Network steps"): aws-p5-efa.json gives a
