@@ -966,6 +966,28 @@ static int load_runtime(js_node root, spec_scenario *s, ss_err *err)
     return SS_OK;
 }
 
+/* network.algo or network.proto: one name, or a list as NCCL_ALGO and
+ * NCCL_PROTO take one ("ring,tree", "^nvls"), the tuner choosing among the
+ * listed (*set; *one stays auto). */
+static int load_choice(js_node n, const char *key, bool proto, int *one, uint32_t *set,
+                       ss_err *err)
+{
+    js_node v;
+    const char *str = NULL;
+    *set = 0;
+    if (js_get(n, key, &v) && js_is_str(v) && !js_str_val(v, &str, NULL) && strpbrk(str, ",^")) {
+        if (!spec_net_set_parse(str, proto, set))
+            return js_failf(v, err, "expected a list of NCCL %s as %s takes one (%s), not \"%s\"",
+                            proto ? "protocols" : "algorithms", proto ? "NCCL_PROTO" : "NCCL_ALGO",
+                            proto ? "\"simple,ll128\", \"^ll\"" : "\"ring,tree\", \"^nvls\"", str);
+        return SS_OK;
+    }
+    return proto ? js_enum(n, key, false, SPEC_NPROTO_AUTO, spec_net_proto_names,
+                           SPEC_NNET_PROTOS, one, err)
+                 : js_enum(n, key, false, SPEC_NALGO_AUTO, spec_net_algo_names, SPEC_NNET_ALGOS,
+                           one, err);
+}
+
 /* "network": {"algo", "proto", "nccl_version", "nccl_min_ctas"}: NCCL_ALGO /
  * NCCL_PROTO for every collective of the step (where the algorithm
  * applies; see net/algo.h), the NCCL whose algorithms the tuner has (over
@@ -976,22 +998,21 @@ static int load_network(js_node root, spec_scenario *s, ss_err *err)
     js_node n;
     s->net_algo = SPEC_NALGO_AUTO;
     s->net_proto = SPEC_NPROTO_AUTO;
+    s->net_algos = s->net_protos = 0;
     s->net_nccl = 0;
     s->net_min_ctas = 0;
     if (!js_get(root, "network", &n)) return SS_OK;
     uint64_t ctas = 0;
     int rc = js_want_obj(n, err);
     if (rc || (rc = js_keys_check(n, KEYS("algo", "proto", "nccl_version", "nccl_min_ctas"), err)) ||
-        (rc = js_enum(n, "algo", false, SPEC_NALGO_AUTO, spec_net_algo_names, SPEC_NNET_ALGOS,
-                      &s->net_algo, err)) ||
-        (rc = js_enum(n, "proto", false, SPEC_NPROTO_AUTO, spec_net_proto_names,
-                      SPEC_NNET_PROTOS, &s->net_proto, err)) ||
+        (rc = load_choice(n, "algo", false, &s->net_algo, &s->net_algos, err)) ||
+        (rc = load_choice(n, "proto", true, &s->net_proto, &s->net_protos, err)) ||
         (rc = mach_nccl_version(n, &s->net_nccl, err)) ||
         (rc = js_u64(n, "nccl_min_ctas", false, 0, 1, 64, &ctas, err)))
         return rc;
     s->net_min_ctas = (uint32_t)ctas;
-    if (s->net_algo != SPEC_NALGO_AUTO || s->net_proto != SPEC_NPROTO_AUTO || s->net_nccl ||
-        s->net_min_ctas) {
+    if (s->net_algo != SPEC_NALGO_AUTO || s->net_proto != SPEC_NPROTO_AUTO || s->net_algos ||
+        s->net_protos || s->net_nccl || s->net_min_ctas) {
         if (!s->topo.graph)
             return js_failf(n, err, "network.algo, network.proto, network.nccl_version and "
                                     "network.nccl_min_ctas need a topology graph (a topology "

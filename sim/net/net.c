@@ -78,6 +78,7 @@ static int nomem(ss_err *err) { return ss_fail(err, SS_E_NOMEM, NULL, "out of me
 net_opts net_opts_of(const spec_scenario *s, const struct prof *pf)
 {
     return (net_opts){.algo = (algo_kind)s->net_algo, .proto = (algo_proto)s->net_proto,
+                      .algo_set = s->net_algos, .proto_set = s->net_protos,
                       .profile = pf, .nccl = s->net_nccl, .min_ctas = s->net_min_ctas};
 }
 

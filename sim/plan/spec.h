@@ -793,6 +793,8 @@ typedef struct spec_scenario {
     spec_measured measured;
     ss_ns hook_ns;           /* host time of one runtime hook (FSDP/DDP) */
     int net_algo, net_proto; /* SPEC_NALGO_*, SPEC_NPROTO_* */
+    uint32_t net_algos, net_protos; /* network.algo / proto as lists
+                                       (spec_net_set_parse); 0: none */
     uint32_t net_nccl;       /* network.nccl_version; 0: the topology's */
     uint32_t net_min_ctas;   /* network.nccl_min_ctas (NCCL_MIN_CTAS); 0: NCCL's default */
     char calibration[1024];  /* profile file (resolved), or "" */

@@ -15,6 +15,7 @@
 #include "../../sim/eng/eng.h"
 #include "../../sim/io/json.h"
 #include "../../sim/io/machine.h"
+#include "../../sim/io/scenario.h"
 #include "../../sim/net/algo.h"
 #include "../../sim/net/cost.h"
 #include "../../sim/net/flow.h"
@@ -854,6 +855,43 @@ static void test_algo_sets(void **state)
     assert_false(spec_net_set_parse("^ll,ll128,simple", true, &s)); /* leaves none */
 }
 
+/* A scenario's network.algo and network.proto take NCCL's lists too, and
+ * the tuner keeps to them (scenario.c, load_choice; net_opts_of): over the
+ * 4 x 8 H100 nodes of a shipped scenario an all-reduce of every size from
+ * 8 B to 4 GiB runs a Simple ring or tree under "ring,tree" and "simple",
+ * where NCCL's own choice takes NVLS_TREE and LL or LL128 somewhere. */
+static void test_scenario_lists(void **state)
+{
+    (void)state;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/scenarios/multinode/llama3-8b-full-shard-4x8xh100.json",
+             SS_SOURCE_DIR);
+    const char *sets[] = {"network.algo=\"ring,tree\"", "network.proto=\"simple\""};
+    for (int listed = 0; listed < 2; listed++) {
+        spec_scenario sc;
+        ss_err err;
+        ss_err_clear(&err);
+        if (scn_load(path, listed ? sets : NULL, listed ? 2 : 0, &sc, &err))
+            fail_msg("%s: %s", err.where, err.msg);
+        net_opts o = net_opts_of(&sc, NULL);
+        net *nt = NULL;
+        assert_int_equal(net_new(&sc.topo, &o, &nt, NULL), SS_OK);
+        uint32_t r[32];
+        for (uint32_t i = 0; i < 32; i++) r[i] = i;
+        bool other = false;
+        for (ss_bytes b = 8; b <= (4ull << 30); b *= 4) {
+            net_alone a;
+            assert_int_equal(net_coll_alone(nt, PROG_COLL_ALL_REDUCE, r, 32, b, &a, NULL), SS_OK);
+            bool simple_rt = a.proto == ALGO_P_SIMPLE && (a.algo == ALGO_RING || a.algo == ALGO_TREE);
+            if (listed) assert_true(simple_rt);
+            other |= !simple_rt;
+        }
+        if (!listed) assert_true(other);
+        net_free(nt);
+        spec_scenario_fini(&sc);
+    }
+}
+
 /* Network steps on EFA (algo.h, "Network steps"): aws-p5-efa.json gives a
  * network step 20 us (23 with Simple) in place of NCCL's InfiniBand
  * constants (tree LL 5.0, ring LL128 4.0, the tree's Simple 50, which
@@ -1272,6 +1310,7 @@ int main(void)
         cmocka_unit_test(test_pat), cmocka_unit_test(test_hierarchical_only_forced),              cmocka_unit_test(test_nccl_versions),
         cmocka_unit_test(test_channel_caps), cmocka_unit_test(test_tree_fill), cmocka_unit_test(test_scratch_map),
         cmocka_unit_test(test_net_steps), cmocka_unit_test(test_algo_sets),
+        cmocka_unit_test(test_scenario_lists),
         cmocka_unit_test(test_ring_ctas),
         cmocka_unit_test(test_ranks_per_node),
     };
