@@ -243,7 +243,6 @@ bool algo_is_p2p(prog_coll c);
  * 2.17: "if ((a == NCCL_ALGO_NVLS || a == NCCL_ALGO_NVLS_TREE) && p !=
  * NCCL_PROTO_SIMPLE) continue;"). A forced protocol is the user's. */
 bool algo_proto_tunable(algo_kind algo, algo_proto p);
-
 /* Whether `algo` applies to c over the group (no error message). */
 bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n, algo_kind algo);
 
