@@ -73,6 +73,12 @@ row 8 1 | grep -q "host" && fail "coll -g 1: a row held to the launch floor"
   grep -q "^# one thread drives 8 GPUs (nccl-tests -g 8)" || fail "coll --compare: the log's nGpus 8 not read"
 check_bad "-g: with --compare the log's" --topology topologies/h100x8-hgx.json --compare tests/data/nccl-tests/h100-8gpu-single-node-together-ag-220043.txt -g 8
 check_bad "-g: expected a count of GPUs >= 1, not 0" --topology topologies/h100x8-hgx.json --op all_reduce -g 0
+# p4d's EFA: the plugin forces Simple (the topology's nccl_proto) and reports
+# 75 us; every row is Simple and the header names the fabric's step
+"$bin" coll --topology topologies/aws-p4d-efa.json --op all_reduce -b 8 -e 1G -f 8 |
+  awk '/^ *[0-9]/ && $NF !~ /\/simple$/ {bad = 1} END {exit bad}' || fail "coll p4d: a row not Simple"
+"$bin" coll --topology topologies/aws-p4d-efa.json --op all_reduce -b 1M -e 1M |
+  grep -q "proto simple (the topology's)" || fail "coll p4d: the header does not name the topology's protocol"
 # NCCL_ALGO / NCCL_PROTO lists: the tuner chooses among the listed only
 # (GCP's a3-mega profile: Ring,Tree and Simple); ^ excludes
 rows() { "$bin" coll --topology topologies/gcp-a3mega.json --op all_reduce -b 8 -e 8G "$@" | awk '/^ *[0-9]/ {print $NF}'; }
