@@ -501,6 +501,14 @@ int mach_nccl_version(js_node n, uint32_t *code, ss_err *err)
     return SS_OK;
 }
 
+int mach_net_list(js_node v, const char *str, bool proto, uint32_t *set, ss_err *err)
+{
+    if (spec_net_set_parse(str, proto, set)) return SS_OK;
+    return js_failf(v, err, "expected a list of NCCL %s as %s takes one (%s), not \"%s\"",
+                    proto ? "protocols" : "algorithms", proto ? "NCCL_PROTO" : "NCCL_ALGO",
+                    proto ? "\"simple,ll128\", \"^ll\"" : "\"ring,tree\", \"^nvls\"", str);
+}
+
 /* "nccl_algo", "nccl_proto": the lists the platform's NCCL profile
  * exports (spec.h); graph form only, as the tuner is. */
 static int load_nccl_env(js_node n, bool graph, spec_topology *t, ss_err *err)
@@ -517,11 +525,7 @@ static int load_nccl_env(js_node n, bool graph, spec_topology *t, ss_err *err)
         if (!graph)
             return js_failf(v, err, "%s needs the graph form (a topology with \"node\"): the "
                                     "flat form has no NCCL tuner", keys[k]);
-        if (!spec_net_set_parse(str, k == 1, sets[k]))
-            return js_failf(v, err, "expected a list of NCCL %s as %s takes one (%s), not "
-                                    "\"%s\"", k ? "protocols" : "algorithms",
-                            k ? "NCCL_PROTO" : "NCCL_ALGO",
-                            k ? "\"simple,ll128\", \"^ll\"" : "\"ring,tree\", \"^nvls\"", str);
+        if ((rc = mach_net_list(v, str, k == 1, sets[k], err))) return rc;
     }
     return SS_OK;
 }

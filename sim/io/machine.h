@@ -37,6 +37,11 @@ int mach_set_ranks_per_node(js_node n, spec_topology *t, ss_err *err);
  * SPEC_NCCL_*), 0 when n has no such key; the topology file's key and the
  * scenario's network.nccl_version read alike. */
 int mach_nccl_version(js_node n, uint32_t *code, ss_err *err);
+/* str, the string at node v, as an NCCL_ALGO (proto false) or NCCL_PROTO
+ * list into *set (spec_net_set_parse), or an error at v saying what a list
+ * is: a topology's nccl_algo / nccl_proto and a scenario's network.algo /
+ * proto read them alike. */
+int mach_net_list(js_node v, const char *str, bool proto, uint32_t *set, ss_err *err);
 
 /* Load a topology file. */
 int mach_load(const char *file, uint32_t nodes_override, spec_topology *t, ss_err *err);

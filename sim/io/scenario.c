@@ -975,13 +975,8 @@ static int load_choice(js_node n, const char *key, bool proto, int *one, uint32_
     js_node v;
     const char *str = NULL;
     *set = 0;
-    if (js_get(n, key, &v) && js_is_str(v) && !js_str_val(v, &str, NULL) && strpbrk(str, ",^")) {
-        if (!spec_net_set_parse(str, proto, set))
-            return js_failf(v, err, "expected a list of NCCL %s as %s takes one (%s), not \"%s\"",
-                            proto ? "protocols" : "algorithms", proto ? "NCCL_PROTO" : "NCCL_ALGO",
-                            proto ? "\"simple,ll128\", \"^ll\"" : "\"ring,tree\", \"^nvls\"", str);
-        return SS_OK;
-    }
+    if (js_get(n, key, &v) && js_is_str(v) && !js_str_val(v, &str, NULL) && strpbrk(str, ",^"))
+        return mach_net_list(v, str, proto, set, err);
     return proto ? js_enum(n, key, false, SPEC_NPROTO_AUTO, spec_net_proto_names,
                            SPEC_NNET_PROTOS, one, err)
                  : js_enum(n, key, false, SPEC_NALGO_AUTO, spec_net_algo_names, SPEC_NNET_ALGOS,

@@ -116,9 +116,12 @@ static coll_nccl_from nccl_from(const net_opts *o, uint32_t log, const spec_topo
            : t->nccl ? COLL_NCCL_TOPOLOGY : COLL_NCCL_DEFAULT;
 }
 
-/* The harness's floor (coll.h): a thread driving `gpus` GPUs launches a
- * kernel on each per iteration; one GPU a thread hides its launch. */
-static void set_floor(coll_table *t, const spec_topology *tp, uint32_t gpus)
+/* What the table takes from the topology besides its network: the NCCL
+ * lists the tuner keeps (for the header), and the harness's floor
+ * (coll.h): a thread driving `gpus` GPUs launches a kernel on each per
+ * iteration, at the device's launch cost; one GPU a thread hides its
+ * launch. */
+static void topology_facts(coll_table *t, const spec_topology *tp, uint32_t gpus)
 {
     t->topo_algos = tp->nccl_algos, t->topo_protos = tp->nccl_protos;
     t->gpus_per_thread = gpus;
@@ -143,7 +146,7 @@ int coll_sweep(const char *topo_file, const net_opts *o, prog_coll c, uint32_t r
     tab.nccl_from = nccl_from(o, 0, &t);
     tab.nodes = t.nodes;
     if (!rc) rc = across_nodes(nt, c, g, ranks, &tab, err);
-    if (!rc) set_floor(&tab, &t, gpus);
+    if (!rc) topology_facts(&tab, &t, gpus);
     snprintf(tab.label, sizeof tab.label, "%s", prog_coll_name(c));
     for (uint64_t s = b; !rc && s <= e; s = s > UINT64_MAX / f ? UINT64_MAX : s * f) {
         rc = grow_rows(&tab, tab.nrows + 1, &cap, err);
@@ -230,7 +233,7 @@ static int compare_table(const char *topo_file, const net_opts *o, const char *l
     if (!rc) rc = open_net(topo_file, tab->nodes, tab->nranks, &ov, &t, &nt, &g, err);
     if (!rc) tab->nccl = topo_nccl(net_topo(nt));
     if (!rc) rc = across_nodes(nt, tab->op, g, tab->nranks, tab, err);
-    if (!rc) set_floor(tab, &t, in->ngpus ? in->ngpus : 1);
+    if (!rc) topology_facts(tab, &t, in->ngpus ? in->ngpus : 1);
     tab->nccl_from = nccl_from(o, in->nccl_version, &t);
     if (!rc && !(tab->rows = calloc(in->nrows ? in->nrows : 1, sizeof *tab->rows)))
         rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
