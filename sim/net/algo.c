@@ -200,6 +200,16 @@ static void acc_path(acc *a, const topo *g, const uint32_t *path, uint32_t n, do
     if (lat > a->wire) a->wire = lat;
 }
 
+/* acc_path for a route across nodes: a NIC moves its bytes over the PCIe
+ * legs by GPUDirect RDMA, which weighs more there (topo_link_net_weight). */
+static void acc_net_path(acc *a, const topo *g, const uint32_t *path, uint32_t n, double w)
+{
+    for (uint32_t i = 0; i < n && !a->nomem; i++)
+        acc_add(a, path[i], w * topo_link_net_weight(g, path[i]));
+    ss_ns lat = topo_path_latency(g, path, n);
+    if (lat > a->wire) a->wire = lat;
+}
+
 /* Member index of GPU x (members ascending), n when absent. */
 static uint32_t member_idx(const nicmap *m, uint32_t x)
 {
@@ -362,13 +372,17 @@ static void acc_hop(acc *a, const topo *g, uint32_t s, uint32_t d, double w, boo
 {
     static _Thread_local uint32_t path[TOPO_PATH_MAX];
     const nicmap *m = a->nm;
-    if (topo_node_of(g, s) == topo_node_of(g, d) || topo_nics_per_node(g) == 0 || !m) {
+    if (topo_node_of(g, s) == topo_node_of(g, d)) {
         acc_path(a, g, path, topo_route(g, s, d, -1, path), w);
+        return;
+    }
+    if (topo_nics_per_node(g) == 0 || !m) {
+        acc_net_path(a, g, path, topo_route(g, s, d, -1, path), w);
         return;
     }
     side S = side_of(m, s, whole_node), R = side_of(m, d, whole_node);
     if (S.n == 0 || R.n == 0) {
-        acc_path(a, g, path, topo_route(g, s, d, -1, path), w);
+        acc_net_path(a, g, path, topo_route(g, s, d, -1, path), w);
         return;
     }
     uint32_t ch = S.n > R.n ? S.n : R.n;
@@ -378,7 +392,7 @@ static void acc_hop(acc *a, const topo *g, uint32_t s, uint32_t d, double w, boo
             h.a = h.via_a;
             h.b = h.via_b;
         }
-        acc_path(a, g, path, topo_route_nics(g, &h, path), w / ch);
+        acc_net_path(a, g, path, topo_route_nics(g, &h, path), w / ch);
     }
 }
 

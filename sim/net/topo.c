@@ -11,6 +11,7 @@
 typedef struct tlink {
     uint16_t from, to; /* template vertices */
     double Bps;
+    double net_w; /* bytes on the link per byte of network traffic (topo_link_net_weight) */
     ss_ns lat;
     spec_lkind kind;
 } tlink;
@@ -40,12 +41,29 @@ struct topo {
 
 static uint32_t member_of(const topo *g, uint32_t grp, uint32_t i) { return g->gbase[grp] + i; }
 
+/* A PCIe link carries a NIC's GPUDirect RDMA traffic at NCCL's rate for
+ * its lanes, 0.75 of the raw rate at every generation (src/graph/topo.cc,
+ * kvDictPciGen: 240 x 100 Mb/s a lane at 32 GT/s, 120 at 16, 60 at 8, and
+ * width x speed / 80 GB/s: 48 GB/s for Gen5 x16), where the link's own
+ * efficiency (DMA copies) is higher: such a byte weighs efficiency / 0.75
+ * on it. The one-GPU-per-node cluster01 logs meet it: 48.7-48.9 GB/s
+ * all-reduce bus bandwidth at 4-16 GiB over a Gen5 x16 link with two
+ * 400 Gb/s NICs behind it (tests/data/nccl-tests). */
+#define GDR_PCIE_FRACTION 0.75
+
+static double net_weight(const spec_lgroup *x)
+{
+    return x->kind == SPEC_L_PCIE && x->efficiency > GDR_PCIE_FRACTION
+               ? x->efficiency / GDR_PCIE_FRACTION
+               : 1.0;
+}
+
 static int add_pair(topo *g, uint32_t cap, uint32_t a, uint32_t b, const spec_lgroup *x)
 {
     if (g->ntl + 2 > cap) return 0;
-    double bps = x->Bps * x->efficiency;
-    g->tl[g->ntl++] = (tlink){(uint16_t)a, (uint16_t)b, bps, x->latency_ns, x->kind};
-    g->tl[g->ntl++] = (tlink){(uint16_t)b, (uint16_t)a, bps, x->latency_ns, x->kind};
+    double bps = x->Bps * x->efficiency, w = net_weight(x);
+    g->tl[g->ntl++] = (tlink){(uint16_t)a, (uint16_t)b, bps, w, x->latency_ns, x->kind};
+    g->tl[g->ntl++] = (tlink){(uint16_t)b, (uint16_t)a, bps, w, x->latency_ns, x->kind};
     return 1;
 }
 
@@ -433,6 +451,11 @@ double topo_link_Bps(const topo *g, uint32_t l)
 ss_ns topo_link_latency(const topo *g, uint32_t l)
 {
     return l < g->fbase ? g->tl[l % g->ntl].lat : g->fab.latency_ns;
+}
+
+double topo_link_net_weight(const topo *g, uint32_t l)
+{
+    return l < g->fbase ? g->tl[l % g->ntl].net_w : 1.0;
 }
 
 spec_lkind topo_link_kind(const topo *g, uint32_t l)

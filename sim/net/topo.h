@@ -53,6 +53,11 @@ uint32_t topo_node_of(const topo *g, uint32_t gpu);
 double topo_link_Bps(const topo *g, uint32_t l);
 ss_ns topo_link_latency(const topo *g, uint32_t l);
 spec_lkind topo_link_kind(const topo *g, uint32_t l);
+/* Bytes on link l per byte a NIC moves (GPUDirect RDMA) over it: above 1
+ * on a PCIe link whose efficiency is above NCCL's rate for its lanes
+ * (topo.c, GDR_PCIE_FRACTION), else 1. A cross-node route's legs inside
+ * the nodes carry this weight; copies inside a node do not. */
+double topo_link_net_weight(const topo *g, uint32_t l);
 /* "node1.gpu3->nvswitch[0]", "leaf[2]->core"; returns buf. */
 const char *topo_link_name(const topo *g, uint32_t l, char *buf, size_t n);
 
