@@ -20,8 +20,8 @@ static const char usage[] =
     "                     [--algo A] [--proto P] [--nccl-version V] [--min-ctas N]\n"
     "                     [-o FILE]\n"
     "\n"
-    "  --op       all_reduce, all_gather, reduce_scatter, broadcast, all_to_all,\n"
-    "             send_recv\n"
+    "  --op       all_reduce, all_gather, reduce_scatter, broadcast, reduce,\n"
+    "             all_to_all, gather, scatter, send_recv\n"
     "  --ranks    ranks, spread evenly over the nodes (default: every GPU)\n"
     "  --nodes    node count of the topology (default: the file's)\n"
     "  -b -e -f   smallest and largest size and the step factor, as nccl-tests\n"
@@ -206,8 +206,8 @@ int coll_cmd(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
     prog_coll c = PROG_COLL_ALL_REDUCE;
     if (o.op && !o.compare && !coll_of(o.op, &c))
-        return bad("--op: expected all_reduce, all_gather, reduce_scatter, broadcast, "
-                   "all_to_all or send_recv, not %s", o.op);
+        return bad("--op: expected all_reduce, all_gather, reduce_scatter, broadcast, reduce, "
+                   "all_to_all, gather, scatter or send_recv, not %s", o.op);
     ss_err err;
     ss_err_clear(&err);
     spec_topology t;

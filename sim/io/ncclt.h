@@ -47,7 +47,11 @@
     X(BROADCAST, "broadcast")                                                  \
     X(REDUCE, "reduce")                                                        \
     X(ALLTOALL, "alltoall")                                                    \
-    X(SENDRECV, "sendrecv")
+    X(SENDRECV, "sendrecv")                                                    \
+    X(GATHER, "gather")                                                        \
+    X(SCATTER, "scatter")                                                      \
+    X(HYPERCUBE, "hypercube")                                                  \
+    X(ALLTOALLV, "alltoallv")
 
 #define NCCLT_ENUM_(id, name) NCCLT_##id,
 typedef enum { NCCLT_OPS(NCCLT_ENUM_) NCCLT_NOPS } ncclt_op;

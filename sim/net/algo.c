@@ -449,11 +449,19 @@ bool algo_is_p2p(prog_coll c)
     return c == PROG_COLL_SEND_RECV || c == PROG_COLL_SEND_UP || c == PROG_COLL_SEND_DOWN;
 }
 
+/* Collectives whose peers each carry 1/n of the payload: all_to_all, and
+ * gather and scatter between the root and each other member; direct runs
+ * them, as NCCL runs them from grouped sends and receives. */
+static bool spread(prog_coll c)
+{
+    return c == PROG_COLL_ALL_TO_ALL || c == PROG_COLL_GATHER || c == PROG_COLL_SCATTER;
+}
+
 static double ring_factor(prog_coll c, uint32_t n)
 {
     double k = (double)(n - 1) / n;
     if (c == PROG_COLL_ALL_REDUCE) return 2.0 * k;
-    if (c == PROG_COLL_BROADCAST || algo_is_p2p(c)) return 1.0;
+    if (c == PROG_COLL_BROADCAST || c == PROG_COLL_REDUCE || algo_is_p2p(c)) return 1.0;
     return k;
 }
 
@@ -522,6 +530,10 @@ static void ring(const topo *g, prog_coll c, const uint32_t *r, uint32_t n, bool
 {
     double w = ring_factor(c, n);
     if (one_node && mesh_rings(g, r, n, w, a)) return;
+    if (c == PROG_COLL_REDUCE) { /* broadcast's chain, into the root */
+        for (uint32_t i = 0; i + 1 < n; i++) acc_edge(a, g, r[i + 1], r[i], w);
+        return;
+    }
     uint32_t edges = c == PROG_COLL_BROADCAST ? n - 1 : n;
     for (uint32_t i = 0; i < edges; i++) acc_edge(a, g, r[i], r[(i + 1) % n], w);
 }
@@ -646,6 +658,12 @@ static void direct_all(const topo *g, prog_coll c, const uint32_t *r, uint32_t n
         for (uint32_t i = 0; i < n; i++) acc_p2p(a, g, r[i], r[(i + 1) % n], 1.0);
         return;
     }
+    if (c == PROG_COLL_GATHER || c == PROG_COLL_SCATTER) { /* 1/n between the root and each */
+        for (uint32_t i = 1; i < n; i++)
+            acc_p2p(a, g, c == PROG_COLL_GATHER ? r[i] : r[0], c == PROG_COLL_GATHER ? r[0] : r[i],
+                    1.0 / n);
+        return;
+    }
     for (uint32_t i = 0; i < n; i++)
         for (uint32_t j = 0; j < n; j++)
             if (i != j) acc_p2p(a, g, r[i], r[j], 1.0 / n);
@@ -693,7 +711,7 @@ static double peer_cap(const topo *g, prog_coll c, const uint32_t *r, uint32_t n
         run = i > 0 && topo_node_of(g, r[i]) == topo_node_of(g, r[i - 1]) ? run + 1 : 1;
         if (run > ppn) ppn = run;
     }
-    double w = c == PROG_COLL_ALL_TO_ALL ? 1.0 / n : 1.0; /* payload share of one peer */
+    double w = spread(c) ? 1.0 / n : 1.0; /* payload share of one peer */
     return algo_p2p_peer_channels(g, n, ppn) * P2P_NET_CHANNEL_BPS / w;
 }
 
@@ -703,7 +721,7 @@ bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
 {
     uint32_t m = count_nodes(g, ranks, n);
     switch (algo) {
-    case ALGO_RING: return c != PROG_COLL_ALL_TO_ALL && !algo_is_p2p(c);
+    case ALGO_RING: return !spread(c) && !algo_is_p2p(c);
     case ALGO_TREE: return c == PROG_COLL_ALL_REDUCE && m > 1 && regular(g, ranks, n, m);
     case ALGO_NVLS:
         return c == PROG_COLL_ALL_REDUCE && m == 1 && topo_has_nvls(g) &&
@@ -714,7 +732,7 @@ bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
     case ALGO_HIER:
         return (c == PROG_COLL_ALL_REDUCE || c == PROG_COLL_ALL_GATHER ||
                 c == PROG_COLL_REDUCE_SCATTER) && m > 1 && regular(g, ranks, n, m);
-    case ALGO_DIRECT: return c == PROG_COLL_ALL_TO_ALL || algo_is_p2p(c);
+    case ALGO_DIRECT: return spread(c) || algo_is_p2p(c);
     case ALGO_PAT:
         return (c == PROG_COLL_ALL_GATHER || c == PROG_COLL_REDUCE_SCATTER) && m > 1 && m == n &&
                topo_nccl(g) >= NCCL_PAT;
@@ -731,7 +749,8 @@ bool algo_proto_tunable(algo_kind algo, algo_proto p)
 static const char *why_not(algo_kind algo)
 {
     switch (algo) {
-    case ALGO_RING: return "ring does not run all_to_all, send_recv or sends (use direct)";
+    case ALGO_RING: return "ring does not run all_to_all, gather, scatter, send_recv or sends "
+                           "(use direct)";
     case ALGO_TREE: return "tree runs all_reduce over a group spanning nodes with the same ranks "
                            "on each node";
     case ALGO_NVLS: return "nvls runs all_reduce inside one node whose GPUs share an NVLS-capable "
@@ -741,7 +760,7 @@ static const char *why_not(algo_kind algo)
                                 "nvswitch, with NCCL 2.18 or later";
     case ALGO_HIER: return "hierarchical runs all_reduce, all_gather and reduce_scatter over a "
                            "group spanning nodes with the same ranks on each node";
-    case ALGO_DIRECT: return "direct runs all_to_all, send_recv and sends only";
+    case ALGO_DIRECT: return "direct runs all_to_all, gather, scatter, send_recv and sends only";
     case ALGO_PAT: return "pat runs all_gather and reduce_scatter over one GPU on each of two or "
                           "more nodes, with NCCL 2.23 or later";
     default: return "auto is not an algorithm";
@@ -796,10 +815,9 @@ static uint32_t log2_floor(uint32_t x)
 static void set_steps(const topo *g, prog_coll c, const uint32_t *r, uint32_t n, uint32_t m,
                       algo_shape *s)
 {
-    uint32_t steps = c == PROG_COLL_ALL_REDUCE ? 2 * (n - 1)
-                     : c == PROG_COLL_BROADCAST || c == PROG_COLL_ALL_TO_ALL ? n : n - 1;
-    uint32_t inter = c == PROG_COLL_ALL_REDUCE ? 2 * (m - 1)
-                     : c == PROG_COLL_BROADCAST || c == PROG_COLL_ALL_TO_ALL ? m : m - 1;
+    bool chain = c == PROG_COLL_BROADCAST || c == PROG_COLL_REDUCE || c == PROG_COLL_ALL_TO_ALL;
+    uint32_t steps = c == PROG_COLL_ALL_REDUCE ? 2 * (n - 1) : chain ? n : n - 1;
+    uint32_t inter = c == PROG_COLL_ALL_REDUCE ? 2 * (m - 1) : chain ? m : m - 1;
     if (m == 1) inter = 0;
     if (s->algo == ALGO_TREE) { /* up and down a node's chain and the tree over nodes */
         inter = 2 * (uint32_t)ceil(log2((double)m));
@@ -935,7 +953,8 @@ static double latency_us(const topo *g, const algo_shape *s, algo_proto p)
 static double proto_scale(const topo *g, const algo_shape *s, prog_coll c, algo_proto p)
 {
     double k = 1.0;
-    if (p == ALGO_P_LL) k = (s->inter || c == PROG_COLL_ALL_REDUCE) ? 4.0 : 3.0;
+    if (p == ALGO_P_LL)
+        k = (s->inter || c == PROG_COLL_ALL_REDUCE || c == PROG_COLL_REDUCE) ? 4.0 : 3.0;
     else if (p == ALGO_P_LL128) k = 1.0 / 0.92;
     if (s->algo == ALGO_TREE || s->algo == ALGO_NVLS_TREE) k /= TREE_BW_FACTOR;
     if (s->algo == ALGO_PAT) k /= topo_nccl(g) >= NCCL_PAT_075 ? 0.75 : 0.85;

@@ -33,7 +33,9 @@
  *         rail, then inside nodes again (reduce-scatter, all-reduce,
  *         all-gather for all-reduce).
  *   direct all-to-all: every pair, 1/n of the payload each way; send_recv:
- *         each member to the next, the whole payload.
+ *         each member to the next, the whole payload; gather and scatter
+ *         (nccl-tests'): every member to or from the root (the first), 1/n.
+ *   ring reduce (nccl-tests'): broadcast's chain turned round into the root.
  *   pat   all-gather / reduce-scatter over one GPU per node (NCCL 2.23+'s
  *         Parallel Aggregated Trees): log2(nodes) exchanges at doubling
  *         distances, each rank's NIC moving the ring's (n-1)/n, so the

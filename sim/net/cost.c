@@ -7,6 +7,7 @@ double cost_bus_factor(prog_coll coll, uint32_t n)
     switch (coll) {
     case PROG_COLL_ALL_REDUCE: return 2.0 * k;
     case PROG_COLL_BROADCAST:
+    case PROG_COLL_REDUCE:
     case PROG_COLL_SEND_RECV:
     case PROG_COLL_SEND_UP:
     case PROG_COLL_SEND_DOWN: return 1.0;

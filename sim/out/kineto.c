@@ -61,7 +61,9 @@ static void nccl_name(char *buf, size_t len, prog_coll c)
         [PROG_COLL_ALL_REDUCE] = "AllReduce",   [PROG_COLL_ALL_GATHER] = "AllGather",
         [PROG_COLL_REDUCE_SCATTER] = "ReduceScatter", [PROG_COLL_BROADCAST] = "Broadcast",
         [PROG_COLL_ALL_TO_ALL] = "SendRecv",    [PROG_COLL_SEND_RECV] = "SendRecv",
-        [PROG_COLL_SEND_UP] = "SendRecv",       [PROG_COLL_SEND_DOWN] = "SendRecv"};
+        [PROG_COLL_SEND_UP] = "SendRecv",       [PROG_COLL_SEND_DOWN] = "SendRecv",
+        [PROG_COLL_REDUCE] = "Reduce",          [PROG_COLL_GATHER] = "SendRecv",
+        [PROG_COLL_SCATTER] = "SendRecv"};
     snprintf(buf, len, "ncclDevKernel_%s", k[c]);
 }
 

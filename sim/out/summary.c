@@ -513,7 +513,7 @@ cJSON *sum_tree(const sum_report *r)
     cJSON_AddStringToObject(mem, "timeline_columns", "time_s, allocated_bytes, reserved_bytes");
     json_timeline(mem, &r->ranks[0].mem);
     cJSON *co = cJSON_AddObjectToObject(root, "collectives");
-    for (int c = 0; c < PROG_NCOLLS; c++)
+    for (int c = 0; c < PROG_NSTEP_COLLS; c++)
         cJSON_AddItemToObject(co, prog_coll_name((prog_coll)c),
                               json_coll(&r->coll[c], c == PROG_COLL_ALL_GATHER));
     cJSON *en = cJSON_AddObjectToObject(root, "engine");

@@ -65,7 +65,10 @@
     X(ALL_TO_ALL, "all_to_all")                                                \
     X(SEND_RECV, "send_recv")                                                  \
     X(SEND_UP, "send_up")                                                      \
-    X(SEND_DOWN, "send_down")
+    X(SEND_DOWN, "send_down")                                                  \
+    X(REDUCE, "reduce")                                                        \
+    X(GATHER, "gather")                                                        \
+    X(SCATTER, "scatter")
 
 #define PROG_PHASES(X)                                                         \
     X(FORWARD, "forward")                                                      \
@@ -92,6 +95,11 @@ typedef enum { PROG_STREAMS(PROG_ENUM_) PROG_NSTREAMS } prog_stream;
 #define PROG_ENUM_(id, name) PROG_COLL_##id,
 typedef enum { PROG_COLLS(PROG_ENUM_) PROG_NCOLLS } prog_coll;
 #undef PROG_ENUM_
+/* The collectives a training step runs come first; reduce, gather and
+ * scatter are nccl-tests' (reduce_perf, gather_perf, scatter_perf), which
+ * `shardsim coll` costs and no runtime emits, so a step's summary lists
+ * the first PROG_NSTEP_COLLS only. */
+#define PROG_NSTEP_COLLS (PROG_COLL_SEND_DOWN + 1)
 #define PROG_ENUM_(id, name) PROG_PH_##id,
 typedef enum { PROG_PHASES(PROG_ENUM_) PROG_NPHASES } prog_phase;
 #undef PROG_ENUM_
@@ -130,7 +138,10 @@ typedef struct prog_op {
  * sendrecv_perf (a 2-member group exchanges); send_up / send_down: a
  * 2-member group, the lower member sends `bytes` to the higher one (up) or
  * the higher to the lower (down), nothing the other way (pipeline stages
- * pass activations and gradients with them). */
+ * pass activations and gradients with them); reduce: the buffer size, summed
+ * onto the group's first member (the root); gather: the root's output (each
+ * member sends 1/n of it to the root), scatter: the root's input (1/n to
+ * each member), as gather_perf and scatter_perf print it. */
 
 typedef enum { PROG_ALLOC_AT_ISSUE, PROG_FREE_AT_ISSUE, PROG_FREE_AT_END } prog_memact;
 

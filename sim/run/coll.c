@@ -36,7 +36,7 @@ static int place(spec_topology *t, uint32_t ranks, uint32_t nodes, uint32_t **ou
 static uint64_t count_of(prog_coll c, uint64_t bytes, uint32_t n)
 {
     bool per_rank = c == PROG_COLL_ALL_GATHER || c == PROG_COLL_REDUCE_SCATTER ||
-                    c == PROG_COLL_ALL_TO_ALL;
+                    c == PROG_COLL_ALL_TO_ALL || c == PROG_COLL_GATHER || c == PROG_COLL_SCATTER;
     return bytes / ELEM / (per_rank ? n : 1);
 }
 
@@ -165,22 +165,27 @@ int coll_sweep(const char *topo_file, const net_opts *o, prog_coll c, uint32_t r
 
 /* ---- comparisons ---- */
 
-static int to_coll(const char *file, const ncclt_info *in, prog_coll *c, ss_err *err)
+/* The collective a table measures; NULL when the model costs it, else
+ * why not (a static string). */
+static const char *to_coll(ncclt_op op, prog_coll *c)
 {
-    switch (in->op) {
-    case NCCLT_ALL_REDUCE: *c = PROG_COLL_ALL_REDUCE; return SS_OK;
-    case NCCLT_ALL_GATHER: *c = PROG_COLL_ALL_GATHER; return SS_OK;
-    case NCCLT_REDUCE_SCATTER: *c = PROG_COLL_REDUCE_SCATTER; return SS_OK;
-    case NCCLT_BROADCAST: *c = PROG_COLL_BROADCAST; return SS_OK;
-    case NCCLT_ALLTOALL: *c = PROG_COLL_ALL_TO_ALL; return SS_OK;
-    case NCCLT_SENDRECV: *c = PROG_COLL_SEND_RECV; return SS_OK;
-    default: break;
+    switch (op) {
+    case NCCLT_ALL_REDUCE: *c = PROG_COLL_ALL_REDUCE; return NULL;
+    case NCCLT_ALL_GATHER: *c = PROG_COLL_ALL_GATHER; return NULL;
+    case NCCLT_REDUCE_SCATTER: *c = PROG_COLL_REDUCE_SCATTER; return NULL;
+    case NCCLT_BROADCAST: *c = PROG_COLL_BROADCAST; return NULL;
+    case NCCLT_REDUCE: *c = PROG_COLL_REDUCE; return NULL;
+    case NCCLT_ALLTOALL: *c = PROG_COLL_ALL_TO_ALL; return NULL;
+    case NCCLT_SENDRECV: *c = PROG_COLL_SEND_RECV; return NULL;
+    case NCCLT_GATHER: *c = PROG_COLL_GATHER; return NULL;
+    case NCCLT_SCATTER: *c = PROG_COLL_SCATTER; return NULL;
+    case NCCLT_HYPERCUBE:
+        return "hypercube_perf: its log2(n) rounds of pairwise exchanges are not modelled";
+    case NCCLT_ALLTOALLV:
+        return "alltoallv_perf: its per-peer sizes come from a generated traffic matrix the "
+               "log does not print";
+    default: return "not a collective shardsim models";
     }
-    char where[1100];
-    snprintf(where, sizeof where, "%s:%u", file, in->line);
-    return ss_fail(err, SS_E_INPUT, where, "table %s: %s is not a collective shardsim models "
-                   "(all_reduce, all_gather, reduce_scatter, broadcast, alltoall, sendrecv)",
-                   in->label, ncclt_op_names[in->op]);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -205,12 +210,21 @@ static void set_median(coll_table *t)
 }
 
 static int compare_table(const char *topo_file, const net_opts *o, const char *log_file,
-                         const ncclt_log *log, size_t ti, const uint32_t shape[2],
+                         const ncclt_log *log, size_t ti, const uint32_t shape[2], bool want,
                          coll_table *tab, ss_err *err)
 {
     const ncclt_info *in = ncclt_table(log, ti);
     char where[1100];
     snprintf(where, sizeof where, "%s:%u", log_file, in->line);
+    prog_coll c = PROG_COLL_ALL_REDUCE;
+    const char *why = to_coll(in->op, &c);
+    if (why && want)
+        return ss_fail(err, SS_E_INPUT, where, "table %s: %s", in->label, why);
+    if (why) { /* a file's other tables are compared; this one says why not */
+        *tab = (coll_table){.skipped = why, .op = c, .median_abs_err = NAN, .measured = true};
+        snprintf(tab->label, sizeof tab->label, "%s", in->label);
+        return SS_OK;
+    }
     if (!in->nranks && !shape[0])
         return ss_fail(err, SS_E_INPUT, where, "table %s: the log does not say how many ranks "
                        "ran (%s); give --ranks and --nodes", in->label,
@@ -229,8 +243,8 @@ static int compare_table(const char *topo_file, const net_opts *o, const char *l
     uint32_t *g = NULL;
     net_opts ov = *o; /* the NCCL the log ran, unless the options name one */
     if (!ov.nccl && in->nccl_version) ov.nccl = in->nccl_version;
-    int rc = to_coll(log_file, in, &tab->op, err);
-    if (!rc) rc = open_net(topo_file, tab->nodes, tab->nranks, &ov, &t, &nt, &g, err);
+    tab->op = c;
+    int rc = open_net(topo_file, tab->nodes, tab->nranks, &ov, &t, &nt, &g, err);
     if (!rc) tab->nccl = topo_nccl(net_topo(nt));
     if (!rc) rc = across_nodes(nt, tab->op, g, tab->nranks, tab, err);
     if (!rc) topology_facts(tab, &t, in->ngpus ? in->ngpus : 1);
@@ -259,17 +273,21 @@ int coll_compare(const char *topo_file, const net_opts *o, const char *log_file,
     ncclt_log *log = NULL;
     int rc = ncclt_load(log_file, op_hint, &log, err);
     if (rc) return rc;
-    size_t nt = ncclt_ntables(log), k = 0;
+    size_t nt = ncclt_ntables(log), k = 0, compared = 0;
     coll_table *tabs = calloc(nt ? nt : 1, sizeof *tabs);
     if (!tabs) rc = ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     for (size_t i = 0; !rc && i < nt; i++) {
         if (label && strcmp(ncclt_table(log, i)->label, label)) continue;
-        rc = compare_table(topo_file, o, log_file, log, i, shape, &tabs[k], err);
+        rc = compare_table(topo_file, o, log_file, log, i, shape, label != NULL, &tabs[k], err);
+        compared += !rc && !tabs[k].skipped;
         k++;
     }
     if (!rc && k == 0)
         rc = ss_fail(err, SS_E_INPUT, log_file, label ? "no table labelled \"%s\" in the log"
                                                       : "no tables in the log%s", label ? label : "");
+    if (!rc && compared == 0)
+        rc = ss_fail(err, SS_E_INPUT, log_file, "no table of the log measures a collective "
+                     "shardsim models (%s)", tabs[0].skipped);
     ncclt_free(log);
     if (rc) {
         for (size_t i = 0; tabs && i < k; i++) coll_table_fini(&tabs[i]);
@@ -326,7 +344,19 @@ static void put(buf *b, const char *fmt, ...)
 
 static const char *redop_of(prog_coll c)
 {
-    return c == PROG_COLL_ALL_REDUCE || c == PROG_COLL_REDUCE_SCATTER ? "sum" : "none";
+    return c == PROG_COLL_ALL_REDUCE || c == PROG_COLL_REDUCE_SCATTER || c == PROG_COLL_REDUCE
+               ? "sum"
+               : "none";
+}
+
+/* The root column: 0 for the rooted collectives (nccl-tests' default -r),
+ * -1 for the others, as nccl-tests prints them. */
+static int root_of(prog_coll c)
+{
+    return c == PROG_COLL_BROADCAST || c == PROG_COLL_REDUCE || c == PROG_COLL_GATHER ||
+                   c == PROG_COLL_SCATTER
+               ? 0
+               : -1;
 }
 
 static void put_row(buf *b, const coll_table *t, const coll_row *r)
@@ -335,7 +365,7 @@ static void put_row(buf *b, const coll_table *t, const coll_row *r)
     snprintf(ap, sizeof ap, "%s/%s", algo_kind_names[r->algo], algo_proto_names[r->proto]);
     put(b, "%15llu  %12llu  %8s  %6s  %6d  %9.2f  %7.2f  %7.2f", (unsigned long long)r->bytes,
         (unsigned long long)r->count, "float", redop_of(t->op),
-        t->op == PROG_COLL_BROADCAST ? 0 : -1, r->time_us, r->algbw_GBps, r->busbw_GBps);
+        root_of(t->op), r->time_us, r->algbw_GBps, r->busbw_GBps);
     if (t->measured) put(b, "  %10.2f  %+7.1f%%", r->measured_us, 100.0 * r->rel_err);
     put(b, "  %s%s\n", ap, r->host_bound ? " host" : "");
 }
@@ -362,6 +392,15 @@ int coll_format(const coll_table *t, const char *topo_name, const net_opts *o, c
     static const char *const from[] = {"the default", "the topology's", "the log's",
                                        "--nccl-version"};
     buf b = {0};
+    if (t->skipped) {
+        put(&b, "# shardsim coll: table %s not compared: %s\n", t->label, t->skipped);
+        if (b.nomem || !b.s) {
+            free(b.s);
+            return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+        }
+        *text = b.s;
+        return SS_OK;
+    }
     char ver[24];
     spec_nccl_format(t->nccl, ver, sizeof ver);
     char algo[128], proto[64];

@@ -45,6 +45,8 @@ typedef enum { COLL_NCCL_DEFAULT, COLL_NCCL_TOPOLOGY, COLL_NCCL_LOG, COLL_NCCL_O
 typedef struct coll_table {
     char label[128];
     prog_coll op;
+    const char *skipped;      /* comparisons: why the table's collective is not
+                                 compared (static text; no rows); NULL: compared */
     uint32_t nranks, nodes;
     uint32_t nccl;            /* the NCCL version predicted (spec.h's code) */
     coll_nccl_from nccl_from; /* the option, the log ("nccl-library="), the
@@ -86,7 +88,11 @@ int coll_sweep(const char *topo_file, const net_opts *o, prog_coll c, uint32_t r
  * `label`, when not NULL). op_hint: the collective for tables the file does
  * not name; ranks and nodes: the shape of tables whose log has no rank
  * lines (a transcribed excerpt; 0: such a table is an error). *out is an
- * array of *n tables. */
+ * array of *n tables. A table of a test the model does not cost
+ * (hypercube_perf, alltoallv_perf) comes back with `skipped` saying why when
+ * the whole file is compared, so one such test does not sink a log of all
+ * of nccl-tests' tests; naming it with `label`, or a log of nothing else,
+ * is an error. */
 int coll_compare(const char *topo_file, const net_opts *o, const char *log_file,
                  const char *op_hint, const char *label, uint32_t ranks, uint32_t nodes,
                  coll_table **out, size_t *n, ss_err *err);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -166,6 +167,76 @@ static void test_two_nodes_calibrated(void **state)
     prof_fini(&pf);
 }
 
+/* A log of all of nccl-tests' tests (what scripts that run every *_perf
+ * binary collect): the tables of tests the model costs are compared, a
+ * hypercube_perf table says why it is not and sinks nothing, and naming
+ * it, or a log of nothing else, is an error. The a3-mega log's real table
+ * comes first; the hypercube table after it is written here in nccl-tests'
+ * layout (its figures are placeholders: only its test name matters). */
+static const char hypercube[] =
+    "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: "
+    "20 agg iters: 1 validation: 1 graph: 0\n"
+    "# Collective test starting: hypercube_perf\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time "
+    "  algbw   busbw #wrong\n"
+    "     1048576         16384     float    none      -1    40.00   24.58   24.58      0    40.00 "
+    "  24.58   24.58      0\n"
+    "     2097152         32768     float    none      -1    70.00   28.10   28.10      0    70.00 "
+    "  28.10   28.10      0\n";
+
+static int compare_text(const char *text, const char *label, coll_table **tabs, size_t *n,
+                        ss_err *err)
+{
+    char t[1024], log[] = "/tmp/shardsim-coll-XXXXXX";
+    path(t, sizeof t, "topologies/gcp-a3mega.json");
+    int fd = mkstemp(log);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) fail_msg("cannot make a scratch log");
+    fputs(text, f);
+    fclose(f);
+    net_opts o = {.algo = ALGO_AUTO, .proto = ALGO_P_AUTO};
+    int rc = coll_compare(t, &o, log, NULL, label, 16, 2, tabs, n, err);
+    remove(log);
+    return rc;
+}
+
+static void test_whole_suite_log(void **state)
+{
+    (void)state;
+    char two[1024];
+    path(two, sizeof two, TWO);
+    FILE *f = fopen(two, "r");
+    if (!f) fail_msg("cannot read %s", two);
+    static char text[1 << 20];
+    size_t len = fread(text, 1, sizeof text - sizeof hypercube - 1, f);
+    fclose(f);
+    memcpy(text + len, hypercube, sizeof hypercube);
+    coll_table *tabs = NULL;
+    size_t n = 0;
+    ss_err err;
+    ss_err_clear(&err);
+    if (compare_text(text, NULL, &tabs, &n, &err)) fail_msg("%s: %s", err.where, err.msg);
+    assert_int_equal(n, 2);
+    assert_null(tabs[0].skipped);
+    assert_true(tabs[0].nrows > 20 && tabs[0].nmedian > 0);
+    assert_non_null(tabs[1].skipped);
+    assert_non_null(strstr(tabs[1].skipped, "hypercube_perf"));
+    assert_int_equal(tabs[1].nrows, 0);
+    net_opts o = {.algo = ALGO_AUTO, .proto = ALGO_P_AUTO};
+    char *s = NULL;
+    assert_int_equal(coll_format(&tabs[1], "a3", &o, &s, NULL), SS_OK);
+    assert_non_null(strstr(s, "# shardsim coll: table hypercube not compared: hypercube_perf"));
+    free(s);
+    for (size_t i = 0; i < n; i++) coll_table_fini(&tabs[i]);
+    free(tabs);
+    ss_err_clear(&err);
+    assert_int_equal(compare_text(text, "hypercube", &tabs, &n, &err), SS_E_INPUT);
+    assert_non_null(strstr(err.msg, "hypercube_perf"));
+    ss_err_clear(&err);
+    assert_int_equal(compare_text(hypercube, NULL, &tabs, &n, &err), SS_E_INPUT);
+    assert_non_null(strstr(err.msg, "no table of the log measures a collective"));
+}
+
 /* The text is nccl-tests' column layout with the comparison columns. */
 static void test_format(void **state)
 {
@@ -189,7 +260,7 @@ int main(void)
         cmocka_unit_test(test_all_reduce_ring), cmocka_unit_test(test_all_gather_ring),
         cmocka_unit_test(test_reduce_scatter_ring), cmocka_unit_test(test_all_reduce_nvls),
         cmocka_unit_test(test_two_nodes), cmocka_unit_test(test_two_nodes_calibrated),
-        cmocka_unit_test(test_format),
+        cmocka_unit_test(test_format),          cmocka_unit_test(test_whole_suite_log),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

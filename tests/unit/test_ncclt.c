@@ -238,8 +238,8 @@ static void test_bad_rows(void **state)
 static void test_bad_files(void **state)
 {
     (void)state;
-    expect_error("# Collective test starting: hypercube_perf\n", NULL, ":1",
-                 "unknown collective test \"hypercube\"");
+    expect_error("# Collective test starting: allgatherv_perf\n", NULL, ":1",
+                 "unknown collective test \"allgatherv\"");
     expect_error("# just a comment\n\nprose\n", NULL, NULL, "no nccl-tests table found");
     expect_error("", NULL, NULL, "no nccl-tests table found");
     ss_err err;

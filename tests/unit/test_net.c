@@ -308,6 +308,13 @@ static void test_bus_factor(void **state)
     assert_true(REL(busbw(g, PROG_COLL_SEND_RECV, first8, 8, ALGO_DIRECT), link) < 1e-12);
     /* all-to-all: (n-1)/n of the payload leaves each GPU: busbw = link too */
     assert_true(REL(busbw(g, PROG_COLL_ALL_TO_ALL, first8, 8, ALGO_DIRECT), link) < 1e-12);
+    /* gather and scatter (nccl-tests' bus factor (n-1)/n): the root's link
+     * carries the 7 others' eighths; reduce and broadcast (factor 1) a
+     * chain whose every link carries the payload once */
+    assert_true(REL(busbw(g, PROG_COLL_GATHER, first8, 8, ALGO_DIRECT), link) < 1e-12);
+    assert_true(REL(busbw(g, PROG_COLL_SCATTER, first8, 8, ALGO_DIRECT), link) < 1e-12);
+    assert_true(REL(busbw(g, PROG_COLL_REDUCE, first8, 8, ALGO_RING), link) < 1e-12);
+    assert_true(REL(busbw(g, PROG_COLL_BROADCAST, first8, 8, ALGO_RING), link) < 1e-12);
     /* NVLS moves (1 + 1/n) of the payload each way per GPU at the switch's
      * reduction rate, 0.85 of the link (NCCL's nvlsEfficiency, Hopper):
      * algbw = link * 0.85 * 8/9 */
@@ -493,6 +500,46 @@ static void test_net_weight(void **state)
         for (uint32_t i = 0; i < s.nuse[k]; i++) /* each link one ring edge: 2 x 7 / 8 */
             assert_true(REL(s.use[k][i].w, 1.75) < 1e-12);
     algo_shape_fini(&s);
+    topo_free(g);
+}
+
+/* nccl-tests' rooted collectives, by hand on one 8-GPU NVSwitch node (root
+ * GPU 0): reduce is broadcast's chain turned round (GPU i+1 sends to GPU i,
+ * so the root's link into the switch carries nothing and the last GPU's
+ * link out of it nothing); gather sends 1/8 from each other GPU into the
+ * root, scatter 1/8 from the root to each; neither runs on a ring, and
+ * reduce not on direct. */
+static void test_rooted(void **state)
+{
+    (void)state;
+    topo *g = graph("h100x8-hgx.json", 0);
+    algo_shape b = shape(g, PROG_COLL_BROADCAST, first8, 8, ALGO_RING);
+    algo_shape r = shape(g, PROG_COLL_REDUCE, first8, 8, ALGO_RING);
+    assert_true(loads(g, &b, "gpu[0]->nvswitch") && !loads(g, &b, "nvswitch->gpu[0]"));
+    assert_true(loads(g, &r, "nvswitch->gpu[0]") && !loads(g, &r, "gpu[0]->nvswitch"));
+    assert_true(loads(g, &r, "gpu[7]->nvswitch") && !loads(g, &r, "nvswitch->gpu[7]"));
+    assert_int_equal(r.nuse[0], b.nuse[0]);
+    for (uint32_t i = 0; i < r.nuse[0]; i++) assert_true(r.use[0][i].w == 1.0);
+    algo_shape_fini(&b);
+    algo_shape_fini(&r);
+    char buf[96];
+    for (int k = 0; k < 2; k++) {
+        prog_coll c = k ? PROG_COLL_SCATTER : PROG_COLL_GATHER;
+        algo_shape s = shape(g, c, first8, 8, ALGO_DIRECT);
+        double root = 0, other = 0;
+        for (uint32_t i = 0; i < s.nuse[0]; i++) {
+            const char *name = topo_link_name(g, s.use[0][i].link, buf, sizeof buf);
+            if (strstr(name, k ? "gpu[0]->nvswitch" : "nvswitch->gpu[0]")) root = s.use[0][i].w;
+            else if (strstr(name, k ? "nvswitch->gpu[3]" : "gpu[3]->nvswitch"))
+                other = s.use[0][i].w;
+        }
+        assert_true(REL(root, 7.0 / 8.0) < 1e-12);
+        assert_true(REL(other, 1.0 / 8.0) < 1e-12);
+        assert_false(loads(g, &s, k ? "nvswitch->gpu[0]" : "gpu[0]->nvswitch"));
+        algo_shape_fini(&s);
+        assert_false(algo_applies(g, c, first8, 8, ALGO_RING));
+    }
+    assert_false(algo_applies(g, PROG_COLL_REDUCE, first8, 8, ALGO_DIRECT));
     topo_free(g);
 }
 
@@ -1391,6 +1438,7 @@ int main(void)
         cmocka_unit_test(test_mesh_rings),      cmocka_unit_test(test_latency_growth),
         cmocka_unit_test(test_contention),
         cmocka_unit_test(test_local_nics),      cmocka_unit_test(test_one_gpu_per_node), cmocka_unit_test(test_net_weight),
+        cmocka_unit_test(test_rooted),
         cmocka_unit_test(test_sub_communicator), cmocka_unit_test(test_pxn_members_only),
         cmocka_unit_test(test_ring_two_nodes),   cmocka_unit_test(test_tree_correction),
         cmocka_unit_test(test_all_to_all_nodes), cmocka_unit_test(test_p2p_channels),
