@@ -517,10 +517,47 @@ static int on_row(parser *p, char *line)
 
 /* ---- whole text ---- */
 
+/* The length of an Open MPI output tag at s ("[1,0]<stdout>:", mpirun
+ * --tag-output: job, rank and stream), else 0. */
+static size_t mpi_tag(const char *s)
+{
+    const char *q = s;
+    if (*q++ != '[' || !isdigit((unsigned char)*q)) return 0;
+    while (isdigit((unsigned char)*q)) q++;
+    if (*q++ != ',' || !isdigit((unsigned char)*q)) return 0;
+    while (isdigit((unsigned char)*q)) q++;
+    if (*q++ != ']' || *q++ != '<') return 0;
+    while (isalpha((unsigned char)*q)) q++;
+    if (*q++ != '>' || *q++ != ':') return 0;
+    return (size_t)(q - s);
+}
+
+/* What launchers put around nccl-tests' lines, removed in place: Open MPI's
+ * tags wherever they are (it tags each write, so one row can carry three,
+ * as AWS's p5 logs show), and Slurm's rank label at the start of a line
+ * ("0: ", srun --label). A data row never starts with "N:", so prose is
+ * all such a label can be taken from. */
+static void strip_launcher(char *line)
+{
+    char *w = line;
+    for (const char *r = line; *r;) {
+        size_t k = *r == '[' ? mpi_tag(r) : 0;
+        if (k) r += k;
+        else *w++ = *r++;
+    }
+    *w = '\0';
+    char *s = line;
+    while (*s == ' ') s++;
+    char *d = s;
+    while (isdigit((unsigned char)*d)) d++;
+    if (d > s && d[0] == ':' && d[1] == ' ') memmove(line, d + 2, strlen(d + 2) + 1);
+}
+
 static int on_line(parser *p, char *line)
 {
     size_t n = strlen(line);
     if (n && line[n - 1] == '\r') line[--n] = '\0';
+    strip_launcher(line);
     const char *s = skip_ws(line);
     if (*s == '#') {
         /* The first '#' line after a table ends that test's run: whatever

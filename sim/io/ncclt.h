@@ -2,7 +2,9 @@
  *
  * Input: one file holding one or more test outputs, possibly concatenated
  * ("# ===== file: NAME =====" lines between them) and mixed with prose
- * (markdown, the mpirun command line, NCCL INFO lines). Output: one table
+ * (markdown, the mpirun command line, NCCL INFO lines), its lines possibly
+ * marked by the launcher (Open MPI's "[1,0]<stdout>:" tags, anywhere in a
+ * line, and Slurm's "0: " rank labels, which are removed first). Output: one table
  * per run of data rows
  *   size count type redop [root] time algbw busbw #wrong [time algbw busbw #wrong]
  * (out-of-place, then in-place; the root column and the in-place group are

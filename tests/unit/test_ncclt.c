@@ -312,6 +312,41 @@ static void test_type_split(void **state)
     ncclt_free(log);
 }
 
+/* Launchers' marks around the lines: Open MPI's --tag-output tags every
+ * write, so a row can carry three tags (the 1 MiB row of AWS's p5 log,
+ * KeitaW/p5-nccl-test-2024-07-19 nccl-test-output-v2.22.3-1.log at
+ * 1c78584b, verbatim; its rank lines cut to two ranks on two hosts), and
+ * Slurm's srun --label puts "N: " first. Both come off; the rows read as
+ * the plain ones do, and the tagged rank lines still count ranks and
+ * hosts. */
+static void test_launcher_marks(void **state)
+{
+    (void)state;
+    ss_err err;
+    ncclt_log *log = parse_text(
+        "[1,0]<stdout>:#  Rank  0 Group  0 Pid     25 on test-nccl-worker-0 device  0 [0x53] "
+        "NVIDIA H100 80GB HBM3\n"
+        "[1,1]<stdout>:test-nccl-worker-0:26:26 [1] NCCL INFO NCCL version 2.22.3+cuda12.2\n"
+        "[1,0]<stdout>:#  Rank  1 Group  0 Pid     25 on test-nccl-worker-1 device  0 [0x53] "
+        "NVIDIA H100 80GB HBM3\n"
+        "[1,0]<stdout>:     1048576        262144     float     sum      -1[1,0]<stdout>:    "
+        "138.1    7.59   14.24      0[1,0]<stdout>:    122.1    8.59   16.10      0\n",
+        "all_reduce", SS_OK, &err);
+    assert_non_null(log);
+    assert_int_equal(ncclt_ntables(log), 1);
+    assert_int_equal(ncclt_table(log, 0)->nranks, 2);
+    assert_int_equal(ncclt_table(log, 0)->nnodes, 2);
+    const ncclt_row *r = ncclt_row_at(log, 0, 0);
+    assert_true(r->bytes == 1048576 && r->out.time_us == 138.1 && r->in.time_us == 122.1);
+    ncclt_free(log);
+    log = parse_text("0: # Collective test starting: all_gather_perf\n"
+                     "0: " ROW_AR "0: " ROW_AR2, NULL, SS_OK, &err);
+    assert_non_null(log);
+    assert_int_equal(ncclt_table(log, 0)->op, NCCLT_ALL_GATHER);
+    assert_int_equal(ncclt_table(log, 0)->nrows, 2);
+    ncclt_free(log);
+}
+
 /* Every op name maps back to itself; unknown names do not map. */
 static void test_op_names(void **state)
 {
@@ -335,6 +370,6 @@ int main(void)
         cmocka_unit_test(test_op_from_hint),     cmocka_unit_test(test_ambiguous_mentions),
         cmocka_unit_test(test_bad_rows),         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_variants),         cmocka_unit_test(test_type_split),
-        cmocka_unit_test(test_op_names)};
+        cmocka_unit_test(test_op_names),         cmocka_unit_test(test_launcher_marks)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
