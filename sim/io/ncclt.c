@@ -19,7 +19,7 @@
 const char *const ncclt_op_names[NCCLT_NOPS] = {NCCLT_OPS(NCCLT_NAME_)};
 #undef NCCLT_NAME_
 
-#define MAX_TOKENS 16
+#define MAX_TOKENS 24
 
 bool ncclt_op_from_name(const char *name, ncclt_op *out)
 {
@@ -354,15 +354,27 @@ static int copy_name(parser *p, char *dst, const char *tok, size_t col, const ch
     return SS_OK;
 }
 
+/* nccl-tests' -T timestamp after the in-place group: "%Y-%m-%d %H:%M:%S". */
+static bool is_stamp(const char *date, const char *clock)
+{
+    return strlen(date) == 10 && date[4] == '-' && date[7] == '-' && strlen(clock) == 8 &&
+           clock[2] == ':' && clock[5] == ':' && all_digits(date, 4) && all_digits(clock, 2);
+}
+
 static int parse_row(parser *p, char *line, rowshape *out)
 {
     char *tok[MAX_TOKENS];
     size_t n = tokenize(line, tok);
-    if (n != 8 && n != 9 && n != 12 && n != 13)
+    if (n == 15 && is_stamp(tok[13], tok[14])) n = 13; /* nccl-tests 2.17+ with -T */
+    /* nccl-tests 2.19+ with per-iteration timing: each group is time algbw
+     * busbw #wrong and four figures of the iterations' spread, not read */
+    size_t side = n == 21 ? 8 : 4;
+    if (n != 8 && n != 9 && n != 12 && n != 13 && n != 21)
         return fail_at(p, p->line,
                        "expected the 13 columns of a nccl-tests row (size count type redop root "
                        "time algbw busbw #wrong time algbw busbw #wrong), or 9 without the "
-                       "in-place group, or 12 or 8 without root; found %zu columns",
+                       "in-place group, or 12 or 8 without root, or 21 with per-iteration "
+                       "figures; found %zu columns",
                        n);
     /* 8 or 12 columns are the versions without root; a "-1" where their
      * time would be is a row of the newer format that lost a column. */
@@ -373,7 +385,7 @@ static int parse_row(parser *p, char *line, rowshape *out)
                        n);
     memset(out, 0, sizeof *out);
     out->r.line = p->line;
-    out->has_root = n == 9 || n == 13;
+    out->has_root = n == 9 || n == 13 || n == 21;
     out->in_place = n >= 12;
     /* looks_like_row checked both are digits; they must also fit 64 bits
      * (strtoull saturates, and a row of 0 bytes would follow silently). */
@@ -396,7 +408,7 @@ static int parse_row(parser *p, char *line, rowshape *out)
         col = 5;
     }
     rc = parse_side(p, tok, col, "out-of-place", &out->r.out);
-    if (!rc && out->in_place) rc = parse_side(p, tok, col + 4, "in-place", &out->r.in);
+    if (!rc && out->in_place) rc = parse_side(p, tok, col + side, "in-place", &out->r.in);
     return rc;
 }
 

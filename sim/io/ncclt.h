@@ -8,7 +8,9 @@
  * per run of data rows
  *   size count type redop [root] time algbw busbw #wrong [time algbw busbw #wrong]
  * (out-of-place, then in-place; the root column and the in-place group are
- * optional because nccl-tests versions differ; #wrong may be "N/A").
+ * optional because nccl-tests versions differ; #wrong may be "N/A"; 2.17+'s
+ * -T adds a "YYYY-MM-DD HH:MM:SS" timestamp after the in-place group, and
+ * 2.19+'s per-iteration timing four figures after each #wrong, not read).
  *
  * What each table learns from the lines between it and the previous table
  * (a '#' line ends a table; prose and blank lines do not):

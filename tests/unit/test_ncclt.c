@@ -277,6 +277,26 @@ static void test_variants(void **state)
     assert_true(ncclt_table(log, 0)->in_place);
     assert_true(ncclt_row_at(log, 0, 0)->in.time_us == 36.55);
     ncclt_free(log);
+    /* nccl-tests 2.17+'s -T: a timestamp after the in-place group; 2.19+'s
+     * per-iteration timing: four more figures after each group's #wrong
+     * (i_min i_max i_p99 i_cv%; src/util.cu writeResultHeader at 2.19.6) */
+    log = parse_text("# Collective test starting: all_reduce_perf\n"
+                     "  1024 256 float sum -1 37.38 0.03 0.05 0 36.55 0.03 0.05 0"
+                     "  2026-01-28 14:50:17\n"
+                     "  2048 512 float sum -1 38.34 0.05 0.09 0 35.10 36.00 41.20 2.1"
+                     " 37.03 0.06 0.10 0 35.00 36.40 40.80 1.9\n",
+                     NULL, SS_OK, &err);
+    assert_non_null(log);
+    assert_int_equal(ncclt_table(log, 0)->nrows, 2);
+    assert_true(ncclt_row_at(log, 0, 0)->in.time_us == 36.55);
+    assert_true(ncclt_row_at(log, 0, 1)->out.time_us == 38.34);
+    assert_true(ncclt_row_at(log, 0, 1)->in.time_us == 37.03);
+    assert_true(ncclt_row_at(log, 0, 1)->in.busbw_GBps == 0.10);
+    ncclt_free(log);
+    /* a trailing pair that is no timestamp is no row of any version */
+    expect_error("# Collective test starting: all_reduce_perf\n"
+                 "  1024 256 float sum -1 37.38 0.03 0.05 0 36.55 0.03 0.05 0 x y\n",
+                 NULL, ":2", "found 15 columns");
 }
 
 /* -d all prints one run per type without a '#' line between: a new table
