@@ -288,7 +288,7 @@ static const char *const col_names[] = {"time", "algbw", "busbw", "#wrong"};
 /* "column 6 (out-of-place time): expected a non-negative number, found "x"". */
 static int bad_col(parser *p, size_t col, const char *what, const char *group, const char *tok)
 {
-    const char *want = what == col_names[3]          ? "a non-negative integer or N/A"
+    const char *want = what == col_names[3]          ? "a count, N/A or an error such as 5e-07"
                        : strcmp(what, "root") == 0 ? "-1 or a rank number"
                                                    : "a non-negative number";
     return fail_at(p, p->line, "column %zu (%s%s%s): expected %s, found \"%s\"", col + 1, group,
@@ -331,8 +331,10 @@ static int parse_side(parser *p, char **tok, size_t col, const char *group, nccl
                        "measured)", col + 1, group, *group ? " " : "", tok[col]);
     const char *w = tok[col + 3];
     uint64_t u;
+    double e;
     if (strcmp(w, "N/A") == 0) out->wrong = -1;
     else if (parse_u64(w, &u) && u <= INT64_MAX) out->wrong = (int64_t)u;
+    else if (parse_num(w, &e) && e >= 0) out->wrong = -1; /* older: the largest error, "5e-07" */
     else return bad_col(p, col + 3, col_names[3], group, w);
     return SS_OK;
 }

@@ -8,7 +8,9 @@
  * per run of data rows
  *   size count type redop [root] time algbw busbw #wrong [time algbw busbw #wrong]
  * (out-of-place, then in-place; the root column and the in-place group are
- * optional because nccl-tests versions differ; #wrong may be "N/A"; 2.17+'s
+ * optional because nccl-tests versions differ; #wrong may be "N/A", or in
+ * the versions of 2019-2021 an "error" column of the largest error as a
+ * float ("5e-07"), which counts as N/A; 2.17+'s
  * -T adds a "YYYY-MM-DD HH:MM:SS" timestamp after the in-place group, and
  * 2.19+'s per-iteration timing four figures after each #wrong, not read).
  *
@@ -68,7 +70,7 @@ bool ncclt_op_from_name(const char *name, ncclt_op *out);
 /* One group of columns: out-of-place or in-place. */
 typedef struct ncclt_side {
     double time_us, algbw_GBps, busbw_GBps;
-    int64_t wrong; /* #wrong; -1 when the file says N/A */
+    int64_t wrong; /* #wrong; -1 when the file says N/A or prints an error */
 } ncclt_side;
 
 typedef struct ncclt_row {
