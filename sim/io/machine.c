@@ -303,10 +303,13 @@ static int load_vgroup(js_node v, spec_topology *t, ss_err *err)
 
 /* Default fraction of a link's bandwidth a long transfer reaches, by kind.
  * NVLink: NCCL rings on HGX H100 reach 360-370 GB/s bus bandwidth over
- * NVLink4's 450 GB/s per direction (~0.82). PCIe: TLP and flow-control
- * overhead, ~0.8 of the raw rate in bandwidth tests. CPU interconnects run
- * far below their raw rate for peer traffic (0.5). Networks: line rate less
- * headers for large RDMA messages (0.95). */
+ * NVLink4's 450 GB/s per direction (~0.82; NCCL's maintainers put it at
+ * 370, NVIDIA/nccl-tests issue 212); A100's NVLink3 reaches 230 of 300
+ * (issue 149), which the A100 topology files set (0.767). PCIe: TLP and
+ * flow-control overhead, ~0.8 of the raw rate in bandwidth tests (a NIC's
+ * GPUDirect traffic crosses it at NCCL's 0.75: net/topo.c). CPU
+ * interconnects run far below their raw rate for peer traffic (0.5).
+ * Networks: line rate less headers for large RDMA messages (0.95). */
 static double default_efficiency(spec_lkind k)
 {
     static const double eff[SPEC_NLKINDS] = {0.82, 0.80, 0.50, 0.95};
