@@ -648,7 +648,7 @@ static int find_solo(net *n, const uint32_t *pairs, uint32_t npairs, ss_err *err
         return nomem(err);
     }
     n->nsolo = n->nshapes;
-    enum { NONE_G = UINT32_MAX };
+    const uint32_t NONE_G = UINT32_MAX; /* an enum cannot hold it in ISO C */
     for (uint32_t l = 0; l < L; l++) up[l] = l, lead[l] = NONE_G, ok[l] = 1;
     for (uint32_t i = 0; i < npairs; i++) { /* one cluster per shared link */
         const algo_shape *x = &n->shapes[pairs[2 * i]];
