@@ -531,6 +531,18 @@ static int on_row(parser *p, char *line)
 
 /* ---- whole text ---- */
 
+/* NCCL's own banner, "NCCL version 2.26.2+cuda12.8" (NCCL_DEBUG=VERSION or
+ * WARN prints it bare, INFO after its prefix): the library's version where
+ * nccl-tests' header does not give it ("nccl-library=", which wins). The
+ * code is NCCL's, major x 10000 + minor x 100 + patch. */
+static void nccl_banner(ctx *c, const char *s)
+{
+    const char *m = strstr(s, "NCCL version ");
+    unsigned a, b, d;
+    if (!m || c->nccl_version || sscanf(m + 13, "%u.%u.%u", &a, &b, &d) != 3) return;
+    if (a == 2 && b < 100 && d < 100) c->nccl_version = a * 10000 + b * 100 + d;
+}
+
 /* The length of an Open MPI output tag at s ("[1,0]<stdout>:", mpirun
  * --tag-output: job, rank and stream), else 0. */
 static size_t mpi_tag(const char *s)
@@ -581,6 +593,7 @@ static int on_line(parser *p, char *line)
     }
     if (!*s) return SS_OK;
     if (looks_like_row(s)) return on_row(p, line);
+    nccl_banner(&p->c, s);
     scan_mentions(&p->c, s, p->line); /* prose: a command line, a title */
     return SS_OK;
 }

@@ -92,7 +92,8 @@ typedef struct ncclt_info {
                               the rank lines are an excerpt ("Rank 71" alone) */
     uint32_t nthreads;     /* "# nThread T nGpus G" header; 0 when absent */
     uint32_t ngpus;
-    uint32_t nccl_version; /* "nccl-library=22602"; 0 when absent */
+    uint32_t nccl_version; /* "nccl-library=22602", else NCCL's own banner
+                              ("NCCL version 2.26.2+cuda12.8"); 0 when absent */
     char device[128];      /* the first rank line's device name, or "" */
     uint32_t line;         /* line of the first row */
     uint32_t nrows;

@@ -7,7 +7,8 @@
  * protocol the tuner chose. A comparison reads a log with io/ncclt.h and
  * predicts every row of every table (the table's collective, rank and node
  * count, the GPUs a thread drove, "nGpus 8", and the NCCL version its header
- * names, "nccl-library=22902", unless the options name one; ranks spread
+ * names, "nccl-library=22902" (else NCCL's banner, "NCCL version 2.26.2"),
+ * unless the options name one; ranks spread
  * evenly over the nodes, local GPUs from 0) against its out-of-place time;
  * the figure of merit is the median |relative error| over sizes >= 1 MiB.
  *

@@ -380,6 +380,31 @@ static void test_launcher_marks(void **state)
     ncclt_free(log);
 }
 
+/* NCCL's banner names the library where nccl-tests' header does not:
+ * bare (NCCL_DEBUG=VERSION, as the Dell XE9680 log of this corpus prints
+ * it) or after an INFO prefix; "nccl-library=" wins where both appear. */
+static void test_nccl_banner(void **state)
+{
+    (void)state;
+    ss_err err;
+    ncclt_log *log = parse_text("NCCL version 2.26.2+cuda12.8\n"
+                                "# Collective test starting: all_reduce_perf\n" ROW_AR,
+                                NULL, SS_OK, &err);
+    assert_int_equal(ncclt_table(log, 0)->nccl_version, 22602);
+    ncclt_free(log);
+    log = parse_text("host:25:25 [0] NCCL INFO NCCL version 2.22.3+cuda12.2\n"
+                     "# Collective test starting: all_reduce_perf\n" ROW_AR,
+                     NULL, SS_OK, &err);
+    assert_int_equal(ncclt_table(log, 0)->nccl_version, 22203);
+    ncclt_free(log);
+    log = parse_text("# nccl-tests version 2.17.8 nccl-headers=22902 nccl-library=22902\n"
+                     "NCCL version 2.26.2+cuda12.8\n"
+                     "# Collective test starting: all_reduce_perf\n" ROW_AR,
+                     NULL, SS_OK, &err);
+    assert_int_equal(ncclt_table(log, 0)->nccl_version, 22902);
+    ncclt_free(log);
+}
+
 /* Every op name maps back to itself; unknown names do not map. */
 static void test_op_names(void **state)
 {
@@ -403,6 +428,7 @@ int main(void)
         cmocka_unit_test(test_op_from_hint),     cmocka_unit_test(test_ambiguous_mentions),
         cmocka_unit_test(test_bad_rows),         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_variants),         cmocka_unit_test(test_type_split),
-        cmocka_unit_test(test_op_names),         cmocka_unit_test(test_launcher_marks)};
+        cmocka_unit_test(test_op_names),         cmocka_unit_test(test_launcher_marks),
+        cmocka_unit_test(test_nccl_banner)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
