@@ -182,8 +182,8 @@ static const char *to_coll(ncclt_op op, prog_coll *c)
     case NCCLT_HYPERCUBE:
         return "hypercube_perf: its log2(n) rounds of pairwise exchanges are not modelled";
     case NCCLT_ALLTOALLV:
-        return "alltoallv_perf: its per-peer sizes come from a generated traffic matrix the "
-               "log does not print";
+        return "alltoallv_perf: its per-peer sizes follow nccl-tests' distance-weighted pattern "
+               "(NCCL_TESTS_ALLTOALLV_SPREAD, default 1) or a matrix file, not modelled";
     default: return "not a collective shardsim models";
     }
 }
