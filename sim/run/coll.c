@@ -221,7 +221,7 @@ static int compare_table(const char *topo_file, const net_opts *o, const char *l
     if (why && want)
         return ss_fail(err, SS_E_INPUT, where, "table %s: %s", in->label, why);
     if (why) { /* a file's other tables are compared; this one says why not */
-        *tab = (coll_table){.skipped = why, .op = c, .median_abs_err = NAN, .measured = true};
+        *tab = (coll_table){.skipped = why, .median_abs_err = NAN, .measured = true};
         snprintf(tab->label, sizeof tab->label, "%s", in->label);
         return SS_OK;
     }
@@ -342,6 +342,17 @@ static void put(buf *b, const char *fmt, ...)
     }
 }
 
+/* The text put into b, handed to the caller, or out of memory. */
+static int take(buf *b, char **text, ss_err *err)
+{
+    if (b->nomem || !b->s) {
+        free(b->s);
+        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    }
+    *text = b->s;
+    return SS_OK;
+}
+
 static const char *redop_of(prog_coll c)
 {
     return c == PROG_COLL_ALL_REDUCE || c == PROG_COLL_REDUCE_SCATTER || c == PROG_COLL_REDUCE
@@ -394,12 +405,7 @@ int coll_format(const coll_table *t, const char *topo_name, const net_opts *o, c
     buf b = {0};
     if (t->skipped) {
         put(&b, "# shardsim coll: table %s not compared: %s\n", t->label, t->skipped);
-        if (b.nomem || !b.s) {
-            free(b.s);
-            return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
-        }
-        *text = b.s;
-        return SS_OK;
+        return take(&b, text, err);
     }
     char ver[24];
     spec_nccl_format(t->nccl, ver, sizeof ver);
@@ -447,10 +453,5 @@ int coll_format(const coll_table *t, const char *topo_name, const net_opts *o, c
     if (t->measured && t->nmedian)
         put(&b, "# median |error| of time for sizes >= 1 MiB: %.1f%% over %u sizes\n",
             100.0 * t->median_abs_err, t->nmedian);
-    if (b.nomem || !b.s) {
-        free(b.s);
-        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
-    }
-    *text = b.s;
-    return SS_OK;
+    return take(&b, text, err);
 }
