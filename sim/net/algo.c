@@ -673,8 +673,11 @@ static void direct_all(const topo *g, prog_coll c, const uint32_t *r, uint32_t n
 
 #define P2P_NET_CHANNEL_BPS 14e9 /* NCCL_P2P_PER_CHANNEL_NET_BW, GB/s */
 #define P2P_PEERS_PER_BATCH 8    /* NCCL_MAX_DEV_WORK_P2P_PER_BATCH */
-#define CHANNELS_PER_SEARCH 4    /* Hopper across nodes (connect.cc) */
+#define NCCL_SM100_SEARCH4 22500 /* 2.25.1: Blackwell too (minCompCap >= 90, was == 90) */
 #define CHANNELS_AUTO_MAX 16     /* "won't automatically double past 16" */
+#define P2P_NET_PEER_DEFAULT 2   /* NCCL_NCHANNELS_PER_NET_PEER's default before 2.29 */
+#define NCCL_P2P_SCALED 22000    /* 2.20.3: the 2 halved with the ranks ("reduce with scale") */
+#define NCCL_P2P_BY_BW 22900     /* 2.29.2: from the NIC's bandwidth, halved by batches of peers */
 
 static uint32_t pow2_up(uint32_t x)
 {
@@ -690,15 +693,41 @@ static uint32_t pow2_down(uint32_t x)
     return p;
 }
 
+/* Channels a search channel becomes across nodes (connect.cc,
+ * ncclTopoPostset): 2 as it connects them, 4 on Hopper ("4 compute
+ * channels per search channel to reach peak BW on <8 PPN", 2.18 on) and on
+ * Blackwell from 2.25. A device without a compute capability (not an
+ * NVIDIA part) is taken as Hopper, as the model was before it knew. */
+static uint32_t channels_per_search(const topo *g)
+{
+    uint32_t cc = topo_cc(g);
+    if (cc == 0 || cc == 90) return 4;
+    return cc > 90 && topo_nccl(g) >= NCCL_SM100_SEARCH4 ? 4 : 2;
+}
+
 /* Channels per network peer of a p2p operation over n ranks on m > 1
- * nodes with at most ppn members on a node. */
+ * nodes with at most ppn members on a node, by the rule of the topology's
+ * NCCL (src/graph/paths.cc, ncclTopoGetNchannels and
+ * ncclTopoComputeP2pChannels, at v2.19.4, v2.20.3 to v2.28.9, v2.29.2):
+ * P is the communicator's p2p channels, a power of 2. */
 uint32_t algo_p2p_peer_channels(const topo *g, uint32_t n, uint32_t ppn)
 {
     uint32_t search = ppn < topo_nics_per_node(g) ? ppn : topo_nics_per_node(g);
-    uint32_t ring = CHANNELS_PER_SEARCH * (search ? search : 1);
+    uint32_t ring = channels_per_search(g) * (search ? search : 1);
     uint32_t p2p = pow2_up(ring < CHANNELS_AUTO_MAX ? ring : CHANNELS_AUTO_MAX);
-    uint32_t batches = (n + P2P_PEERS_PER_BATCH - 1) / P2P_PEERS_PER_BATCH;
-    return p2p / batches ? pow2_down(p2p / batches) : 1;
+    if (topo_nccl(g) >= NCCL_P2P_BY_BW) {
+        uint32_t batches = (n + P2P_PEERS_PER_BATCH - 1) / P2P_PEERS_PER_BATCH;
+        return p2p / batches ? pow2_down(p2p / batches) : 1;
+    }
+    /* 2.20-2.28 halve the 2 while 2 n > 4 P ("avoid overloading channels
+     * with 8+ operations") and keep at least the local NICs the GPU's own
+     * link to the CPU needs (getLocalNetCountByBw), which is 0 where the
+     * GPU's PCIe link ends at a switch, as on every shipped node; before
+     * 2.20 every network peer gets the 2. */
+    uint32_t k = P2P_NET_PEER_DEFAULT;
+    if (topo_nccl(g) >= NCCL_P2P_SCALED)
+        while (k > 1 && (uint64_t)k * n > 4ull * p2p) k /= 2;
+    return k < p2p ? k : p2p;
 }
 
 /* The payload rate at which the busiest network peer edge of a direct

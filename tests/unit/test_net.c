@@ -1276,6 +1276,49 @@ static void test_p2p_channels(void **state)
     topo_free(g);
 }
 
+/* The same channels under older NCCL (src/graph/paths.cc at v2.19.4 and
+ * v2.20.3 to v2.28.9; NCCL 2.29.2's release notes: "Improves the default
+ * number of channels per net peer for all-to-all, send, and recv"). By
+ * hand, P as above:
+ *   2.19 (NCCL_NCHANNELS_PER_NET_PEER 2): every case 2.
+ *   2.22 (2 halved while 2 n > 4 P):  10 x 1: 20 > 16 -> 1;  20 x 2 (10 x 2):
+ *        40 > 32 -> 1;  40 (10 x 4): 80 > 64 -> 1;  80: 1;  2 x 1: 4 <= 16 -> 2;
+ *        16 (2 x 8): 32 <= 64 -> 2;  32 (4 x 8): 64 <= 64 -> 2;  40 (5 x 8): 1.
+ * So a 2 x 8 send/recv shift runs 2 x 14 = 28 GB/s a GPU under 2.19-2.28
+ * (below the NIC's 48) where 2.29 reaches the NIC. On DGX A100 (cc 8.0,
+ * no 4-compute-channel rule) one GPU per node has P = 2 x 1 = 2: 2.29 gives
+ * a pair 2 channels (2 / 1), where Hopper's P = 4 gives 4. */
+static void test_p2p_channels_by_version(void **state)
+{
+    (void)state;
+    const uint32_t cases[][4] = {
+        {21904, 10, 1, 2}, {21904, 2, 1, 2},  {21904, 16, 8, 2},  {21904, 80, 8, 2},
+        {22203, 10, 1, 1}, {22203, 20, 2, 1}, {22203, 40, 4, 1},  {22203, 80, 8, 1},
+        {22203, 2, 1, 2},  {22203, 16, 8, 2}, {22203, 32, 8, 2},  {22203, 40, 8, 1},
+        {22809, 10, 1, 1}, {22902, 10, 1, 2}, {22902, 16, 8, 8}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        topo *g = graph_nccl("h100-ib-fattree.json", 10, cases[i][0]);
+        assert_int_equal(algo_p2p_peer_channels(g, cases[i][1], cases[i][2]), cases[i][3]);
+        topo_free(g);
+    }
+    topo *g = graph_nccl("h100-ib-fattree.json", 2, 22203);
+    uint32_t r[16];
+    for (uint32_t i = 0; i < 16; i++) r[i] = i;
+    algo_shape s = shape(g, PROG_COLL_SEND_RECV, r, 16, ALGO_DIRECT);
+    assert_true(REL(s.peer_cap, 28e9) < 1e-12);
+    double algbw =
+        algo_cost_of(g, &s, PROG_COLL_SEND_RECV, 16, ALGO_P_SIMPLE, 1u << 30).iso_rate[0];
+    assert_true(REL(algbw, 28e9) < 1e-12);
+    algo_shape_fini(&s);
+    topo_free(g);
+    g = graph_nccl("dgx-a100-80gb-hdr.json", 2, 22902);
+    assert_int_equal(algo_p2p_peer_channels(g, 2, 1), 2);
+    topo_free(g);
+    g = graph_nccl("h100-ib-fattree.json", 2, 22902);
+    assert_int_equal(algo_p2p_peer_channels(g, 2, 1), 4);
+    topo_free(g);
+}
+
 /* ---- contention through the engine ---- */
 
 /* 2 nodes x 2 GPUs, one NIC each: GPUs reach the NIC at 100 GB/s, the NIC
@@ -1442,6 +1485,7 @@ int main(void)
         cmocka_unit_test(test_sub_communicator), cmocka_unit_test(test_pxn_members_only),
         cmocka_unit_test(test_ring_two_nodes),   cmocka_unit_test(test_tree_correction),
         cmocka_unit_test(test_all_to_all_nodes), cmocka_unit_test(test_p2p_channels),
+        cmocka_unit_test(test_p2p_channels_by_version),
         cmocka_unit_test(test_link_classes),
         cmocka_unit_test(test_pat), cmocka_unit_test(test_hierarchical_only_forced),              cmocka_unit_test(test_nccl_versions),
         cmocka_unit_test(test_channel_caps), cmocka_unit_test(test_tree_fill), cmocka_unit_test(test_scratch_map),
