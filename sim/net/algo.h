@@ -64,8 +64,11 @@
  * to the node's NICs, not doubled past 16 (src/graph/connect.cc). So a
  * peer gets k = max(1, pow2Down(P / ceil(n / 8))) channels, and the edge
  * at most k x 14 GB/s: 10 ranks at one GPU per node get 2 (28 GB/s), 80 at
- * eight get 1. The cap on the edge's rate rides on the whole collective
- * (peer_cap, a flow rate cap); it binds only when below the NICs' rate.
+ * eight get 1. Before 2.20 every network peer gets 2; 2.20-2.28 halve
+ * the 2 while 2n > 4P. The 4 compute channels per search channel are
+ * Hopper's (and Blackwell's from 2.25); Ampere and older get 2. The cap
+ * on the edge's rate rides on the whole collective (peer_cap, a flow rate
+ * cap); it binds only when below the NICs' rate.
  *
  * NVLS switch rate. NVLS's traffic on a GPU's links is (1 + 1/n) of the
  * payload each way (the reduce of its shard and the multicast of all),
@@ -153,7 +156,9 @@
  * NCCL versions. The topology's version (topo_nccl: the topology file's
  * nccl_version, a scenario's network.nccl_version or coll's --nccl-version
  * over it) decides which algorithms exist: nvls from 2.17, nvls_tree from
- * 2.18, pat from 2.23 (NCCL_PAT_ENABLE's default: one GPU per node only).
+ * 2.18, pat from 2.23 (NCCL_PAT_ENABLE's default: one GPU per node only);
+ * and the channels per network peer of point-to-point operations (rules
+ * of 2.19, 2.20-2.28 and 2.29: "Point-to-point channels").
  *
  * algo_choose is the tuner: among the algorithm and protocol pairs that
  * apply (or the forced ones; hier only when forced, as NCCL has no such
