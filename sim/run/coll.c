@@ -392,8 +392,11 @@ static void choice_name(char *out, size_t n, const char *one, bool forced, uint3
     } else if (set) {
         spec_net_set_format(set, proto, out, n);
     } else {
+        static const char tail[] = " (the topology's)";
+        /* the list shortened, never the tail that says whose it is */
+        int room = n > sizeof tail ? (int)(n - sizeof tail) : 0;
         spec_net_set_format(topo_set, proto, list, sizeof list);
-        snprintf(out, n, "%s (the topology's)", list);
+        snprintf(out, n, "%.*s%s", room, list, tail);
     }
 }
 
