@@ -1232,6 +1232,18 @@ static void test_pxn_members_only(void **state)
     topo_free(g);
 }
 
+/* A send/recv shift over r's n ranks: its per-peer cap is `cap`, and
+ * alone on the machine it moves exactly that (the cap binds). */
+static void assert_send_recv_at_cap(const topo *g, const uint32_t *r, uint32_t n, double cap)
+{
+    algo_shape s = shape(g, PROG_COLL_SEND_RECV, r, n, ALGO_DIRECT);
+    assert_true(REL(s.peer_cap, cap) < 1e-12);
+    double algbw =
+        algo_cost_of(g, &s, PROG_COLL_SEND_RECV, n, ALGO_P_SIMPLE, 1u << 30).iso_rate[0];
+    assert_true(REL(algbw, cap) < 1e-12);
+    algo_shape_fini(&s);
+}
+
 /* Point-to-point channels per network peer (NCCL 2.29, src/graph/paths.cc
  * and connect.cc; algo.h). By hand on h100-ib-fattree.json (8 NICs a node):
  * the communicator's p2p channels are P = pow2Up(min(16, 4 x members per
@@ -1254,18 +1266,13 @@ static void test_p2p_channels(void **state)
         assert_int_equal(algo_p2p_peer_channels(g, cases[i][0], cases[i][1]), cases[i][2]);
     uint32_t r[10];
     for (uint32_t i = 0; i < 10; i++) r[i] = i * 8;
-    algo_shape s = shape(g, PROG_COLL_SEND_RECV, r, 10, ALGO_DIRECT);
-    assert_true(REL(s.peer_cap, 28e9) < 1e-12);
-    double algbw =
-        algo_cost_of(g, &s, PROG_COLL_SEND_RECV, 10, ALGO_P_SIMPLE, 1u << 30).iso_rate[0];
-    assert_true(REL(algbw, 28e9) < 1e-12);
-    algo_shape_fini(&s);
-    s = shape(g, PROG_COLL_ALL_TO_ALL, r, 10, ALGO_DIRECT);
+    assert_send_recv_at_cap(g, r, 10, 28e9);
+    algo_shape s = shape(g, PROG_COLL_ALL_TO_ALL, r, 10, ALGO_DIRECT);
     assert_true(REL(s.peer_cap, 10 * 28e9) < 1e-12);
     algo_shape_fini(&s);
     s = shape(g, PROG_COLL_SEND_RECV, r, 2, ALGO_DIRECT); /* 2 nodes x 1 */
     assert_true(REL(s.peer_cap, 56e9) < 1e-12);
-    algbw = algo_cost_of(g, &s, PROG_COLL_SEND_RECV, 2, ALGO_P_SIMPLE, 1u << 30).iso_rate[0];
+    double algbw = algo_cost_of(g, &s, PROG_COLL_SEND_RECV, 2, ALGO_P_SIMPLE, 1u << 30).iso_rate[0];
     assert_true(REL(algbw, 48e9) < 1e-9); /* the PCIe link at NCCL's rate, 64 GB/s x 0.75 */
     algo_shape_fini(&s);
     uint32_t one[8];
@@ -1304,12 +1311,7 @@ static void test_p2p_channels_by_version(void **state)
     topo *g = graph_nccl("h100-ib-fattree.json", 2, 22203);
     uint32_t r[16];
     for (uint32_t i = 0; i < 16; i++) r[i] = i;
-    algo_shape s = shape(g, PROG_COLL_SEND_RECV, r, 16, ALGO_DIRECT);
-    assert_true(REL(s.peer_cap, 28e9) < 1e-12);
-    double algbw =
-        algo_cost_of(g, &s, PROG_COLL_SEND_RECV, 16, ALGO_P_SIMPLE, 1u << 30).iso_rate[0];
-    assert_true(REL(algbw, 28e9) < 1e-12);
-    algo_shape_fini(&s);
+    assert_send_recv_at_cap(g, r, 16, 28e9);
     topo_free(g);
     g = graph_nccl("dgx-a100-80gb-hdr.json", 2, 22902);
     assert_int_equal(algo_p2p_peer_channels(g, 2, 1), 2);
