@@ -15,10 +15,11 @@
 static const char usage[] =
     "usage: shardsim coll --topology FILE --op OP [--ranks N] [--nodes N]\n"
     "                     [-b SIZE] [-e SIZE] [-f FACTOR] [-g GPUS] [--algo A]\n"
-    "                     [--proto P] [--nccl-version V] [--min-ctas N] [-o FILE]\n"
+    "                     [--proto P] [--nccl-version V] [--min-ctas N]\n"
+    "                     [--collnet 0|1] [-o FILE]\n"
     "       shardsim coll --topology FILE --compare LOG [--op OP] [--table LABEL]\n"
     "                     [--algo A] [--proto P] [--nccl-version V] [--min-ctas N]\n"
-    "                     [-o FILE]\n"
+    "                     [--collnet 0|1] [-o FILE]\n"
     "\n"
     "  --op       all_reduce, all_gather, reduce_scatter, broadcast, reduce,\n"
     "             all_to_all, gather, scatter, send_recv\n"
@@ -30,13 +31,15 @@ static const char usage[] =
     "             thread launches each GPU's kernel in turn, so an iteration\n"
     "             takes at least GPUS x the device's launch_us (--compare\n"
     "             reads it from the log's \"nGpus\")\n"
-    "  --algo     auto, ring, tree, nvls, nvls_tree, hierarchical, direct, pat\n"
-    "             (NCCL_ALGO), or a list the tuner chooses from (ring,tree; ^nvls)\n"
+    "  --algo     auto, ring, tree, nvls, nvls_tree, hierarchical, direct, pat,\n"
+    "             collnet (NCCL_ALGO), or a list the tuner chooses from (ring,tree;\n"
+    "             ^nvls)\n"
     "  --nccl-version  the NCCL whose algorithms run, like 2.27.3 (default: the\n"
     "             log's with --compare, else the topology's, else 2.29.7)\n"
     "  --proto    auto, ll, ll128, simple (NCCL_PROTO), or a list (simple,ll128)\n"
     "  --min-ctas the CTAs (channels) each collective runs at least, 1 to 64\n"
-    "             (NCCL_MIN_CTAS; NCCL_MIN_NCHANNELS before 2.17); default NCCL's\n"
+    "             (NCCL_MIN_CTAS; NCCL_MIN_NCHANNELS before 2.17); default NCCL's\n"    "  --collnet  1: CollNet (NCCL_COLLNET_ENABLE=1) on a fabric whose switches\n"
+    "             reduce (the topology's fabric \"sharp\": true); default 0\n"
     "  --compare  a real nccl-tests output; predicts every row of every table\n"
     "             with the table's ranks and nodes, prints the error per row\n"
     "             and the median |error| for sizes >= 1 MiB\n"
@@ -103,7 +106,11 @@ static int parse_one(opts *o, const char *k, const char *v)
     else if (!strcmp(k, "--calibration")) o->calibration = v;
     else if (!strcmp(k, "--ranks")) return parse_u32(v, 1, &o->ranks) ? 0 : bad("--ranks: expected a count >= 1, not %s", v);
     else if (!strcmp(k, "--nodes")) return parse_u32(v, 1, &o->nodes) ? 0 : bad("--nodes: expected a count >= 1, not %s", v);
-    else if (!strcmp(k, "--min-ctas")) return parse_u32(v, 1, &o->net.min_ctas) && o->net.min_ctas <= 64 ? 0 : bad("--min-ctas: expected a count from 1 to 64, not %s", v);
+    else if (!strcmp(k, "--collnet")) {
+        if (strcmp(v, "0") && strcmp(v, "1"))
+            return bad("--collnet: expected 0 or 1 (NCCL_COLLNET_ENABLE), not %s", v);
+        o->net.collnet = v[0] == '1';
+    } else if (!strcmp(k, "--min-ctas")) return parse_u32(v, 1, &o->net.min_ctas) && o->net.min_ctas <= 64 ? 0 : bad("--min-ctas: expected a count from 1 to 64, not %s", v);
     else if (!strcmp(k, "-g")) return parse_u32(v, 1, &o->gpus) ? 0 : bad("-g: expected a count of GPUs >= 1, not %s", v);
     else if (!strcmp(k, "-f")) return parse_u32(v, 2, &o->f) ? 0 : bad("-f: expected a factor >= 2, not %s", v);
     else if (!strcmp(k, "-b")) return cli_parse_size(v, &o->b) ? 0 : bad("-b: expected a size like 8, 64K, 1M, not %s", v);
@@ -112,8 +119,8 @@ static int parse_one(opts *o, const char *k, const char *v)
         if (pick_name(v, algo_kind_names, ALGO_NKINDS, &x)) o->net.algo = (algo_kind)x;
         else if (!spec_net_set_parse(v, false, &o->net.algo_set))
             return bad("--algo: expected auto, ring, tree, nvls, nvls_tree, hierarchical, "
-                       "direct or pat, or a list of them as NCCL_ALGO takes one (ring,tree; "
-                       "^nvls), not %s", v);
+                       "direct, pat or collnet, or a list of them as NCCL_ALGO takes one "
+                       "(ring,tree; ^nvls), not %s", v);
     } else if (!strcmp(k, "--nccl-version")) {
         if (!spec_nccl_parse(v, &o->net.nccl))
             return bad("--nccl-version: expected a version like 2.27.3 or 2.27 (2.0 or later), "
@@ -212,6 +219,9 @@ int coll_cmd(int argc, char **argv)
     ss_err_clear(&err);
     spec_topology t;
     if ((rc = mach_load(o.topo, o.nodes, &t, &err))) return fail(&err);
+    if (o.net.collnet && !t.fabric.sharp)
+        return bad("--collnet 1: CollNet needs a fabric whose switches reduce in the network; "
+                   "%s's fabric has no \"sharp\": true", o.topo);
     prof pf;
     prof_init(&pf);
     if (o.calibration) {

@@ -449,7 +449,7 @@ static int load_fabric(js_node top, spec_topology *t, ss_err *err)
                                              "rail_optimized", "nodes_per_leaf",
                                              "oversubscription", "dims", "nccl_net_latency_us",
                                              "step_latency_us", "step_latency_simple_us",
-                                             "source"), err)) ||
+                                             "sharp", "source"), err)) ||
         (rc = js_enum(f, "kind", true, 0, spec_fabric_names, SPEC_NFABRICS, &kind, err)))
         return rc;
     x->kind = (spec_fabric_kind)kind;
@@ -463,7 +463,8 @@ static int load_fabric(js_node top, spec_topology *t, ss_err *err)
                      &x->efficiency, err)) ||
         (rc = js_bool(f, "rail_optimized", false, true, &x->rail_optimized, err)) ||
         (rc = js_u64(f, "nodes_per_leaf", false, t->nodes, 1, 1u << 20, &npl, err)) ||
-        (rc = js_num(f, "oversubscription", false, 1.0, 1.0, 1024.0, &x->oversubscription, err)))
+        (rc = js_num(f, "oversubscription", false, 1.0, 1.0, 1024.0, &x->oversubscription, err)) ||
+        (rc = js_bool(f, "sharp", false, false, &x->sharp, err)))
         return rc;
     x->Bps = bw * 1e9;
     x->latency_ns = ss_ns_from_s(lat * 1e-6);

@@ -983,11 +983,12 @@ static int load_choice(js_node n, const char *key, bool proto, int *one, uint32_
                            one, err);
 }
 
-/* "network": {"algo", "proto", "nccl_version", "nccl_min_ctas"}: NCCL_ALGO /
- * NCCL_PROTO for every collective of the step (where the algorithm
- * applies; see net/algo.h), the NCCL whose algorithms the tuner has (over
- * the topology's), and NCCL_MIN_CTAS (the CTAs a ring across nodes runs at
- * least: net/algo.h, "Ring CTAs across nodes"). */
+/* "network": {"algo", "proto", "nccl_version", "nccl_min_ctas", "collnet"}:
+ * NCCL_ALGO / NCCL_PROTO for every collective of the step (where the
+ * algorithm applies; see net/algo.h), the NCCL whose algorithms the tuner
+ * has (over the topology's), NCCL_MIN_CTAS (the CTAs a ring across nodes
+ * runs at least: net/algo.h, "Ring CTAs across nodes") and
+ * NCCL_COLLNET_ENABLE (CollNet on a fabric whose switches reduce). */
 static int load_network(js_node root, spec_scenario *s, ss_err *err)
 {
     js_node n;
@@ -996,23 +997,34 @@ static int load_network(js_node root, spec_scenario *s, ss_err *err)
     s->net_algos = s->net_protos = 0;
     s->net_nccl = 0;
     s->net_min_ctas = 0;
+    s->net_collnet = false;
     if (!js_get(root, "network", &n)) return SS_OK;
     uint64_t ctas = 0;
     int rc = js_want_obj(n, err);
-    if (rc || (rc = js_keys_check(n, KEYS("algo", "proto", "nccl_version", "nccl_min_ctas"), err)) ||
+    if (rc ||
+        (rc = js_keys_check(n, KEYS("algo", "proto", "nccl_version", "nccl_min_ctas", "collnet"),
+                            err)) ||
         (rc = load_choice(n, "algo", false, &s->net_algo, &s->net_algos, err)) ||
         (rc = load_choice(n, "proto", true, &s->net_proto, &s->net_protos, err)) ||
         (rc = mach_nccl_version(n, &s->net_nccl, err)) ||
-        (rc = js_u64(n, "nccl_min_ctas", false, 0, 1, 64, &ctas, err)))
+        (rc = js_u64(n, "nccl_min_ctas", false, 0, 1, 64, &ctas, err)) ||
+        (rc = js_bool(n, "collnet", false, false, &s->net_collnet, err)))
         return rc;
     s->net_min_ctas = (uint32_t)ctas;
     if (s->net_algo != SPEC_NALGO_AUTO || s->net_proto != SPEC_NPROTO_AUTO || s->net_algos ||
-        s->net_protos || s->net_nccl || s->net_min_ctas) {
+        s->net_protos || s->net_nccl || s->net_min_ctas || s->net_collnet) {
         if (!s->topo.graph)
-            return js_failf(n, err, "network.algo, network.proto, network.nccl_version and "
-                                    "network.nccl_min_ctas need a topology graph (a topology "
-                                    "file with \"node\"); %s has the flat form",
+            return js_failf(n, err, "network.algo, network.proto, network.nccl_version, "
+                                    "network.nccl_min_ctas and network.collnet need a topology "
+                                    "graph (a topology file with \"node\"); %s has the flat form",
                             s->topo.name);
+    }
+    if (s->net_collnet && !s->topo.fabric.sharp) {
+        js_node v;
+        js_get(n, "collnet", &v);
+        return js_failf(v, err, "CollNet needs a fabric whose switches reduce in the network; "
+                                "topology %s's fabric has no \"sharp\": true",
+                        s->topo.name);
     }
     return SS_OK;
 }

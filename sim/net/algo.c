@@ -55,6 +55,14 @@ static const double nvls_lat = 23.0;
 #define NCCL_NVLS 21700      /* NVLS (NVLink SHARP) first ships */
 #define NCCL_NVLS_TREE 21800 /* NVLS_TREE first ships */
 #define TREE_BW_FACTOR 0.9 /* NCCL: tree busBw * .9 */
+/* CollNet Direct (src/graph/tuning.cc, 2.19-2.30): its bus bandwidth x
+ * 0.85 from compute capability 9.0 on; latency 2 (min(1, ppn - 1) x 3.7 us
+ * over NVLink + (ppn - 1) x 0.4 us of arity serialization) + one network
+ * step of 31 us, Simple only. */
+#define COLLNET_BW_FACTOR 0.85
+#define COLLNET_NVL_US 3.7
+#define COLLNET_ARITY_US 0.4
+#define COLLNET_NET_US 31.0
 /* NCCL's tree correction: trees reach only this fraction of their modelled
  * bandwidth at medium sizes; index log2(bytes / 64), 64 B .. 512 MiB, per
  * protocol LL, LL128, Simple (treeCorrectionFactor, src/graph/tuning.cc,
@@ -624,6 +632,27 @@ static void nvls_tree(const topo *g, const uint32_t *r, uint32_t n, uint32_t m, 
     }
 }
 
+/* ---- collnet ---- */
+
+/* NCCL's CollNet Direct all-reduce: inside each node a direct
+ * reduce-scatter to the ppn heads and an all-gather back (1/ppn of the
+ * payload between every two members, each way), and each head's shard
+ * once up to the fabric's switches and once down, which reduce across the
+ * nodes in the network: on a NIC 1/ppn of the payload each way whatever
+ * the node count. The switches' own traffic is not modelled; the NIC legs
+ * are carried as a ring on each rail, which loads every NIC the same. */
+static void collnet(const topo *g, const uint32_t *r, uint32_t n, uint32_t m, acc *a)
+{
+    uint32_t ppn = n / m;
+    for (uint32_t x = 0; x < m; x++)
+        for (uint32_t i = 0; i < ppn; i++)
+            for (uint32_t j = 0; j < ppn; j++)
+                if (i != j) acc_p2p(a, g, r[x * ppn + i], r[x * ppn + j], 2.0 / ppn);
+    for (uint32_t j = 0; j < ppn; j++)
+        for (uint32_t x = 0; x < m; x++)
+            acc_p2p(a, g, r[x * ppn + j], r[((x + 1) % m) * ppn + j], 1.0 / ppn);
+}
+
 /* ---- hierarchical ---- */
 
 /* Rings inside every node over its ppn ranks, factor w each. */
@@ -765,13 +794,17 @@ bool algo_applies(const topo *g, prog_coll c, const uint32_t *ranks, uint32_t n,
     case ALGO_PAT:
         return (c == PROG_COLL_ALL_GATHER || c == PROG_COLL_REDUCE_SCATTER) && m > 1 && m == n &&
                topo_nccl(g) >= NCCL_PAT;
+    case ALGO_COLLNET:
+        return c == PROG_COLL_ALL_REDUCE && m > 1 && topo_collnet(g) && topo_has_nvswitch(g) &&
+               regular(g, ranks, n, m);
     default: return false;
     }
 }
 
 bool algo_proto_tunable(algo_kind algo, algo_proto p)
 {
-    return (algo != ALGO_NVLS && algo != ALGO_NVLS_TREE && algo != ALGO_PAT) ||
+    return (algo != ALGO_NVLS && algo != ALGO_NVLS_TREE && algo != ALGO_PAT &&
+            algo != ALGO_COLLNET) ||
            p == ALGO_P_SIMPLE;
 }
 
@@ -792,6 +825,10 @@ static const char *why_not(algo_kind algo)
     case ALGO_DIRECT: return "direct runs all_to_all, gather, scatter, send_recv and sends only";
     case ALGO_PAT: return "pat runs all_gather and reduce_scatter over one GPU on each of two or "
                           "more nodes, with NCCL 2.23 or later";
+    case ALGO_COLLNET: return "collnet runs all_reduce over a group spanning nodes with the same "
+                              "ranks on each, whose GPUs share an nvswitch, on a fabric whose "
+                              "switches reduce (fabric \"sharp\") with CollNet enabled "
+                              "(network.collnet, coll --collnet)";
     default: return "auto is not an algorithm";
     }
 }
@@ -857,6 +894,9 @@ static void set_steps(const topo *g, prog_coll c, const uint32_t *r, uint32_t n,
     } else if (s->algo == ALGO_NVLS || s->algo == ALGO_DIRECT) { /* one step, peers at once */
         steps = 1;
         inter = m > 1;
+    } else if (s->algo == ALGO_COLLNET) { /* one network step, a fan-in per local rank */
+        inter = 1;
+        steps = 1 + n / m - 1;
     } else if (s->algo == ALGO_PAT) { /* log2(nodes) network steps, a linear part per rank */
         inter = log2_floor(m);
         steps = inter + n;
@@ -914,6 +954,7 @@ int algo_shape_build_in(const topo *g, prog_coll c, const uint32_t *ranks, uint3
     case ALGO_TREE: tree(g, ranks, n, m, &ph[0]); break;
     case ALGO_NVLS: nvls(g, ranks, n, &ph[0]); break;
     case ALGO_NVLS_TREE: nvls_tree(g, ranks, n, m, &ph[0]); break;
+    case ALGO_COLLNET: collnet(g, ranks, n, m, &ph[0]); break;
     case ALGO_HIER: hier_phases(g, c, ranks, n, m, ph, &nph); break;
     default: direct_all(g, c, ranks, n, &ph[0]); break;
     }
@@ -972,6 +1013,9 @@ static double latency_us(const topo *g, const algo_shape *s, algo_proto p)
                s->steps_intra * PAT_RANK_US;
     if (s->algo == ALGO_NVLS_TREE)
         return lat + nvls_lat + s->steps_inter * net_step_us(g, p, hw_lat_tree[HW_NET][pi]);
+    if (s->algo == ALGO_COLLNET)
+        return 2.0 * ((s->steps_intra ? COLLNET_NVL_US : 0.0) + s->steps_intra * COLLNET_ARITY_US) +
+               s->steps_inter * net_step_us(g, p, COLLNET_NET_US);
     const double (*hw)[3] = s->algo == ALGO_TREE ? hw_lat_tree : hw_lat_ring;
     double intra = hw[hw_intra(g, s)][pi], inter = net_step_us(g, p, hw[HW_NET][pi]);
     if (s->inter && p == ALGO_P_LL) intra *= 1.8; /* NCCL: LL across nodes */
@@ -986,6 +1030,7 @@ static double proto_scale(const topo *g, const algo_shape *s, prog_coll c, algo_
         k = (s->inter || c == PROG_COLL_ALL_REDUCE || c == PROG_COLL_REDUCE) ? 4.0 : 3.0;
     else if (p == ALGO_P_LL128) k = 1.0 / 0.92;
     if (s->algo == ALGO_TREE || s->algo == ALGO_NVLS_TREE) k /= TREE_BW_FACTOR;
+    if (s->algo == ALGO_COLLNET && topo_cc(g) >= 90) k /= COLLNET_BW_FACTOR;
     if (s->algo == ALGO_PAT) k /= topo_nccl(g) >= NCCL_PAT_075 ? 0.75 : 0.85;
     return k;
 }

@@ -79,7 +79,8 @@ net_opts net_opts_of(const spec_scenario *s, const struct prof *pf)
 {
     return (net_opts){.algo = (algo_kind)s->net_algo, .proto = (algo_proto)s->net_proto,
                       .algo_set = s->net_algos, .proto_set = s->net_protos,
-                      .profile = pf, .nccl = s->net_nccl, .min_ctas = s->net_min_ctas};
+                      .profile = pf, .nccl = s->net_nccl, .min_ctas = s->net_min_ctas,
+                      .collnet = s->net_collnet};
 }
 
 int net_new(const spec_topology *t, const net_opts *o, net **out, ss_err *err)
@@ -93,6 +94,7 @@ int net_new(const spec_topology *t, const net_opts *o, net **out, ss_err *err)
     spec_topology tv = *t; /* the version the options name, over the file's */
     if (o->nccl) tv.nccl = o->nccl;
     if (o->min_ctas) tv.min_ctas = o->min_ctas;
+    if (o->collnet) tv.collnet = true;
     int rc = topo_new(&tv, &n->g, err);
     double *cap = NULL;
     if (!rc) {

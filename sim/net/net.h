@@ -53,12 +53,14 @@ typedef struct net_opts {
     bool no_solo;     /* every collective a flow, none worked out alone (tests) */
     uint32_t nccl;    /* NCCL version (spec.h); 0: the topology's */
     uint32_t min_ctas; /* NCCL_MIN_CTAS; 0: NCCL's default */
+    bool collnet;      /* NCCL_COLLNET_ENABLE (over the topology's) */
 } net_opts;
 
 typedef struct net net;
 
 /* The options a scenario's network keys set (network.algo, proto,
- * nccl_version, nccl_min_ctas), with calibration profile pf (NULL: none). */
+ * nccl_version, nccl_min_ctas, collnet), with calibration profile pf
+ * (NULL: none). */
 net_opts net_opts_of(const spec_scenario *s, const struct prof *pf);
 
 /* A network over the graph of t (graph form). */

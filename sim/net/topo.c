@@ -26,6 +26,8 @@ struct topo {
     uint16_t nic_v[SPEC_TOPO_VMAX];
     uint32_t *local;    /* [gpn]: bit i set when NIC i is local to the GPU */
     bool nvls;
+    bool nvswitch;   /* every GPU links to one NVSwitch group */
+    bool collnet;    /* CollNet enabled on a fabric whose switches reduce */
     double nvls_Bps; /* the NVLS switch group's bus bandwidth ceiling; 0: none */
     uint32_t nccl; /* NCCL version code (spec.h) */
     uint32_t cc;   /* the GPUs' compute capability x 10; 0: not given */
@@ -301,11 +303,12 @@ static int build_routes(topo *g, const char *name, ss_err *err)
     return rc ? rc : check_reach(g, name, err);
 }
 
-/* NVLS needs one NVLS-capable switch group that every GPU links to. */
-static bool find_nvls(topo *g)
+/* A switch group every GPU links to (NVLS-capable when nvls): NVLS needs
+ * one, NCCL's CollNet Direct an NVSwitch of any kind. */
+static bool find_switch(topo *g, bool nvls)
 {
     for (uint32_t k = 1; k < g->nvg; k++) {
-        if (g->vg[k].kind != SPEC_V_NVSWITCH || !g->vg[k].nvls) continue;
+        if (g->vg[k].kind != SPEC_V_NVSWITCH || (nvls && !g->vg[k].nvls)) continue;
         uint32_t linked = 0;
         for (uint32_t s = 0; s < g->gpn; s++)
             for (uint32_t l = 0; l < g->ntl; l++)
@@ -315,7 +318,7 @@ static bool find_nvls(topo *g)
                     break;
                 }
         if (linked == g->gpn) {
-            g->nvls_Bps = g->vg[k].nvls_Bps;
+            if (nvls) g->nvls_Bps = g->vg[k].nvls_Bps;
             return true;
         }
     }
@@ -390,7 +393,9 @@ int topo_new(const spec_topology *t, topo **out, ss_err *err)
         topo_free(g);
         return rc;
     }
-    g->nvls = find_nvls(g);
+    g->nvls = find_switch(g, true);
+    g->nvswitch = find_switch(g, false);
+    g->collnet = t->collnet && t->fabric.sharp;
     *out = g;
     return SS_OK;
 }
@@ -413,6 +418,8 @@ uint32_t topo_nics_per_node(const topo *g) { return g->nnic; }
 uint32_t topo_nlinks(const topo *g) { return g->fbase + g->nfl; }
 uint32_t topo_node_of(const topo *g, uint32_t gpu) { return gpu / g->gpn; }
 bool topo_has_nvls(const topo *g) { return g->nvls; }
+bool topo_has_nvswitch(const topo *g) { return g->nvswitch; }
+bool topo_collnet(const topo *g) { return g->collnet; }
 double topo_nvls_Bps(const topo *g) { return g->nvls ? g->nvls_Bps : 0.0; }
 uint32_t topo_nccl(const topo *g) { return g->nccl; }
 uint32_t topo_cc(const topo *g) { return g->cc; }

@@ -64,6 +64,11 @@ const char *topo_link_name(const topo *g, uint32_t l, char *buf, size_t n);
 /* True when every GPU of a node has a link to one NVLS-capable NVSwitch
  * group (NVLink SHARP reductions are possible inside a node). */
 bool topo_has_nvls(const topo *g);
+/* True when every GPU of a node links to one NVSwitch group. */
+bool topo_has_nvswitch(const topo *g);
+/* True when NCCL's CollNet may run: enabled (spec_topology.collnet,
+ * NCCL_COLLNET_ENABLE) on a fabric whose switches reduce (fabric.sharp). */
+bool topo_collnet(const topo *g);
 /* That switch group's NVLS bus bandwidth per GPU (its "nvls_GBps"), bytes/s;
  * 0: none given (only the links bound NVLS). */
 double topo_nvls_Bps(const topo *g);

@@ -101,7 +101,8 @@ spec_quantity spec_quantity_of(const char *key)
 }
 
 /* One item of a list: the index of its name, or -1. NCCL spells NVLS_TREE
- * "NVLSTree", which folds to "nvlstree". */
+ * "NVLSTree", which folds to "nvlstree", and the CollNet Direct that
+ * "collnet" models "CollnetDirect" (CollnetChain is not modelled). */
 static int set_item(const char *s, size_t len, bool proto)
 {
     const char *const *names = proto ? spec_net_proto_names : spec_net_algo_names;
@@ -111,6 +112,7 @@ static int set_item(const char *s, size_t len, bool proto)
     for (size_t i = 0; i < len; i++) w[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i]);
     w[len] = '\0';
     if (!proto && !strcmp(w, "nvlstree")) return SPEC_NALGO_NVLS_TREE;
+    if (!proto && !strcmp(w, "collnetdirect")) return SPEC_NALGO_COLLNET;
     for (int i = 1; i < n; i++) /* 0 is "auto", no member of a set */
         if (!strcmp(w, names[i])) return i;
     return -1;

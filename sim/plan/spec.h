@@ -396,6 +396,9 @@ typedef struct spec_fabric {
     uint32_t nodes_per_leaf;
     double oversubscription;
     bool rail_optimized;
+    /* The switches reduce in the network ("sharp": NVIDIA SHARP, which
+     * NCCL's CollNet algorithms use when enabled: spec_topology.collnet) */
+    bool sharp;
     uint32_t dims[2];
     /* What NCCL's network steps cost on this fabric (net/algo.h, "Network
      * steps"): the latency its net plugin reports, which NCCL's tuner adds
@@ -430,6 +433,9 @@ typedef struct spec_topology {
      * "Ring CTAs across nodes") */
     double ring_cta_Bps;
     uint32_t min_ctas; /* NCCL_MIN_CTAS the collectives run with; 0: NCCL's default */
+    /* NCCL_COLLNET_ENABLE: the tuner may run CollNet on a fabric.sharp
+     * fabric (a scenario's network.collnet, coll's --collnet) */
+    bool collnet;
 } spec_topology;
 
 /* The ranks a node holds, and the GPU world rank r runs on: local GPU
@@ -470,7 +476,8 @@ void spec_nccl_format(uint32_t code, char *out, size_t len);
     X(NVLS_TREE, "nvls_tree")                                                  \
     X(HIER, "hierarchical")                                                    \
     X(DIRECT, "direct")                                                        \
-    X(PAT, "pat")
+    X(PAT, "pat")                                                              \
+    X(COLLNET, "collnet")
 #define SPEC_NET_PROTOS(X)                                                     \
     X(AUTO, "auto")                                                            \
     X(LL, "ll")                                                                \
@@ -797,6 +804,7 @@ typedef struct spec_scenario {
                                        (spec_net_set_parse); 0: none */
     uint32_t net_nccl;       /* network.nccl_version; 0: the topology's */
     uint32_t net_min_ctas;   /* network.nccl_min_ctas (NCCL_MIN_CTAS); 0: NCCL's default */
+    bool net_collnet;        /* network.collnet (NCCL_COLLNET_ENABLE) */
     char calibration[1024];  /* profile file (resolved), or "" */
     /* Variation (runtime.stragglers, runtime.jitter): compute time of rank
      * straggler[i].rank scaled by .factor; jitter scales every compute op by

@@ -20,6 +20,7 @@ check "the report's figures are there" '[ "$(wc -l <"$d/rows")" -ge 50 ]'
 while IFS=$'\t' read -r rep v op algo size n g meas; do
   a=(coll --topology "$topo" --nodes "$n" --op "$op" -b "$size" -e "$size" -g "$g" --nccl-version "$v")
   [ "$algo" != auto ] && a+=(--algo "$algo")
+  [ "$algo" = collnet ] && a+=(--collnet 1)
   pred=$("$bin" "${a[@]}" 2>&1 | awk '!/^#/ && NF > 8 { bw = $8 } END { print bw }')
   [ -z "$pred" ] && { echo "FAIL: no prediction for $rep $op $algo at $n nodes"; fails=$((fails + 1)); continue; }
   printf '%s\t%s\t%s/%s\t%s\t%s\t%s\n' "$rep" "$v" "$op" "$algo" "$n" "$meas" "$pred"
@@ -67,6 +68,7 @@ use3a-ss	send_recv/auto	12
 flapping-airplanes	all_reduce/ring	6
 flapping-airplanes	all_reduce/tree	6
 flapping-airplanes	all_gather/ring	4
+flapping-airplanes	all_reduce/collnet	12
 flapping-airplanes	send_recv/auto	24
 GUARDS
 echo "scaling: $checks checks, $fails failed"

@@ -1321,6 +1321,61 @@ static void test_p2p_channels_by_version(void **state)
     topo_free(g);
 }
 
+/* The weight of a shape's first use on a link whose name holds `part`. */
+static double weight_on(const topo *g, const algo_shape *s, const char *part)
+{
+    char buf[96];
+    for (uint32_t k = 0; k < s->nphase; k++)
+        for (uint32_t i = 0; i < s->nuse[k]; i++)
+            if (strstr(topo_link_name(g, s->use[k][i].link, buf, sizeof buf), part))
+                return s->use[k][i].w;
+    return 0.0;
+}
+
+/* CollNet Direct (NCCL_COLLNET_ENABLE=1 on a fabric whose switches reduce)
+ * over 2 nodes x 8 H100 of h100-ib-fattree.json, by hand: inside a node a
+ * direct reduce-scatter and all-gather, 2/8 of the payload from every GPU
+ * to each of its 7 peers, 1.75 on a GPU's NVLink; each GPU's NIC carries
+ * its 1/8 shard up and the reduced one down. Alone: NVLink 450 GB/s x
+ * 0.82 = 369 over 1.75 = 210.9 GB/s, the NIC legs' PCIe at NCCL's 48 GB/s
+ * (64 x 0.75) over 1/8 = 384: NVLink binds, at NCCL's 0.85 for CollNet
+ * Direct on compute capability 9.0 (tuning.cc): 179.2 GB/s algbw. Without
+ * NCCL_COLLNET_ENABLE, or on a fabric without "sharp", it does not apply. */
+static void test_collnet(void **state)
+{
+    (void)state;
+    spec_topology t;
+    load("h100-ib-fattree.json", 2, &t);
+    uint32_t r[16];
+    for (uint32_t i = 0; i < 16; i++) r[i] = i;
+    topo *g = NULL;
+    ss_err err;
+    ss_err_clear(&err);
+    if (topo_new(&t, &g, &err)) fail_msg("%s", err.msg);
+    assert_false(algo_applies(g, PROG_COLL_ALL_REDUCE, r, 16, ALGO_COLLNET)); /* not enabled */
+    topo_free(g);
+    t.collnet = true;
+    if (topo_new(&t, &g, &err)) fail_msg("%s", err.msg);
+    assert_true(algo_applies(g, PROG_COLL_ALL_REDUCE, r, 16, ALGO_COLLNET));
+    assert_false(algo_applies(g, PROG_COLL_ALL_GATHER, r, 16, ALGO_COLLNET));
+    assert_false(algo_applies(g, PROG_COLL_ALL_REDUCE, r, 8, ALGO_COLLNET)); /* one node */
+    assert_false(algo_proto_tunable(ALGO_COLLNET, ALGO_P_LL128));
+    algo_shape s = shape(g, PROG_COLL_ALL_REDUCE, r, 16, ALGO_COLLNET);
+    assert_true(REL(weight_on(g, &s, "node0.gpu[0]->nvswitch"), 1.75) < 1e-12);
+    assert_true(REL(weight_on(g, &s, "node1.nvswitch->gpu[5]"), 1.75) < 1e-12);
+    assert_true(REL(weight_on(g, &s, "node0.nic[3]->leaf"), 1.0 / 8) < 1e-12);
+    assert_true(REL(weight_on(g, &s, "leaf[3]->node0.nic[3]"), 1.0 / 8) < 1e-12);
+    double algbw =
+        algo_cost_of(g, &s, PROG_COLL_ALL_REDUCE, 16, ALGO_P_SIMPLE, 1u << 30).iso_rate[0];
+    assert_true(REL(algbw, 0.85 * 450e9 * 0.82 / 1.75) < 1e-9);
+    algo_shape_fini(&s);
+    topo_free(g);
+    t.fabric.sharp = false; /* enabled, but the switches cannot reduce */
+    if (topo_new(&t, &g, &err)) fail_msg("%s", err.msg);
+    assert_false(algo_applies(g, PROG_COLL_ALL_REDUCE, r, 16, ALGO_COLLNET));
+    topo_free(g);
+}
+
 /* ---- contention through the engine ---- */
 
 /* 2 nodes x 2 GPUs, one NIC each: GPUs reach the NIC at 100 GB/s, the NIC
@@ -1487,7 +1542,7 @@ int main(void)
         cmocka_unit_test(test_sub_communicator), cmocka_unit_test(test_pxn_members_only),
         cmocka_unit_test(test_ring_two_nodes),   cmocka_unit_test(test_tree_correction),
         cmocka_unit_test(test_all_to_all_nodes), cmocka_unit_test(test_p2p_channels),
-        cmocka_unit_test(test_p2p_channels_by_version),
+        cmocka_unit_test(test_p2p_channels_by_version), cmocka_unit_test(test_collnet),
         cmocka_unit_test(test_link_classes),
         cmocka_unit_test(test_pat), cmocka_unit_test(test_hierarchical_only_forced),              cmocka_unit_test(test_nccl_versions),
         cmocka_unit_test(test_channel_caps), cmocka_unit_test(test_tree_fill), cmocka_unit_test(test_scratch_map),
