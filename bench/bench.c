@@ -281,7 +281,7 @@ static void case_step(const void *arg, fig *out)
  * shared machine moves it by more than the target's margin). */
 static fig step_row_best(const char *what, const char *size, const step_arg *a, int n)
 {
-    double rss = 0, r;
+    double rss = 0, r = 0;
     fig f = in_child(case_step, a, &rss);
     for (int i = 1; i < n && f.ok; i++) {
         fig g = in_child(case_step, a, &r);
