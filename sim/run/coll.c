@@ -433,6 +433,9 @@ int coll_format(const coll_table *t, const char *topo_name, const net_opts *o, c
         put(&b, "# the tuner adds the %g us the net plugin reports to every network step (twice "
                 "with Simple); the rows do not pay it (docs/TOPOLOGY.md, \"Network steps\")\n",
             t->reported_us);
+    if (o->collnet)
+        put(&b, "# CollNet is on (NCCL_COLLNET_ENABLE=1): all_reduce may run in the fabric's "
+                "switches (docs/TOPOLOGY.md, \"CollNet\")\n");
     if (t->issue_floor_us > 0)
         put(&b, "# one thread drives %u GPUs (nccl-tests -g %u): an iteration takes at least "
                 "%u kernel launches, %.1f us (the device's launch_us); rows held to it say "

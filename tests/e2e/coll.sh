@@ -142,6 +142,20 @@ awk -v a="$b200" -v b="$h100" 'BEGIN { r = a / b; exit !(r > 1.9 && r <= 2.0) }'
 b200=$(busbw dgx-b200 all_reduce nvls 4G) h100=$(busbw h100x8-hgx all_reduce nvls 4G)
 awk -v a="$b200" -v b="$h100" 'BEGIN { r = a / b; exit !(r > 1.71 && r < 1.77) }' ||
   fail "B200 / H100 NVLS all_reduce bus bandwidth at 4 GiB: $b200 / $h100, want 1.74x"
+# CollNet (docs/TOPOLOGY.md, "CollNet"): off unless asked for; with
+# --collnet 1 on the B200 fat tree (fabric "sharp") a 4-node 16 GiB
+# all_reduce runs collnet at the NICs, 8 x 48 GB/s x NCCL's 0.85 = 326 GB/s
+# algbw (the rest is latency); on a fabric without "sharp" it is refused by
+# name.
+"$bin" coll --topology topologies/b200-ib-fattree.json --nodes 4 --op all_reduce -b 16G -e 16G \
+  >"$out/off" 2>&1 && ! grep -q collnet "$out/off" || fail "collnet without --collnet: $(tail -1 "$out/off")"
+"$bin" coll --topology topologies/b200-ib-fattree.json --nodes 4 --op all_reduce -b 16G -e 16G \
+  --collnet 1 >"$out/on" 2>&1 || fail "--collnet 1: $(head -3 "$out/on")"
+grep -q "^# CollNet is on" "$out/on" || fail "--collnet 1: no CollNet line in $(head -3 "$out/on")"
+awk '/^ *[0-9]/ { exit !($9 == "collnet/simple" && $7 > 320 && $7 < 326.4) }' "$out/on" ||
+  fail "--collnet 1, 4 x 8 B200, 16 GiB: want collnet/simple at 320-326 GB/s algbw: $(tail -1 "$out/on")"
+"$bin" coll --topology topologies/dgx-a100-80gb-hdr.json --op all_reduce --collnet 1 >"$out/no" 2>&1
+[ $? -eq 2 ] && grep -q 'no "sharp": true' "$out/no" || fail "--collnet 1 without sharp: $(head -2 "$out/no")"
 rm -rf "$out"
 [ $fails -eq 0 ] && echo "coll: all passed"
 [ $fails -eq 0 ]
