@@ -154,6 +154,12 @@ awk -v a="$b200" -v b="$h100" 'BEGIN { r = a / b; exit !(r > 1.71 && r < 1.77) }
 grep -q "^# CollNet is on" "$out/on" || fail "--collnet 1: no CollNet line in $(head -3 "$out/on")"
 awk '/^ *[0-9]/ { exit !($9 == "collnet/simple" && $7 > 320 && $7 < 326.4) }' "$out/on" ||
   fail "--collnet 1, 4 x 8 B200, 16 GiB: want collnet/simple at 320-326 GB/s algbw: $(tail -1 "$out/on")"
+# At 2 nodes NVLS_TREE's in-switch reduction beats it (flapping-airplanes'
+# report: NVLSTree 719.7 GB/s busbw against CollnetDirect 598.0 at 32 GiB).
+"$bin" coll --topology topologies/b200-ib-fattree.json --nodes 2 --op all_reduce -b 32G -e 32G \
+  --collnet 1 >"$out/two" 2>&1 || fail "--collnet 1 at 2 nodes: $(head -3 "$out/two")"
+awk '/^ *[0-9]/ { exit !($9 == "nvls_tree/simple") }' "$out/two" ||
+  fail "--collnet 1, 2 x 8 B200, 32 GiB: want nvls_tree/simple: $(tail -1 "$out/two")"
 "$bin" coll --topology topologies/dgx-a100-80gb-hdr.json --op all_reduce --collnet 1 >"$out/no" 2>&1
 [ $? -eq 2 ] && grep -q 'no "sharp": true' "$out/no" || fail "--collnet 1 without sharp: $(head -2 "$out/no")"
 rm -rf "$out"
