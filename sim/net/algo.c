@@ -636,7 +636,8 @@ static void nvls_tree(const topo *g, const uint32_t *r, uint32_t n, uint32_t m, 
 
 /* NCCL's CollNet Direct all-reduce: inside each node a direct
  * reduce-scatter to the ppn heads and an all-gather back (1/ppn of the
- * payload between every two members, each way), and each head's shard
+ * payload from each member to each other in each, 2/ppn in all), and each
+ * head's shard
  * once up to the fabric's switches and once down, which reduce across the
  * nodes in the network: on a NIC 1/ppn of the payload each way whatever
  * the node count. The switches' own traffic is not modelled; the NIC legs

@@ -41,6 +41,12 @@
  *         distances, each rank's NIC moving the ring's (n-1)/n, so the
  *         ring's usage; NCCL's latency (8 us + log2(nodes) x 4 us + 2.8 us
  *         per rank) and bandwidth factor (0.85 in 2.23, 0.75 after).
+ *   collnet all-reduce across nodes in the fabric's switches (NCCL's
+ *         CollNet Direct over SHARP; only where enabled on a fabric whose
+ *         switches reduce: topo_collnet): inside each node a direct
+ *         reduce-scatter and all-gather, 2/ppn between every two members;
+ *         each member's NIC carries 1/ppn up and 1/ppn down whatever the
+ *         node count; bandwidth x 0.85 from compute capability 9.0.
  *
  * NIC locality. Each member uses its local NICs (topo_local_nics: the
  * fewest links away without passing another GPU), shared with the other
