@@ -632,28 +632,6 @@ static void nvls_tree(const topo *g, const uint32_t *r, uint32_t n, uint32_t m, 
     }
 }
 
-/* ---- collnet ---- */
-
-/* NCCL's CollNet Direct all-reduce: inside each node a direct
- * reduce-scatter to the ppn heads and an all-gather back (1/ppn of the
- * payload from each member to each other in each, 2/ppn in all), and each
- * head's shard
- * once up to the fabric's switches and once down, which reduce across the
- * nodes in the network: on a NIC 1/ppn of the payload each way whatever
- * the node count. The switches' own traffic is not modelled; the NIC legs
- * are carried as a ring on each rail, which loads every NIC the same. */
-static void collnet(const topo *g, const uint32_t *r, uint32_t n, uint32_t m, acc *a)
-{
-    uint32_t ppn = n / m;
-    for (uint32_t x = 0; x < m; x++)
-        for (uint32_t i = 0; i < ppn; i++)
-            for (uint32_t j = 0; j < ppn; j++)
-                if (i != j) acc_p2p(a, g, r[x * ppn + i], r[x * ppn + j], 2.0 / ppn);
-    for (uint32_t j = 0; j < ppn; j++)
-        for (uint32_t x = 0; x < m; x++)
-            acc_p2p(a, g, r[x * ppn + j], r[((x + 1) % m) * ppn + j], 1.0 / ppn);
-}
-
 /* ---- hierarchical ---- */
 
 /* Rings inside every node over its ppn ranks, factor w each. */
@@ -677,6 +655,14 @@ static void hier_inter(const topo *g, const uint32_t *r, uint32_t m, uint32_t pp
 
 /* ---- direct ---- */
 
+/* From every one of r's n members to every other, factor w each. */
+static void all_pairs(const topo *g, const uint32_t *r, uint32_t n, double w, acc *a)
+{
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t j = 0; j < n; j++)
+            if (i != j) acc_p2p(a, g, r[i], r[j], w);
+}
+
 static void direct_all(const topo *g, prog_coll c, const uint32_t *r, uint32_t n, acc *a)
 {
     if (c == PROG_COLL_SEND_UP || c == PROG_COLL_SEND_DOWN) { /* one way, 2 members */
@@ -694,9 +680,24 @@ static void direct_all(const topo *g, prog_coll c, const uint32_t *r, uint32_t n
                     1.0 / n);
         return;
     }
-    for (uint32_t i = 0; i < n; i++)
-        for (uint32_t j = 0; j < n; j++)
-            if (i != j) acc_p2p(a, g, r[i], r[j], 1.0 / n);
+    all_pairs(g, r, n, 1.0 / n, a);
+}
+
+/* ---- collnet ---- */
+
+/* NCCL's CollNet Direct all-reduce: inside each node a direct
+ * reduce-scatter to the ppn heads and an all-gather back (1/ppn of the
+ * payload from each member to each other in each, 2/ppn in all), and each
+ * head's shard once up to the fabric's switches and once down, which
+ * reduce across the nodes in the network: on a NIC 1/ppn of the payload
+ * each way whatever the node count. The switches' own traffic is not
+ * modelled; the NIC legs are carried as the per-rail rings of the
+ * hierarchical algorithm, which load every NIC the same. */
+static void collnet(const topo *g, const uint32_t *r, uint32_t n, uint32_t m, acc *a)
+{
+    uint32_t ppn = n / m;
+    for (uint32_t x = 0; x < m; x++) all_pairs(g, r + x * ppn, ppn, 2.0 / ppn, a);
+    hier_inter(g, r, m, ppn, 1.0 / ppn, a);
 }
 
 /* ---- point-to-point channels across nodes (algo.h) ---- */
@@ -897,7 +898,7 @@ static void set_steps(const topo *g, prog_coll c, const uint32_t *r, uint32_t n,
         inter = m > 1;
     } else if (s->algo == ALGO_COLLNET) { /* one network step, a fan-in per local rank */
         inter = 1;
-        steps = 1 + n / m - 1;
+        steps = n / m; /* the network step and ppn - 1 fan-in ones */
     } else if (s->algo == ALGO_PAT) { /* log2(nodes) network steps, a linear part per rank */
         inter = log2_floor(m);
         steps = inter + n;

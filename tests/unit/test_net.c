@@ -405,13 +405,20 @@ static algo_shape shape(const topo *g, prog_coll c, const uint32_t *r, uint32_t 
     return s;
 }
 
-static int loads(const topo *g, const algo_shape *s, const char *part)
+/* The weight of a shape's first use on a link whose name holds `part`. */
+static double weight_on(const topo *g, const algo_shape *s, const char *part)
 {
     char buf[96];
     for (uint32_t k = 0; k < s->nphase; k++)
         for (uint32_t i = 0; i < s->nuse[k]; i++)
-            if (strstr(topo_link_name(g, s->use[k][i].link, buf, sizeof buf), part)) return 1;
-    return 0;
+            if (strstr(topo_link_name(g, s->use[k][i].link, buf, sizeof buf), part))
+                return s->use[k][i].w;
+    return 0.0;
+}
+
+static int loads(const topo *g, const algo_shape *s, const char *part)
+{
+    return weight_on(g, s, part) > 0.0;
 }
 
 /* h100-ib-fattree.json: GPU i and NIC i hang off PCIe switch i / 2, so
@@ -1319,17 +1326,6 @@ static void test_p2p_channels_by_version(void **state)
     g = graph_nccl("h100-ib-fattree.json", 2, 22902);
     assert_int_equal(algo_p2p_peer_channels(g, 2, 1), 4);
     topo_free(g);
-}
-
-/* The weight of a shape's first use on a link whose name holds `part`. */
-static double weight_on(const topo *g, const algo_shape *s, const char *part)
-{
-    char buf[96];
-    for (uint32_t k = 0; k < s->nphase; k++)
-        for (uint32_t i = 0; i < s->nuse[k]; i++)
-            if (strstr(topo_link_name(g, s->use[k][i].link, buf, sizeof buf), part))
-                return s->use[k][i].w;
-    return 0.0;
 }
 
 /* CollNet Direct (NCCL_COLLNET_ENABLE=1 on a fabric whose switches reduce)
