@@ -55,8 +55,13 @@ struct net {
     uint32_t ntune, cap_tune; /* [gid * NCOLL + coll]: the last choices, by their bytes */
     algo_shape *shapes;
     uint32_t nshapes, cap_shapes;
-    inst *in;
-    uint32_t nin, cap_in;
+    /* Instances in flight: an engine id names every collective instance of
+     * the step (a million on a deep pipeline's), but only those started and
+     * not yet done hold an inst; their slots are reused. */
+    uint32_t *islot, nislot, cap_islot; /* [instance id]: its slot in pool, or NO_SLOT */
+    inst *pool;
+    uint32_t npool, cap_pool;
+    uint32_t *freed, nfreed, cap_freed; /* slots of pool no instance holds */
     uint32_t *owner, cap_owner; /* [flow id]: the instance whose flow it is */
     flow_use *scratch;
     uint32_t cap_scratch;
@@ -126,7 +131,9 @@ void net_free(net *n)
     free(n->acc);
     free(n->acc_links);
     free(n->tune);
-    free(n->in);
+    free(n->islot);
+    free(n->pool);
+    free(n->freed);
     free(n->owner);
     free(n->scratch);
     free(n->rep);
@@ -418,6 +425,43 @@ static ss_ns due_of(const inst *x, double rate, ss_ns now)
     return ns >= 1.8e19 ? UINT64_MAX / 2 : now + (ss_ns)ns;
 }
 
+#define NO_SLOT UINT32_MAX
+
+/* The inst of an instance in flight (inst_take'n, not yet given back). */
+static inline inst *inst_at(net *n, uint32_t id) { return &n->pool[n->islot[id]]; }
+
+/* A slot for instance id, cleared: a freed one, else a new one at the
+ * pool's end. An id that still holds one (a run that stopped on an error
+ * before its instances ended) keeps it. */
+static int inst_take(net *n, uint32_t id, ss_err *err)
+{
+    if (id >= n->nislot) {
+        if (!ss_grow((void **)&n->islot, &n->cap_islot, id + 1, sizeof *n->islot)) return nomem(err);
+        for (uint32_t i = n->nislot; i <= id; i++) n->islot[i] = NO_SLOT;
+        n->nislot = id + 1;
+    }
+    if (n->islot[id] == NO_SLOT) {
+        if (n->nfreed) {
+            n->islot[id] = n->freed[--n->nfreed];
+        } else {
+            if (!ss_grow((void **)&n->pool, &n->cap_pool, n->npool + 1, sizeof *n->pool) ||
+                !ss_grow((void **)&n->freed, &n->cap_freed, n->npool + 1, sizeof *n->freed))
+                return nomem(err);
+            n->islot[id] = n->npool++;
+        }
+    }
+    *inst_at(n, id) = (inst){0};
+    return SS_OK;
+}
+
+/* Instance id ended: its slot is free for the next one (the free list
+ * has room for every slot of the pool: inst_take). */
+static void inst_give(net *n, uint32_t id)
+{
+    n->freed[n->nfreed++] = n->islot[id];
+    n->islot[id] = NO_SLOT;
+}
+
 /* Re-solve and reschedule every instance the solve gave a rate (flow.h:
  * those whose component changed) whose end moved. */
 static int resolve(net *n, ss_ns now, eng_wakes *w, ss_err *err)
@@ -429,7 +473,7 @@ static int resolve(net *n, ss_ns now, eng_wakes *w, ss_err *err)
     uint32_t k = rc ? 0 : flow_last_solved(n->fs, &ids);
     for (uint32_t i = 0; i < k && !rc; i++) {
         uint32_t id = n->owner[ids[i]];
-        inst *x = &n->in[id];
+        inst *x = inst_at(n, id);
         catch_up(x, now);
         x->rate = flow_rate(n->fs, x->flow);
         ss_ns due = due_of(x, x->rate, now);
@@ -466,7 +510,7 @@ static int phase_use(net *n, const inst *x, uint32_t k, uint32_t *nu, double *ca
 
 static int start_phase(net *n, uint32_t id, ss_ns now, ss_err *err)
 {
-    inst *x = &n->in[id];
+    inst *x = inst_at(n, id);
     uint32_t nu;
     double cap;
     int rc = phase_use(n, x, x->phase, &nu, &cap, err);
@@ -485,7 +529,7 @@ static int start_phase(net *n, uint32_t id, ss_ns now, ss_err *err)
     return SS_OK;
 }
 
-static void stop_flow(net *n, uint32_t id) { flow_remove(n->fs, n->in[id].flow); }
+static void stop_flow(net *n, uint32_t id) { flow_remove(n->fs, inst_at(n, id)->flow); }
 
 /* ---- link classes (lclass.h) ----
  * A ring's hops load every member's links alike, and a folded program's
@@ -740,15 +784,12 @@ static int on_start(void *ctx, uint32_t id, prog_coll c, prog_group pg, uint32_t
                     ss_bytes bytes, ss_ns now, eng_wakes *w, ss_err *err)
 {
     net *n = ctx;
-    if (id >= n->nin) {
-        if (!ss_grow((void **)&n->in, &n->cap_in, id + 1, sizeof *n->in)) return nomem(err);
-        for (uint32_t i = n->nin; i <= id; i++) n->in[i] = (inst){0};
-        n->nin = id + 1;
-    }
-    inst *x = &n->in[id];
+    int rc = inst_take(n, id, err);
+    if (rc) return rc;
+    inst *x = inst_at(n, id);
     *x = (inst){.state = I_DONE, .bytes = (double)bytes};
     if (pg.size <= 1) return eng_wake_at(w, id, now, err);
-    int rc = n->classed ? SS_OK : classify(n, err);
+    rc = n->classed ? SS_OK : classify(n, err);
     if (!rc) rc = choose(n, gid, c, pg, bytes, x, err);
     if (rc) return rc;
     if (bytes && x->fshape < n->nsolo && n->solo[x->fshape]) {
@@ -802,10 +843,11 @@ static int choose(net *n, uint32_t gid, prog_coll c, prog_group pg, ss_bytes byt
 static int on_wake(void *ctx, uint32_t id, ss_ns now, bool *done, eng_wakes *w, ss_err *err)
 {
     net *n = ctx;
-    inst *x = &n->in[id];
+    inst *x = inst_at(n, id);
     if (x->state == I_FLOW) catch_up(x, now);
     if (x->state == I_DONE) {
         *done = true;
+        inst_give(n, id);
         return SS_OK;
     }
     if (x->state == I_LATENCY) {
@@ -818,8 +860,8 @@ static int on_wake(void *ctx, uint32_t id, ss_ns now, bool *done, eng_wakes *w, 
         }
         stop_flow(n, id);
         if (++x->phase == n->shapes[x->shape].nphase) {
-            x->state = I_DONE;
             *done = true;
+            inst_give(n, id);
             changed(n, now, w);
             return SS_OK;
         }
