@@ -51,8 +51,11 @@ struct net {
     uint32_t nslot, cap_slot, nmslot, cap_mslot;
     double *acc;           /* [links]: weight summed while merging */
     uint32_t *acc_links, nacc;
+    /* the last choices of each (group, collective) called: few of the
+     * ngroups x NCOLL pairs a large run has, so they are kept apart */
+    uint32_t *tkey, ntkey, cap_tkey; /* [gid * NCOLL + coll]: 1 + its entry in tune, or 0 */
     struct tuned *tune;
-    uint32_t ntune, cap_tune; /* [gid * NCOLL + coll]: the last choices, by their bytes */
+    uint32_t ntune, cap_tune;
     algo_shape *shapes;
     uint32_t nshapes, cap_shapes;
     /* Instances in flight: an engine id names every collective instance of
@@ -130,6 +133,7 @@ void net_free(net *n)
     free(n->mslot);
     free(n->acc);
     free(n->acc_links);
+    free(n->tkey);
     free(n->tune);
     free(n->islot);
     free(n->pool);
@@ -802,23 +806,39 @@ static int on_start(void *ctx, uint32_t id, prog_coll c, prog_group pg, uint32_t
     return eng_wake_at(w, id, now + x->cost.latency_ns, err);
 }
 
+/* The entry of tune for key (gid * NCOLL + coll) into *k, made empty on
+ * the key's first call. */
+static int tuned_of(net *n, uint32_t key, uint32_t *k, ss_err *err)
+{
+    if (key >= n->ntkey) {
+        if (!ss_grow((void **)&n->tkey, &n->cap_tkey, key + 1, sizeof *n->tkey)) return nomem(err);
+        memset(n->tkey + n->ntkey, 0, (size_t)(key + 1 - n->ntkey) * sizeof *n->tkey);
+        n->ntkey = key + 1;
+    }
+    if (!n->tkey[key]) {
+        if (!ss_grow((void **)&n->tune, &n->cap_tune, n->ntune + 1, sizeof *n->tune))
+            return nomem(err);
+        n->tune[n->ntune] = (struct tuned){0};
+        n->tkey[key] = ++n->ntune;
+    }
+    *k = n->tkey[key] - 1;
+    return SS_OK;
+}
+
 /* The tuner's choice for an instance of c over group gid: a group calls
  * the same collective with the same few sizes over and over (per layer,
  * per micro-batch), so its last choices are kept (struct tuned). */
 static int choose(net *n, uint32_t gid, prog_coll c, prog_group pg, ss_bytes bytes, inst *x,
                   ss_err *err)
 {
-    uint32_t k = gid * NCOLL + (uint32_t)c, j = 0;
-    if (k >= n->ntune) {
-        if (!ss_grow((void **)&n->tune, &n->cap_tune, k + 1, sizeof *n->tune)) return nomem(err);
-        memset(n->tune + n->ntune, 0, (size_t)(k + 1 - n->ntune) * sizeof *n->tune);
-        n->ntune = k + 1;
-    }
+    uint32_t k = 0, j = 0;
+    int rc = tuned_of(n, gid * NCOLL + (uint32_t)c, &k, err);
+    if (rc) return rc;
     while (j < TUNE_WAYS && !(n->tune[k].w[j].set && n->tune[k].w[j].bytes == bytes)) j++;
     if (j == TUNE_WAYS) {
         uint32_t idx[ALGO_NKINDS], nsh, best = 0;
         algo_cost cost;
-        int rc = candidates(n, gid, c, pg, idx, &nsh, err);
+        rc = candidates(n, gid, c, pg, idx, &nsh, err);
         if (rc) return rc;
         pick_of(n, idx, nsh, c, pg.size, bytes, &best, &cost);
         const uint32_t *gpu = n->o.profile ? gpus_of(n, pg.ranks, pg.size, err) : pg.ranks;
