@@ -16,6 +16,13 @@ ss_ns plan_mem_ns(const plan *p, ss_bytes bytes)
     return dev_floor(d, ss_ns_from_s((double)bytes / (d->hbm_bw_Bps * d->mem_efficiency)));
 }
 
+ss_ns plan_op_host_ns(const plan *p)
+{
+    const spec_device *d = &p->s->topo.device;
+    bool dispatched = p->s->kernels != SPEC_KERNELS_COMPILED && d->op_host_ns > 0;
+    return dispatched ? d->op_host_ns : d->launch_ns;
+}
+
 ss_ns plan_kernels_ns(const plan *p, ss_bytes bytes, uint32_t k)
 {
     ss_ns t = plan_mem_ns(p, bytes), floor = k * p->s->topo.device.kernel_min_ns;

@@ -306,7 +306,9 @@ typedef struct spec_device {
     double gemm_efficiency_fp8; /* the same for fp8 GEMMs (default: gemm_efficiency) */
     double gemm_half_dim;      /* GEMM size (geometric mean of m, n, k) at half that */
     double mem_efficiency;     /* fraction of HBM bandwidth a stream reaches */
-    ss_ns launch_ns;           /* host time to launch one kernel */
+    ss_ns launch_ns;           /* host time to launch one kernel (a C call, as nccl-tests') */
+    ss_ns op_host_ns;          /* host time to issue one framework op, its launch included
+                                  (the device file's op_host_us); 0: launch_ns */
     ss_ns kernel_min_ns;       /* shortest kernel on the device */
     ss_ns gemm_floor_ns;       /* fixed time every GEMM kernel adds to its FLOPs' (0: none) */
     double overlap_slowdown;   /* compute slowdown while a collective runs (eng.h) */

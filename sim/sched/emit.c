@@ -48,7 +48,7 @@ void em_fini(em *e)
 
 int em_done(em *e) { return e->rc; }
 
-ss_ns em_launch_ns(const em *e) { return e->pl->s->topo.device.launch_ns; }
+ss_ns em_launch_ns(const em *e) { return plan_op_host_ns(e->pl); }
 
 /* The host's time to issue k kernels (a count of 0 reads as one). */
 static ss_ns launches_ns(const em *e, uint64_t k) { return em_launch_ns(e) * (k ? k : 1); }
