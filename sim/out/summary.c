@@ -49,6 +49,27 @@ static int busy_times(const trc *t, sum_report *r, ss_err *err)
     return SS_OK;
 }
 
+/* Rank 0's issue time and the compute stream's waits for the host: an op
+ * of that stream could run once the op before it on the stream and its
+ * deps ended; what it waited past that for its issue is the host's. */
+static void host_times(const trc *t, sum_report *r)
+{
+    const prog_op *ops = prog_ops(t->p, 0);
+    const uint32_t *deps = prog_deps(t->p, 0);
+    const trc_op *rec = t->ops[0];
+    ss_ns prev_end = 0;
+    for (uint32_t i = 0; i < prog_nops(t->p, 0); i++) {
+        if (ops[i].kind == PROG_OP_HOST) continue;
+        r->issue_ns += ops[i].host_ns;
+        if (ops[i].stream != PROG_COMPUTE) continue;
+        ss_ns ready = prev_end;
+        for (uint32_t k = 0; k < ops[i].ndep; k++)
+            if (rec[deps[ops[i].dep0 + k]].end > ready) ready = rec[deps[ops[i].dep0 + k]].end;
+        if (rec[i].issue > ready) r->host_wait_ns += rec[i].issue - ready;
+        prev_end = rec[i].end;
+    }
+}
+
 static void count_colls(const trc *t, sum_report *r)
 {
     const prog_op *ops = prog_ops(t->p, 0);
@@ -161,6 +182,7 @@ int sum_build(const spec_scenario *s, const trc *t, const st_bytes *st, uint32_t
         return rc;
     }
     count_colls(t, &r);
+    host_times(t, &r);
     *out = r;
     return SS_OK;
 }
@@ -440,6 +462,8 @@ static void json_time(cJSON *root, const sum_report *r)
             cJSON_AddNumberToObject(by, prog_stream_name((prog_stream)k),
                                     secs(r->exposed_by_stream[k]));
     cJSON_AddNumberToObject(t, "host_s", secs(r->host_ns));
+    cJSON_AddNumberToObject(t, "host_issue_s", secs(r->issue_ns));
+    cJSON_AddNumberToObject(t, "host_wait_s", secs(r->host_wait_ns));
     cJSON_AddNumberToObject(t, "interference_s", secs(r->interference_ns));
     cJSON_AddStringToObject(t, "kernels", spec_kernels_names[r->s->kernels]);
 }
@@ -641,7 +665,9 @@ void sum_text(const sum_report *r, FILE *f)
     fprintf(f, "  comm busy        %10.3f ms  (overlapped %.3f, exposed %.3f)\n",
             secs(r->comm_ns) * 1e3, secs(r->overlap_ns) * 1e3, secs(r->exposed_comm_ns) * 1e3);
     text_exposed_by_stream(f, r);
-    fprintf(f, "  host busy        %10.3f ms\n", secs(r->host_ns) * 1e3);
+    fprintf(f, "  host busy        %10.3f ms  (issuing device ops %.3f, host ops %.3f; compute idle "
+            "%.3f waiting for an issue)\n", secs(r->issue_ns + r->host_ns) * 1e3,
+            secs(r->issue_ns) * 1e3, secs(r->host_ns) * 1e3, secs(r->host_wait_ns) * 1e3);
     if (r->step_ns && r->peak_flops > 0) {
         double tps = (double)r->tokens / secs(r->step_ns);
         fprintf(f, "  throughput       %10.0f tokens/s/GPU, MFU %.1f%% (6N+12LHQT)\n", tps,

@@ -630,7 +630,7 @@ static void test_host_dispatch(void **state)
     spec_scenario_fini(&se);
     spec_scenario_fini(&sf);
     /* 4 layers of hidden 256 on 64 tokens, one H100 */
-    ss_ns step[2];
+    ss_ns step[2], wait[2];
     const char *kern[] = {"eager", "fused"};
     for (int k = 0; k < 2; k++) {
         char text[1024];
@@ -657,10 +657,33 @@ static void test_host_dispatch(void **state)
         print_message("  tiny model, %s kernels: %llu block kernels, step %.3f ms\n", kern[k],
                       (unsigned long long)kernels, step[k] * 1e-6);
         assert_true(step[k] >= kernels * s.topo.device.op_host_ns);
+        /* the summary's split: the host issued every device op (at least
+         * the blocks' kernels), and the compute stream sat idle for part
+         * of the step waiting for the next issue, at least the first op's
+         * (the stream is free at 0, the op issued at op_host_ns) */
+        wait[k] = r.sum.host_wait_ns;
+        assert_true(r.sum.issue_ns >= kernels * s.topo.device.op_host_ns);
+        assert_true(wait[k] >= s.topo.device.op_host_ns && wait[k] < step[k]);
         run_fini(&r);
         spec_scenario_fini(&s);
     }
     assert_true(step[0] > step[1]);
+    assert_true(wait[0] > wait[1]); /* eager's extra kernels are the host's */
+    /* a GPU-bound step (Llama 3.1 8B, 8 H100s, 16k tokens a GPU): the
+     * host stays ahead, the compute stream waits for it well under 0.1% */
+    spec_scenario g;
+    ss_err err;
+    ss_err_clear(&err);
+    if (scn_load(SS_SOURCE_DIR "/scenarios/published/torchtitan-llama3.1-8b-fsdp2-sac-8xh100.json",
+                 NULL, 0, &g, &err))
+        fail_msg("%s", err.msg);
+    run_result r;
+    if (run_step(&g, NULL, &r, &err)) fail_msg("%s", err.msg);
+    print_message("  8B step %.3f s: host issue %.3f ms, compute waited %.3f ms\n",
+                  r.sum.step_ns * 1e-9, r.sum.issue_ns * 1e-6, r.sum.host_wait_ns * 1e-6);
+    assert_true(r.sum.host_wait_ns * 1000 < r.sum.step_ns);
+    run_fini(&r);
+    spec_scenario_fini(&g);
 }
 
 /* Float8 linears (precision.compute "fp8", torchao's tensorwise recipe,
