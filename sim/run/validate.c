@@ -62,6 +62,18 @@ static int row_add(val_report *r, const char *file, const spec_scenario *s, ss_e
     w->alloc = (val_fig){m->has_alloc, m->alloc_gib, 0, 0};
     w->reserved = (val_fig){m->has_reserved, m->reserved_gib, 0, 0};
     w->mfu = (val_fig){m->has_mfu, m->mfu, 0, 0};
+    snprintf(w->model, sizeof w->model, "%s", s->model.name);
+    w->model[strcspn(w->model, "(")] = '\0';
+    size_t ml = strlen(w->model);
+    while (ml && w->model[ml - 1] == ' ') w->model[--ml] = '\0';
+    w->seq = s->seq_len;
+    const spec_parallel *x = &s->par; /* a layout splits a GPU's work otherwise: its own group */
+    char lay[64] = "";
+    if (x->tp * x->cp * x->pp * x->ep > 1)
+        snprintf(lay, sizeof lay, " (tp %u cp %u pp %u ep %u)", x->tp, x->cp, x->pp, x->ep);
+    snprintf(w->seq_key, sizeof w->seq_key, "%s: %s, recompute %s, %llu GPUs%s, %.60s", w->source,
+             w->model, spec_recompute_names[s->recompute],
+             (unsigned long long)x->tp * x->cp * x->pp * s->dp, lay, s->topo.device.name);
     return SS_OK;
 }
 
@@ -133,6 +145,7 @@ static int run_row(const val_report *r, val_row *w, ss_err *err)
         w->interference_s = (double)sr->interference_ns * 1e-9;
         w->exposed_comm_s = (double)sr->exposed_comm_ns * 1e-9;
         w->pipelined = s.par.pp > 1;
+        w->tokens = sr->tokens;
         w->bubble_fraction = sum_bubble_fraction(&s.par, s.grad_accum);
     }
     run_fini(&res);
@@ -248,17 +261,89 @@ static int groups_by(const val_report *r, bool cls, val_group **out, size_t *nou
     return SS_OK;
 }
 
+/* ---- split by sequence ---- */
+
+/* Least squares y = a + b x over n points; false when x does not vary. */
+static bool line_fit(const double *x, const double *y, size_t n, double *a, double *b)
+{
+    double mx = 0, my = 0, sxx = 0, sxy = 0;
+    for (size_t i = 0; i < n; i++) mx += x[i], my += y[i];
+    mx /= (double)n, my /= (double)n;
+    for (size_t i = 0; i < n; i++) sxx += (x[i] - mx) * (x[i] - mx), sxy += (x[i] - mx) * (y[i] - my);
+    if (!(sxx > 0)) return false;
+    *b = sxy / sxx;
+    *a = my - *b * mx;
+    return true;
+}
+
+static double term_err(double meas, double pred) { return meas > 0 ? val_err_pct(meas, pred) : NAN; }
+
+/* The rows of one seq_key (rows with a step time and tokens only) as one
+ * val_seq, when they hold three or more distinct sequence lengths. */
+static bool seq_group(const val_report *r, const char *key, double *buf, val_seq *q)
+{
+    double *x = buf, *ym = buf + r->nrows, *yp = buf + 2 * r->nrows;
+    size_t n = 0, distinct = 0;
+    memset(q, 0, sizeof *q);
+    for (size_t i = 0; i < r->nrows; i++) {
+        const val_row *w = &r->rows[i];
+        if (strcmp(w->seq_key, key) || !w->step.has || !w->tokens) continue;
+        bool seen = false;
+        for (size_t k = 0; k < n; k++) seen |= x[k] == (double)w->seq;
+        distinct += !seen;
+        x[n] = (double)w->seq;
+        ym[n] = w->step.measured / (double)w->tokens;
+        yp[n] = w->step.predicted / (double)w->tokens;
+        if (!n || w->seq < q->seq_min) q->seq_min = w->seq;
+        if (w->seq > q->seq_max) q->seq_max = w->seq;
+        n++;
+    }
+    if (distinct < 3 || !line_fit(x, ym, n, &q->rest_meas, &q->ctx_meas) ||
+        !line_fit(x, yp, n, &q->rest_pred, &q->ctx_pred))
+        return false;
+    snprintf(q->label, sizeof q->label, "%s", key);
+    q->n = n;
+    q->rest_err_pct = term_err(q->rest_meas, q->rest_pred);
+    q->ctx_err_pct = term_err(q->ctx_meas, q->ctx_pred);
+    return true;
+}
+
+static int seq_split(const val_report *r, val_seq **out, size_t *nout, ss_err *err)
+{
+    val_seq *q = calloc(r->nrows ? r->nrows : 1, sizeof *q);
+    double *buf = malloc((3 * r->nrows + 1) * sizeof *buf);
+    size_t nq = 0;
+    if (!q || !buf) {
+        free(q);
+        free(buf);
+        return ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
+    }
+    for (size_t i = 0; i < r->nrows; i++) {
+        bool first = true; /* the key's first row: each key once */
+        for (size_t k = 0; k < i && first; k++) first = strcmp(r->rows[k].seq_key, r->rows[i].seq_key);
+        if (first && seq_group(r, r->rows[i].seq_key, buf, &q[nq])) nq++;
+    }
+    free(buf);
+    if (!nq) free(q), q = NULL;
+    *out = q;
+    *nout = nq;
+    return SS_OK;
+}
+
 int val_stats(val_report *r, ss_err *err)
 {
     val_group *g = NULL, *c = NULL, all;
-    size_t ng = 0, nc = 0;
+    val_seq *q = NULL;
+    size_t ng = 0, nc = 0, nq = 0;
     memset(&all, 0, sizeof all);
     int rc = groups_by(r, false, &g, &ng, err);
     if (!rc) rc = groups_by(r, true, &c, &nc, err);
     if (!rc) rc = group_stats(r, false, NULL, &all, err);
+    if (!rc) rc = seq_split(r, &q, &nq, err);
     if (rc) {
         free(g);
         free(c);
+        free(q);
         return rc;
     }
     qsort(c, nc, sizeof *c, cmp_group);
@@ -268,6 +353,9 @@ int val_stats(val_report *r, ss_err *err)
     r->ngroups = ng;
     r->classes = c;
     r->nclasses = nc;
+    free(r->seqs);
+    r->seqs = q;
+    r->nseqs = nq;
     r->all = all;
     return SS_OK;
 }
@@ -367,6 +455,31 @@ static void sets_line(const val_report *r, const char *lead, FILE *f)
     fprintf(f, " (every scenario)\n\n");
 }
 
+/* A term's error, or why there is none. */
+static void pct_str(double v, char *buf, size_t len)
+{
+    if (isnan(v)) snprintf(buf, len, "n/a");
+    else snprintf(buf, len, "%+.1f%%", v);
+}
+
+static void text_seqs(const val_report *r, FILE *f)
+{
+    if (!r->nseqs) return;
+    fprintf(f, "\nthe same rows split by sequence (one model at three or more lengths: time per token "
+               "= rest + context x seq,\nleast squares, measured and predicted apart; the context "
+               "term is the attention core's):\n");
+    for (size_t k = 0; k < r->nseqs; k++) {
+        const val_seq *q = &r->seqs[k];
+        char a[32], b[32];
+        pct_str(q->rest_err_pct, a, sizeof a);
+        pct_str(q->ctx_err_pct, b, sizeof b);
+        fprintf(f, "  %s\n      n=%zu, seq %llu..%llu: rest %.3g -> %.3g us/token (%s), context %.4g "
+                   "-> %.4g ns/token/token (%s)\n",
+                q->label, q->n, (unsigned long long)q->seq_min, (unsigned long long)q->seq_max,
+                q->rest_meas * 1e6, q->rest_pred * 1e6, a, q->ctx_meas * 1e9, q->ctx_pred * 1e9, b);
+    }
+}
+
 void val_text(const val_report *r, FILE *f)
 {
     int wn = width(r, "scenario", false), ws = width(r, "source", true);
@@ -395,6 +508,7 @@ void val_text(const val_report *r, FILE *f)
     text_stat("overall", wl, &r->all, f);
     if (r->nclasses) fprintf(f, "\nthe same rows by device, runtime and kernels:\n");
     for (size_t k = 0; k < r->nclasses; k++) text_stat(r->classes[k].source, wl, &r->classes[k], f);
+    text_seqs(r, f);
     fprintf(f, "\n");
     check_kind(r, false, f);
     check_kind(r, true, f);
@@ -457,6 +571,19 @@ static void md_write(const val_report *r, FILE *f)
         md_stat(&r->classes[k].step, f);
         md_stat(&r->classes[k].mem, f);
         fprintf(f, "\n");
+    }
+    if (r->nseqs)
+        fprintf(f, "\n| one model at three or more sequence lengths | n | sequences | rest, measured "
+                   "us/token | predicted | error | context, measured ns/token/token | predicted | "
+                   "error |\n|---|---:|---|---:|---:|---:|---:|---:|---:|\n");
+    for (size_t k = 0; k < r->nseqs; k++) {
+        const val_seq *q = &r->seqs[k];
+        char a[32], b[32];
+        pct_str(q->rest_err_pct, a, sizeof a);
+        pct_str(q->ctx_err_pct, b, sizeof b);
+        fprintf(f, "| %s | %zu | %llu-%llu | %.3g | %.3g | %s | %.4g | %.4g | %s |\n", q->label, q->n,
+                (unsigned long long)q->seq_min, (unsigned long long)q->seq_max, q->rest_meas * 1e6,
+                q->rest_pred * 1e6, a, q->ctx_meas * 1e9, q->ctx_pred * 1e9, b);
     }
     fprintf(f, "\n```\n");
     check_kind(r, false, f);
@@ -550,6 +677,22 @@ char *val_json(const val_report *r)
     cJSON *cls = cJSON_AddArrayToObject(root, "classes");
     for (size_t k = 0; k < r->nclasses; k++)
         cJSON_AddItemToArray(cls, json_group(&r->classes[k], "class"));
+    cJSON *seqs = cJSON_AddArrayToObject(root, "by_sequence");
+    for (size_t k = 0; k < r->nseqs; k++) {
+        const val_seq *q = &r->seqs[k];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "group", q->label);
+        cJSON_AddNumberToObject(o, "n", (double)q->n);
+        cJSON_AddNumberToObject(o, "seq_min", (double)q->seq_min);
+        cJSON_AddNumberToObject(o, "seq_max", (double)q->seq_max);
+        cJSON_AddNumberToObject(o, "rest_measured_s_per_token", q->rest_meas);
+        cJSON_AddNumberToObject(o, "rest_predicted_s_per_token", q->rest_pred);
+        cJSON_AddNumberToObject(o, "context_measured_s_per_token2", q->ctx_meas);
+        cJSON_AddNumberToObject(o, "context_predicted_s_per_token2", q->ctx_pred);
+        if (!isnan(q->rest_err_pct)) cJSON_AddNumberToObject(o, "rest_error_pct", q->rest_err_pct);
+        if (!isnan(q->ctx_err_pct)) cJSON_AddNumberToObject(o, "context_error_pct", q->ctx_err_pct);
+        cJSON_AddItemToArray(seqs, o);
+    }
     cJSON_AddBoolToObject(root, "step_time_pass", check_kind(r, false, NULL));
     cJSON_AddBoolToObject(root, "memory_pass", check_kind(r, true, NULL));
     cJSON_AddBoolToObject(root, "pass", val_pass(r));
@@ -564,5 +707,6 @@ void val_fini(val_report *r)
     free(r->rows);
     free(r->groups);
     free(r->classes);
+    free(r->seqs);
     memset(r, 0, sizeof *r);
 }

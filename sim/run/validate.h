@@ -21,6 +21,14 @@
  * strategy) and the kernel set (training.kernels) the scenario runs, as
  * "H100-SXM5-80GB fsdp eager". Classes are a view, not a threshold.
  *
+ * And split by sequence: where one source measured one model (the same
+ * recomputation, GPUs and device) at three or more sequence lengths, the
+ * time per token is fitted as rest + context x seq (least squares over
+ * those rows), measured and predicted apart. The context term is what
+ * grows with the sequence (the attention core); the rest is the GEMMs and
+ * everything else. Errors in one that the other hides show there: a view,
+ * not a threshold.
+ *
  * Thresholds (the fidelity issue's): over all rows median |error| <= 10%
  * and |median signed error| <= 5%; every source's median |error| <= 20%;
  * checked for step time and memory separately, only where there are
@@ -39,6 +47,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "../core/err.h"
@@ -64,6 +73,12 @@ typedef struct val_row {
     double compute_s, exposed_comm_s, bubble_fraction;
     double interference_s; /* of compute_s, what collectives beside it added */
     bool pipelined;            /* pp > 1: the bubble applies */
+    /* for the split by sequence: the scenario's model, up to " (", its
+     * recomputation, GPUs and device (seq_key), sequence length, and the
+     * tokens a GPU processes per step (the summary's; 0 until run) */
+    char seq_key[2 * VAL_NAME_MAX];
+    char model[VAL_NAME_MAX];
+    uint64_t seq, tokens;
 } val_row;
 
 /* Medians of one kind of error over n samples (percent). */
@@ -76,6 +91,17 @@ typedef struct val_group {
     char source[VAL_NAME_MAX]; /* the source, or the class (val_report.classes); "" overall */
     val_stat step, mem;
 } val_group;
+
+/* One model's rows split by sequence: time per token (seconds) =
+ * rest + ctx x seq, fitted on the measured and on the predicted steps;
+ * errors in percent, NAN where the measured term is not positive. */
+typedef struct val_seq {
+    char label[3 * VAL_NAME_MAX]; /* source: model, recomputation, GPUs, device */
+    size_t n;
+    uint64_t seq_min, seq_max;
+    double rest_meas, rest_pred, ctx_meas, ctx_pred;
+    double rest_err_pct, ctx_err_pct;
+} val_seq;
 
 typedef struct val_report {
     /* "key=value" assignments applied to every scenario before it runs (a
@@ -91,6 +117,8 @@ typedef struct val_report {
                            the same errors cut across sources, so that a device or
                            a runtime that errs one way shows */
     size_t nclasses;
+    val_seq *seqs; /* the split by sequence, in first-seen row order */
+    size_t nseqs;
     val_group all;
 } val_report;
 

@@ -151,7 +151,7 @@ static void test_classes(void **state)
     assert_non_null(j);
     assert_non_null(strstr(j, "\"class\":\t\"H100 fsdp eager\""));
     free(j);
-    val_fini(&(val_report){.groups = r.groups, .classes = r.classes});
+    val_fini(&(val_report){.groups = r.groups, .classes = r.classes, .seqs = r.seqs});
 }
 
 /* A signed median far from zero fails on its own, though |error| is small
@@ -175,12 +175,60 @@ static void test_signed_threshold(void **state)
     free(j);
     free(r.groups);
     free(r.classes);
+    free(r.seqs);
+}
+
+/* The split by sequence, on rows made from two known lines: measured time
+ * per token 10 us + 2 ns x seq, predicted 9 us + 1 ns x seq (1000 tokens a
+ * step): the rest -10%, the context -50%, exact for any three lengths.
+ * Rows of another model, a row without a step time, and a model at only
+ * two lengths make no group. */
+static val_row seq_row(const char *key, uint64_t seq, bool has_step)
+{
+    val_row w;
+    memset(&w, 0, sizeof w);
+    snprintf(w.source, sizeof w.source, "s");
+    snprintf(w.seq_key, sizeof w.seq_key, "%s", key);
+    w.seq = seq;
+    w.tokens = 1000;
+    double m = 1000 * (10e-6 + 2e-9 * (double)seq), p = 1000 * (9e-6 + 1e-9 * (double)seq);
+    w.step = (val_fig){has_step, m, p, 100 * (p - m) / m};
+    return w;
+}
+
+static void test_seq_split(void **state)
+{
+    (void)state;
+    val_row rows[] = {seq_row("k", 1024, true), seq_row("two", 512, true), seq_row("k", 4096, true),
+                      seq_row("k", 8192, false), seq_row("two", 2048, true), seq_row("k", 16384, true),
+                      seq_row("k", 1024, true)};
+    val_report r;
+    memset(&r, 0, sizeof r);
+    r.rows = rows;
+    r.nrows = 7;
+    assert_int_equal(val_stats(&r, NULL), SS_OK);
+    assert_int_equal(r.nseqs, 1);
+    const val_seq *q = &r.seqs[0];
+    assert_string_equal(q->label, "k");
+    assert_int_equal(q->n, 4); /* 1024 twice, 4096, 16384; not the row without a step */
+    assert_int_equal(q->seq_min, 1024);
+    assert_int_equal(q->seq_max, 16384);
+    assert_float_equal(q->rest_meas, 10e-6, 1e-15);
+    assert_float_equal(q->ctx_pred, 1e-9, 1e-18);
+    assert_float_equal(q->rest_err_pct, -10.0, 1e-6);
+    assert_float_equal(q->ctx_err_pct, -50.0, 1e-6);
+    char *j = val_json(&r);
+    assert_non_null(j);
+    assert_non_null(strstr(j, "\"context_error_pct\":\t-50"));
+    free(j);
+    val_fini(&(val_report){.groups = r.groups, .classes = r.classes, .seqs = r.seqs});
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_median), cmocka_unit_test(test_groups),
                                        cmocka_unit_test(test_classes),
-                                       cmocka_unit_test(test_signed_threshold)};
+                                       cmocka_unit_test(test_signed_threshold),
+                                       cmocka_unit_test(test_seq_split)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
