@@ -125,24 +125,23 @@ static int load_sourced(js_node n, const char *key, const char *field, double hi
  * as fast while a collective runs on the GPU (eng.h); absent: 0.
  * "gemm_floor": {"us": T, "source": "..."}: the fixed time every GEMM
  * kernel adds to the time of its FLOPs at the curve (docs/COMPUTE.md);
- * absent: 0. */
+ * absent: 0.
+ * "op_host": {"us": T, "source": "..."}: the host's time to issue one op
+ * through PyTorch's dispatcher, its launch included (docs/COMPUTE.md,
+ * "Host dispatch"); absent: 0 (a step's ops take launch_us).
+ * "attention_triton": {"fraction": F, "source": "..."}: llm-foundry's
+ * Triton attention kernel at F times the "attention" table's rates;
+ * absent: 0 (training.attention "triton" refused). */
 static int load_sourced_constants(js_node n, spec_device *d, ss_err *err)
 {
-    double us;
+    double us, host;
     int rc = load_sourced(n, "overlap", "slowdown", 10.0, &d->overlap_slowdown, err);
     if (!rc) rc = load_sourced(n, "gemm_floor", "us", 1e4, &us, err);
     d->gemm_floor_ns = rc ? 0 : ss_ns_from_s(us * 1e-6);
+    if (!rc) rc = load_sourced(n, "op_host", "us", 1e6, &host, err);
+    d->op_host_ns = rc ? 0 : ss_ns_from_s(host * 1e-6);
+    if (!rc) rc = load_sourced(n, "attention_triton", "fraction", 1.0, &d->attn_triton_fraction, err);
     return rc;
-}
-
-/* The host's time per framework op (op_host_us, with op_host_source
- * saying where it was measured): what a training step's host spends on each
- * kernel it issues through PyTorch (docs/COMPUTE.md, "Host dispatch"). */
-static int load_op_host(js_node n, double *us, ss_err *err)
-{
-    const char *src;
-    int rc = js_num(n, "op_host_us", false, 0, 0.0, 1e6, us, err);
-    return rc ? rc : js_str(n, "op_host_source", *us > 0, "", &src, err);
 }
 
 /* What a training process can reserve: the total CUDA reports for the
@@ -192,13 +191,13 @@ static int load_device(js_node n, spec_device *d, ss_err *err)
 {
     int rc = js_keys_check(n, JS_KEYS("name", "source", "hbm_bytes", "hbm_bw_GBps",
                                    "peak_tflops", "gemm_efficiency", "gemm_efficiency_fp8",
-                                   "gemm_half_dim", "mem_efficiency", "launch_us", "op_host_us",
-                                   "op_host_source", "kernel_min_us",
+                                   "gemm_half_dim", "mem_efficiency", "launch_us", "op_host",
+                                   "attention_triton", "kernel_min_us",
                                    "attention", "attention_cudnn", "attention_flash3", "overlap",
                                    "cuda_total_bytes", "cuda_total_source",
                                    "process_reserve_bytes", "compute_capability",
                                    "gemm_floor"), err);
-    double bw, launch, kmin, op_host;
+    double bw, launch, kmin;
     if (rc || (rc = js_copy_name(n, "name", true, d->name, err)) ||
         (rc = js_u64(n, "hbm_bytes", true, 0, 1, UINT64_MAX, &d->hbm_bytes, err)) ||
         (rc = js_num(n, "hbm_bw_GBps", true, 0, 1e-3, 1e7, &bw, err)) ||
@@ -209,14 +208,12 @@ static int load_device(js_node n, spec_device *d, ss_err *err)
         (rc = js_num(n, "gemm_half_dim", false, 0, 0, 1e6, &d->gemm_half_dim, err)) ||
         (rc = js_num(n, "mem_efficiency", true, 0, 1e-3, 1.0, &d->mem_efficiency, err)) ||
         (rc = js_num(n, "launch_us", true, 0, 0.0, 1e6, &launch, err)) ||
-        (rc = load_op_host(n, &op_host, err)) ||
         (rc = js_num(n, "kernel_min_us", false, 0, 0.0, 1e6, &kmin, err)) ||
         (rc = load_attentions(n, d, err)) || (rc = load_sourced_constants(n, d, err)) ||
         (rc = load_usable(n, d, err)) || (rc = load_cc(n, d, err)))
         return rc;
     d->hbm_bw_Bps = bw * 1e9;
     d->launch_ns = ss_ns_from_s(launch * 1e-6);
-    d->op_host_ns = ss_ns_from_s(op_host * 1e-6);
     d->kernel_min_ns = ss_ns_from_s(kmin * 1e-6);
     return SS_OK;
 }

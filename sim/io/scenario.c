@@ -1720,14 +1720,18 @@ static int resolve_attention(js_node root, spec_scenario *s, ss_err *err)
         return SS_OK;
     }
     bool cudnn = s->attn_impl == SPEC_ATTN_CUDNN, fa3 = s->attn_impl == SPEC_ATTN_FLASH3;
-    if ((cudnn && !d->attn_cudnn.n) || (fa3 && !d->attn_flash3.n)) {
+    bool triton = s->attn_impl == SPEC_ATTN_TRITON;
+    if ((cudnn && !d->attn_cudnn.n) || (fa3 && !d->attn_flash3.n) ||
+        (triton && !(d->attn.n && d->attn_triton_fraction > 0))) {
         js_node tr, at;
         js_get(root, "training", &tr);
         js_get(tr, "attention", &at);
-        return js_failf(at, err, "\"%s\" needs the device's measured rates (\"%s\" in the "
+        return js_failf(at, err, "\"%s\" needs the device's measured rates (%s in the "
                         "device file) and %s has none: expected \"flash\" or a device with "
                         "that table", spec_attn_impl_names[s->attn_impl],
-                        cudnn ? "attention_cudnn" : "attention_flash3", d->name);
+                        cudnn ? "\"attention_cudnn\"" : fa3 ? "\"attention_flash3\""
+                                                            : "\"attention\" and \"attention_triton\"",
+                        d->name);
     }
     return SS_OK;
 }

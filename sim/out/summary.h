@@ -37,7 +37,7 @@ typedef struct sum_report {
     ss_ns step_ns;
     ss_ns compute_ns, comm_ns, overlap_ns, exposed_comm_ns, host_ns; /* rank 0 */
     ss_ns interference_ns; /* rank 0: compute time added by collectives beside it */
-    /* rank 0: the host's time issuing device ops (op_host_us each), and the
+    /* rank 0: the host's time issuing device ops (op_host.us each), and the
      * compute stream's time idle because its next op was not issued yet
      * (its stream predecessor and its deps had ended): a launch-bound step
      * shows here */

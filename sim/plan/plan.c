@@ -94,8 +94,9 @@ double plan_attn_rate(const plan *p, double seq, double g, bool backward)
     uint32_t i = 0;
     while (i + 1 < n && a[i + 1].seq < seq) i++;
     const spec_attn_point *lo = &a[i], *hi = &a[i + 1 < n ? i + 1 : i];
-    double rlo = backward ? lo->bwd_flops : lo->fwd_flops;
-    double rhi = backward ? hi->bwd_flops : hi->fwd_flops;
+    double f = p->s->attn_impl == SPEC_ATTN_TRITON ? d->attn_triton_fraction : 1.0;
+    double rlo = f * (backward ? lo->bwd_flops : lo->fwd_flops);
+    double rhi = f * (backward ? hi->bwd_flops : hi->fwd_flops);
     if (seq <= lo->seq || lo == hi) return rlo; /* below the table, or beyond its end */
     if (seq >= hi->seq) return rhi;
     double w = log(seq / lo->seq) / log(hi->seq / lo->seq);

@@ -212,7 +212,7 @@ int plan_layout(plan *p, ss_err *err);
 const char *plan_unit_name(const plan *p, uint32_t u);
 
 /* The host's time to issue one op of the step: the device file's
- * op_host_us (a PyTorch op through the eager dispatcher, its launch
+ * op_host.us (a PyTorch op through the eager dispatcher, its launch
  * included) where it gives one, else its launch_us; torch.compile's
  * generated code launches its kernels without the dispatcher: launch_us. */
 ss_ns plan_op_host_ns(const plan *p);

@@ -238,7 +238,10 @@ extern const char *const spec_loss_names[SPEC_NLOSS];
  *   cudnn    cuDNN's fused attention (Transformer Engine's FusedAttention,
  *            PyTorch SDPA's cuDNN backend): as flash, at the device's
  *            "attention_cudnn" table;
- *   flash3   FlashAttention-3 (Hopper): as flash, at "attention_flash3".
+ *   flash3   FlashAttention-3 (Hopper): as flash, at "attention_flash3";
+ *   triton   llm-foundry's Triton FlashAttention kernel (MPT's attn_impl
+ *            "triton"): as flash, at the "attention" table's rates times
+ *            the device's attention_triton fraction.
  * AUTO resolves at load: cudnn for Megatron-core with fused kernels on a
  * device with a cuDNN table (Transformer Engine prefers FusedAttention on
  * sm90 from v1.2), flash otherwise. */
@@ -247,7 +250,8 @@ extern const char *const spec_loss_names[SPEC_NLOSS];
     X(FLASH, "flash")                                                          \
     X(UNFUSED, "unfused")                                                      \
     X(CUDNN, "cudnn")                                                          \
-    X(FLASH3, "flash3")
+    X(FLASH3, "flash3")                                                        \
+    X(TRITON, "triton")
 #define SPEC_ENUM2_(id, name) SPEC_ATTN_##id,
 typedef enum { SPEC_ATTN_IMPLS(SPEC_ENUM2_) SPEC_NATTN_IMPLS } spec_attn_impl;
 #undef SPEC_ENUM2_
@@ -308,7 +312,9 @@ typedef struct spec_device {
     double mem_efficiency;     /* fraction of HBM bandwidth a stream reaches */
     ss_ns launch_ns;           /* host time to launch one kernel (a C call, as nccl-tests') */
     ss_ns op_host_ns;          /* host time to issue one framework op, its launch included
-                                  (the device file's op_host_us); 0: launch_ns */
+                                  (the device file's op_host.us); 0: launch_ns */
+    double attn_triton_fraction; /* llm-foundry's Triton kernel / FlashAttention-2 (the
+                                    device file's attention_triton.fraction); 0: none */
     ss_ns kernel_min_ns;       /* shortest kernel on the device */
     ss_ns gemm_floor_ns;       /* fixed time every GEMM kernel adds to its FLOPs' (0: none) */
     double overlap_slowdown;   /* compute slowdown while a collective runs (eng.h) */
