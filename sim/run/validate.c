@@ -71,7 +71,7 @@ static int row_add(val_report *r, const char *file, const spec_scenario *s, ss_e
     char lay[64] = "";
     if (x->tp * x->cp * x->pp * x->ep > 1)
         snprintf(lay, sizeof lay, " (tp %u cp %u pp %u ep %u)", x->tp, x->cp, x->pp, x->ep);
-    snprintf(w->seq_key, sizeof w->seq_key, "%s: %s, recompute %s, %llu GPUs%s, %.60s", w->source,
+    snprintf(w->seq_key, sizeof w->seq_key, "%.120s: %.120s, recompute %.16s, %llu GPUs%.64s, %.60s", w->source,
              w->model, spec_recompute_names[s->recompute],
              (unsigned long long)x->tp * x->cp * x->pp * s->dp, lay, s->topo.device.name);
     return SS_OK;

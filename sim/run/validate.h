@@ -76,7 +76,7 @@ typedef struct val_row {
     /* for the split by sequence: the scenario's model, up to " (", its
      * recomputation, GPUs and device (seq_key), sequence length, and the
      * tokens a GPU processes per step (the summary's; 0 until run) */
-    char seq_key[2 * VAL_NAME_MAX];
+    char seq_key[4 * VAL_NAME_MAX];
     char model[VAL_NAME_MAX];
     uint64_t seq, tokens;
 } val_row;
@@ -96,7 +96,7 @@ typedef struct val_group {
  * rest + ctx x seq, fitted on the measured and on the predicted steps;
  * errors in percent, NAN where the measured term is not positive. */
 typedef struct val_seq {
-    char label[3 * VAL_NAME_MAX]; /* source: model, recomputation, GPUs, device */
+    char label[4 * VAL_NAME_MAX]; /* source: model, recomputation, GPUs, device (seq_key) */
     size_t n;
     uint64_t seq_min, seq_max;
     double rest_meas, rest_pred, ctx_meas, ctx_pred;
