@@ -216,6 +216,7 @@ const char *plan_unit_name(const plan *p, uint32_t u);
  * included) where it gives one, else its launch_us; torch.compile's
  * generated code launches its kernels without the dispatcher: launch_us. */
 ss_ns plan_op_host_ns(const plan *p);
+
 /* Device time of an elementwise kernel touching `bytes` of HBM. */
 ss_ns plan_mem_ns(const plan *p, ss_bytes bytes);
 /* Memory-bound work of k kernels moving `bytes`: plan_mem_ns, but at least

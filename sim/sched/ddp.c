@@ -57,7 +57,7 @@ static void ddp_hook(em *e, ddp_grads *g, uint32_t param)
     ss_bytes bytes = pl->params[param].numel * pl->grad_elem;
     bool view = pl->s->shard.gradient_as_bucket_view;
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "ddp.copy_to_bucket.p%u", param);
-    em_cost(e, em_launch_ns(e), plan_mem_ns(pl, 2 * bytes), 0);
+    em_cost(e, em_op_host_ns(e), plan_mem_ns(pl, 2 * bytes), 0);
     if (view) em_mem(e, g->t_grad[param], PROG_FREE_AT_ISSUE);
     uint32_t copy = em_end(e);
     if (view) g->t_grad[param] = EM_NONE; /* from now on a view of the bucket */
@@ -82,7 +82,7 @@ static void ddp_finalize(em *e, ddp_grads *g)
     for (uint32_t i = pl->nparams; i-- > 0;) {
         ss_bytes bytes = pl->params[i].numel * pl->grad_elem;
         em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "ddp.copy_from_bucket.p%u", i);
-        em_cost(e, em_launch_ns(e), plan_mem_ns(pl, 2 * bytes), 0);
+        em_cost(e, em_op_host_ns(e), plan_mem_ns(pl, 2 * bytes), 0);
         em_dep(e, g->ar[bucket_of(pl, i)]);
         em_end(e);
     }

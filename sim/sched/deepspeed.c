@@ -74,7 +74,7 @@ static uint32_t ds_kernel(ds *d, prog_stream st, prog_phase ph, ss_bytes bytes, 
                           const char *name)
 {
     em_begin(d->e, PROG_OP_COMPUTE, st, ph, "%s", name);
-    em_cost(d->e, em_launch_ns(d->e), plan_mem_ns(d->pl, bytes), 0);
+    em_cost(d->e, em_op_host_ns(d->e), plan_mem_ns(d->pl, bytes), 0);
     em_dep(d->e, dep);
     return em_end(d->e);
 }
@@ -163,7 +163,7 @@ static void ds_bucket_grad(ds *d, uint32_t param, bool keep)
     if (d->fill + n > bucket_cap(d) && d->fill) ds_reduce_bucket(d);
     if (d->c->contiguous_gradients) {
         em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "ds.copy_to_ipg.p%u", param);
-        em_cost(e, em_launch_ns(e), plan_mem_ns(pl, 2 * n * ds_grad_elem(d)), 0);
+        em_cost(e, em_op_host_ns(e), plan_mem_ns(pl, 2 * n * ds_grad_elem(d)), 0);
         em_dep(e, d->red[d->cur]);
         em_end(e);
     }
@@ -328,7 +328,7 @@ static uint32_t ds_gpu_step(ds *d, const em_tensors *optim, uint64_t part)
                        : EM_NONE;
     if (t32 != EM_NONE) {
         em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_OPTIMIZER, "ds.grad_to_fp32");
-        em_cost(e, em_launch_ns(e), plan_mem_ns(pl, part * (pl->grad_elem + 4)), 0);
+        em_cost(e, em_op_host_ns(e), plan_mem_ns(pl, part * (pl->grad_elem + 4)), 0);
         em_mem(e, t32, PROG_ALLOC_AT_ISSUE);
         em_end(e);
     }

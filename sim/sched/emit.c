@@ -48,10 +48,10 @@ void em_fini(em *e)
 
 int em_done(em *e) { return e->rc; }
 
-ss_ns em_launch_ns(const em *e) { return plan_op_host_ns(e->pl); }
+ss_ns em_op_host_ns(const em *e) { return plan_op_host_ns(e->pl); }
 
 /* The host's time to issue k kernels (a count of 0 reads as one). */
-static ss_ns launches_ns(const em *e, uint64_t k) { return em_launch_ns(e) * (k ? k : 1); }
+static ss_ns launches_ns(const em *e, uint64_t k) { return em_op_host_ns(e) * (k ? k : 1); }
 
 bool em_syncs(const em *e, uint32_t m)
 {
@@ -87,7 +87,7 @@ void em_begin(em *e, prog_opkind kind, prog_stream st, prog_phase ph,
         if (e->dmark) memset(e->dmark, 0, (size_t)e->capdmark * sizeof *e->dmark);
         e->dstamp = 1;
     }
-    if (kind != PROG_OP_HOST) e->s.host_ns = em_launch_ns(e);
+    if (kind != PROG_OP_HOST) e->s.host_ns = em_op_host_ns(e);
 }
 
 void em_dep(em *e, uint32_t op)
@@ -256,7 +256,7 @@ uint32_t em_input(em *e)
     uint32_t prev = e->t_input; /* the loop variable rebinds to the next batch */
     e->t_input = em_tensor(e, PROG_MEM_INPUT, b0->in_bytes, false, "input");
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_FORWARD, "input");
-    em_cost(e, em_launch_ns(e), plan_mem_ns(e->pl, b0->in_bytes), 0);
+    em_cost(e, em_op_host_ns(e), plan_mem_ns(e->pl, b0->in_bytes), 0);
     em_mem(e, e->t_input, PROG_ALLOC_AT_ISSUE);
     em_mem(e, prev, PROG_FREE_AT_ISSUE);
     return em_end(e);
@@ -456,7 +456,7 @@ uint32_t em_optim(em *e, const em_tensors *optim)
                    : EM_NONE;
     }
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_OPTIMIZER, "optimizer.step");
-    em_cost(e, em_launch_ns(e) * launches, plan_optim_ns(e->pl, sum_of(optim)), 0);
+    em_cost(e, em_op_host_ns(e) * launches, plan_optim_ns(e->pl, sum_of(optim)), 0);
     for (uint32_t i = 0; i < ntemp; i++) em_mem(e, tid[i], PROG_ALLOC_AT_ISSUE);
     for (uint32_t i = 0; i < ntemp; i++) em_mem(e, tid[i], PROG_FREE_AT_ISSUE);
     free(tid);
@@ -487,7 +487,7 @@ static uint32_t host_copy(em *e, prog_phase ph, ss_bytes bytes, bool nvme, uint3
     double bw = o->pin_memory ? o->pcie_Bps : o->pcie_Bps / 2;
     if (nvme && o->nvme_Bps < bw) bw = o->nvme_Bps;
     em_begin(e, PROG_OP_COMPUTE, PROG_COPY, ph, "%s", name);
-    em_cost(e, em_launch_ns(e), ss_ns_from_s((double)bytes / bw), 0);
+    em_cost(e, em_op_host_ns(e), ss_ns_from_s((double)bytes / bw), 0);
     em_dep(e, dep);
     em_mem(e, dst, PROG_ALLOC_AT_ISSUE);
     em_mem(e, src, src_act);

@@ -133,7 +133,9 @@ uint32_t em_bwd_block(em *e, uint32_t b, uint32_t dep, const uint32_t *grads,
 /* The optimizer step over the optimizer's tensors; temporaries per impl. */
 uint32_t em_optim(em *e, const em_tensors *optim);
 
-ss_ns em_launch_ns(const em *e);
+/* The host's time to issue one op (plan_op_host_ns): every device op the
+ * schedulers emit costs the host this much before it reaches its stream. */
+ss_ns em_op_host_ns(const em *e);
 
 /* The last two events of a kind (FSDP1's pending frees, DeepSpeed's
  * releases), for a host that may run at most two of them ahead of the

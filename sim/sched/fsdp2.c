@@ -108,7 +108,7 @@ static void f2_unshard(f2 *f, uint32_t u, prog_phase ph)
                             "fsdp2.u%u[%s].all_gather_output.%s", u, plan_unit_name(f->pl, u),
                             prog_phase_name(ph));
     em_begin(f->e, PROG_OP_COMPUTE, PROG_COPY, ph, "fsdp2.copy_in.u%u", u);
-    em_cost(f->e, em_launch_ns(f->e), plan_mem_ns(pl, in_read + in_write), 0);
+    em_cost(f->e, em_op_host_ns(f->e), plan_mem_ns(pl, in_read + in_write), 0);
     em_dep(f->e, f->ag_wait);
     em_dep(f->e, post ? f->post_op[u] : EM_NONE);
     em_dep(f->e, copy);
@@ -134,7 +134,7 @@ static void f2_wait(f2 *f, uint32_t u, prog_phase ph)
                              "fsdp2.u%u[%s].unsharded.%s", u, plan_unit_name(f->pl, u),
                              prog_phase_name(ph));
     em_begin(f->e, PROG_OP_COMPUTE, PROG_COMPUTE, ph, "fsdp2.copy_out.u%u", u);
-    em_cost(f->e, em_launch_ns(f->e), plan_mem_ns(pl, 2 * full), 0);
+    em_cost(f->e, em_op_host_ns(f->e), plan_mem_ns(pl, 2 * full), 0);
     em_dep(f->e, f->ag[u]);
     em_mem(f->e, f->t_full[u], PROG_ALLOC_AT_ISSUE);
     /* FSDP2 frees at host time: the all-gather streams wait on a copy-out
@@ -179,7 +179,7 @@ static void f2_post_forward(f2 *f, uint32_t u)
                                  "fsdp2.u%u[%s].post_forward_shard", u, plan_unit_name(f->pl, u));
         em_begin(f->e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_FORWARD,
                  "fsdp2.post_forward_copy.u%u", u);
-        em_cost(f->e, em_launch_ns(f->e), plan_mem_ns(pl, 2 * part), 0);
+        em_cost(f->e, em_op_host_ns(f->e), plan_mem_ns(pl, 2 * part), 0);
         em_mem(f->e, f->t_post[u], PROG_ALLOC_AT_ISSUE);
         f->post_op[u] = em_end(f->e);
     }
@@ -252,7 +252,7 @@ static void f2_cast(f2 *f, uint32_t u, uint32_t out, ss_bytes shard, ss_bytes gs
     bool add = f->have_gshard[u];
     em_begin(f->e, PROG_OP_COMPUTE, PROG_REDUCE, PROG_PH_BACKWARD, "fsdp2.grad_%s.u%u",
              add ? "accumulate" : "cast", u);
-    em_cost(f->e, em_launch_ns(f->e), plan_mem_ns(pl, shard + gshard + (add ? gshard : 0)), 0);
+    em_cost(f->e, em_op_host_ns(f->e), plan_mem_ns(pl, shard + gshard + (add ? gshard : 0)), 0);
     em_dep(f->e, f->reduce[u]);
     if (!add) em_mem(f->e, f->t_gshard[u], PROG_ALLOC_AT_ISSUE);
     em_mem(f->e, out, PROG_FREE_AT_ISSUE);
@@ -280,7 +280,7 @@ static void f2_reduce(f2 *f, uint32_t u, uint32_t last_bwd)
     uint32_t t_in = em_tensor(f->e, PROG_MEM_COMM_BUFFER, in, false,
                               "fsdp2.u%u[%s].reduce_scatter_input", u, plan_unit_name(f->pl, u));
     em_begin(f->e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "fsdp2.reduce_copy_in.u%u", u);
-    em_cost(f->e, em_launch_ns(f->e), plan_mem_ns(pl, pu->numel * pl->compute_elem + in), 0);
+    em_cost(f->e, em_op_host_ns(f->e), plan_mem_ns(pl, pu->numel * pl->compute_elem + in), 0);
     em_dep(f->e, last_bwd);
     em_dep(f->e, f->rs_prev);
     em_mem(f->e, t_in, PROG_ALLOC_AT_ISSUE);

@@ -160,7 +160,7 @@ static uint32_t side_copy(mp *m, ss_bytes bytes, uint32_t dep, const char *what,
                           const char *unit)
 {
     em_begin(m->e, PROG_OP_COMPUTE, PROG_REDUCE, PROG_PH_BACKWARD, "fsdp.%s.%s", what, unit);
-    em_cost(m->e, em_launch_ns(m->e), plan_mem_ns(m->pl, bytes), 0);
+    em_cost(m->e, em_op_host_ns(m->e), plan_mem_ns(m->pl, bytes), 0);
     em_dep(m->e, dep);
     return em_end(m->e);
 }
@@ -196,7 +196,7 @@ static void mf_grads_ready(mp *m, mp_unit *u, uint32_t mb, uint32_t after)
     uint32_t bucket = em_tensor(m->e, PROG_MEM_COMM_BUFFER, full, false, "fsdp.grad_bucket.%s",
                                 unit);
     em_begin(m->e, PROG_OP_COMPUTE, PROG_REDUCE, PROG_PH_BACKWARD, "fsdp.copy_grad.%s", unit);
-    em_cost(m->e, em_launch_ns(m->e), plan_mem_ns(pl, numel * pl->grad_elem + full), 0);
+    em_cost(m->e, em_op_host_ns(m->e), plan_mem_ns(pl, numel * pl->grad_elem + full), 0);
     em_dep(m->e, after);
     em_mem(m->e, bucket, PROG_ALLOC_AT_ISSUE);
     em_mem(m->e, u->t_grad, PROG_FREE_AT_ISSUE);
@@ -235,7 +235,7 @@ static void mf_end_backward(mp *m)
     uint64_t n = shard_numel(m);
     c->fp32 = em_tensor(m->e, PROG_MEM_GRAD_SHARD, n * 4, false, "main_grad.fp32");
     em_begin(m->e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "fsdp.update_main_grads");
-    em_cost(m->e, em_launch_ns(m->e), plan_mem_ns(pl, n * (pl->grad_elem + 4)), 0);
+    em_cost(m->e, em_op_host_ns(m->e), plan_mem_ns(pl, n * (pl->grad_elem + 4)), 0);
     em_mem(m->e, c->fp32, PROG_ALLOC_AT_ISSUE);
     em_end(m->e);
 }

@@ -137,7 +137,7 @@ static uint32_t copy(mp *m, uint32_t g, uint32_t dep, bool reload, prog_phase ph
     for (uint32_t i = 0; i < n; i++) bytes += b[i];
     em_begin(e, PROG_OP_COMPUTE, PROG_COPY, ph, "offload.%s.%s", reload ? "h2d" : "d2h",
              m->pl->blocks[u->b0].group);
-    em_cost(e, em_launch_ns(e), ss_ns_from_s((double)bytes / so->pcie_Bps), 0);
+    em_cost(e, em_op_host_ns(e), ss_ns_from_s((double)bytes / so->pcie_Bps), 0);
     em_dep(e, dep);
     for (uint32_t i = 0; reload && i < n; i++) {
         *t[i] = em_tensor(e, PROG_MEM_ACTIVATION, b[i], false, "reloaded.%s.%u",
