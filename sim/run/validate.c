@@ -462,22 +462,29 @@ static void pct_str(double v, char *buf, size_t len)
     else snprintf(buf, len, "%+.1f%%", v);
 }
 
+/* One group of the split in fmt, whose conversions take, in order: the
+ * label, n, the least and the largest sequence, the rest measured and
+ * predicted (us/token) and its error, the context term measured and
+ * predicted (ns/token/token) and its error. */
+__attribute__((format(printf, 2, 0))) static void seq_line(const val_seq *q, const char *fmt,
+                                                           FILE *f)
+{
+    char a[32], b[32];
+    pct_str(q->rest_err_pct, a, sizeof a);
+    pct_str(q->ctx_err_pct, b, sizeof b);
+    fprintf(f, fmt, q->label, q->n, (unsigned long long)q->seq_min, (unsigned long long)q->seq_max,
+            q->rest_meas * 1e6, q->rest_pred * 1e6, a, q->ctx_meas * 1e9, q->ctx_pred * 1e9, b);
+}
+
 static void text_seqs(const val_report *r, FILE *f)
 {
     if (!r->nseqs) return;
     fprintf(f, "\nthe same rows split by sequence (one model at three or more lengths: time per token "
                "= rest + context x seq,\nleast squares, measured and predicted apart; the context "
                "term is the attention core's):\n");
-    for (size_t k = 0; k < r->nseqs; k++) {
-        const val_seq *q = &r->seqs[k];
-        char a[32], b[32];
-        pct_str(q->rest_err_pct, a, sizeof a);
-        pct_str(q->ctx_err_pct, b, sizeof b);
-        fprintf(f, "  %s\n      n=%zu, seq %llu..%llu: rest %.3g -> %.3g us/token (%s), context %.4g "
-                   "-> %.4g ns/token/token (%s)\n",
-                q->label, q->n, (unsigned long long)q->seq_min, (unsigned long long)q->seq_max,
-                q->rest_meas * 1e6, q->rest_pred * 1e6, a, q->ctx_meas * 1e9, q->ctx_pred * 1e9, b);
-    }
+    for (size_t k = 0; k < r->nseqs; k++)
+        seq_line(&r->seqs[k], "  %s\n      n=%zu, seq %llu..%llu: rest %.3g -> %.3g us/token (%s), "
+                              "context %.4g -> %.4g ns/token/token (%s)\n", f);
 }
 
 void val_text(const val_report *r, FILE *f)
@@ -576,15 +583,8 @@ static void md_write(const val_report *r, FILE *f)
         fprintf(f, "\n| one model at three or more sequence lengths | n | sequences | rest, measured "
                    "us/token | predicted | error | context, measured ns/token/token | predicted | "
                    "error |\n|---|---:|---|---:|---:|---:|---:|---:|---:|\n");
-    for (size_t k = 0; k < r->nseqs; k++) {
-        const val_seq *q = &r->seqs[k];
-        char a[32], b[32];
-        pct_str(q->rest_err_pct, a, sizeof a);
-        pct_str(q->ctx_err_pct, b, sizeof b);
-        fprintf(f, "| %s | %zu | %llu-%llu | %.3g | %.3g | %s | %.4g | %.4g | %s |\n", q->label, q->n,
-                (unsigned long long)q->seq_min, (unsigned long long)q->seq_max, q->rest_meas * 1e6,
-                q->rest_pred * 1e6, a, q->ctx_meas * 1e9, q->ctx_pred * 1e9, b);
-    }
+    for (size_t k = 0; k < r->nseqs; k++)
+        seq_line(&r->seqs[k], "| %s | %zu | %llu-%llu | %.3g | %.3g | %s | %.4g | %.4g | %s |\n", f);
     fprintf(f, "\n```\n");
     check_kind(r, false, f);
     check_kind(r, true, f);
