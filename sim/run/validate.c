@@ -42,6 +42,24 @@ double val_median(double *v, size_t n)
 
 /* ---- collect ---- */
 
+/* The split by sequence's group of a row: its source, the model's name up
+ * to " (" (the rest names the sequence), recomputation, GPUs, layout (one
+ * splits a GPU's work otherwise) and device. */
+static void seq_key_of(val_row *w, const spec_scenario *s)
+{
+    char model[VAL_NAME_MAX], lay[64] = "";
+    snprintf(model, sizeof model, "%s", s->model.name);
+    size_t ml = strcspn(model, "(");
+    while (ml && model[ml - 1] == ' ') ml--;
+    model[ml] = '\0';
+    const spec_parallel *x = &s->par;
+    if (x->tp * x->cp * x->pp * x->ep > 1)
+        snprintf(lay, sizeof lay, " (tp %u cp %u pp %u ep %u)", x->tp, x->cp, x->pp, x->ep);
+    snprintf(w->seq_key, sizeof w->seq_key, "%.120s: %.120s, recompute %.16s, %llu GPUs%.64s, %.60s",
+             w->source, model, spec_recompute_names[s->recompute],
+             (unsigned long long)x->tp * x->cp * x->pp * s->dp, lay, s->topo.device.name);
+}
+
 static int row_add(val_report *r, const char *file, const spec_scenario *s, ss_err *err)
 {
     val_row *rows = realloc(r->rows, (r->nrows + 1) * sizeof *rows);
@@ -62,18 +80,8 @@ static int row_add(val_report *r, const char *file, const spec_scenario *s, ss_e
     w->alloc = (val_fig){m->has_alloc, m->alloc_gib, 0, 0};
     w->reserved = (val_fig){m->has_reserved, m->reserved_gib, 0, 0};
     w->mfu = (val_fig){m->has_mfu, m->mfu, 0, 0};
-    snprintf(w->model, sizeof w->model, "%s", s->model.name);
-    w->model[strcspn(w->model, "(")] = '\0';
-    size_t ml = strlen(w->model);
-    while (ml && w->model[ml - 1] == ' ') w->model[--ml] = '\0';
     w->seq = s->seq_len;
-    const spec_parallel *x = &s->par; /* a layout splits a GPU's work otherwise: its own group */
-    char lay[64] = "";
-    if (x->tp * x->cp * x->pp * x->ep > 1)
-        snprintf(lay, sizeof lay, " (tp %u cp %u pp %u ep %u)", x->tp, x->cp, x->pp, x->ep);
-    snprintf(w->seq_key, sizeof w->seq_key, "%.120s: %.120s, recompute %.16s, %llu GPUs%.64s, %.60s", w->source,
-             w->model, spec_recompute_names[s->recompute],
-             (unsigned long long)x->tp * x->cp * x->pp * s->dp, lay, s->topo.device.name);
+    seq_key_of(w, s);
     return SS_OK;
 }
 

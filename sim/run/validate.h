@@ -22,7 +22,8 @@
  * "H100-SXM5-80GB fsdp eager". Classes are a view, not a threshold.
  *
  * And split by sequence: where one source measured one model (the same
- * recomputation, GPUs and device) at three or more sequence lengths, the
+ * recomputation, GPUs, layout and device) at three or more sequence
+ * lengths, the
  * time per token is fitted as rest + context x seq (least squares over
  * those rows), measured and predicted apart. The context term is what
  * grows with the sequence (the attention core); the rest is the GEMMs and
@@ -73,11 +74,10 @@ typedef struct val_row {
     double compute_s, exposed_comm_s, bubble_fraction;
     double interference_s; /* of compute_s, what collectives beside it added */
     bool pipelined;            /* pp > 1: the bubble applies */
-    /* for the split by sequence: the scenario's model, up to " (", its
-     * recomputation, GPUs and device (seq_key), sequence length, and the
-     * tokens a GPU processes per step (the summary's; 0 until run) */
+    /* for the split by sequence: its group (source, model, recomputation,
+     * GPUs, layout, device), sequence length, and the tokens a GPU
+     * processes per step (the summary's; 0 until run) */
     char seq_key[4 * VAL_NAME_MAX];
-    char model[VAL_NAME_MAX];
     uint64_t seq, tokens;
 } val_row;
 

@@ -44,6 +44,25 @@ static val_row row(const char *source, bool has_step, double step, bool has_allo
     return w;
 }
 
+/* A report over rows made by hand, its statistics computed; stats_free
+ * releases what val_stats allocated (the rows are the caller's). */
+static val_report stats_of(val_row *rows, size_t n)
+{
+    val_report r;
+    memset(&r, 0, sizeof r);
+    r.rows = rows;
+    r.nrows = n;
+    assert_int_equal(val_stats(&r, NULL), SS_OK);
+    return r;
+}
+
+static void stats_free(val_report *r)
+{
+    free(r->groups);
+    free(r->classes);
+    free(r->seqs);
+}
+
 static void test_groups(void **state)
 {
     (void)state;
@@ -55,11 +74,7 @@ static void test_groups(void **state)
         row("c", false, 0, true, 6, false, 0),
         row("b", true, -2, false, 0, true, -1),
     };
-    val_report r;
-    memset(&r, 0, sizeof r);
-    r.rows = rows;
-    r.nrows = sizeof rows / sizeof rows[0];
-    assert_int_equal(val_stats(&r, NULL), SS_OK);
+    val_report r = stats_of(rows, sizeof rows / sizeof rows[0]);
     assert_int_equal(r.ngroups, 3);
     /* first-seen order: a, b, c */
     assert_string_equal(r.groups[0].source, "a");
@@ -115,8 +130,7 @@ static void test_groups(void **state)
     assert_int_equal(val_stats(&r, NULL), SS_OK);
     assert_float_equal(r.groups[0].step.med_abs, 30.0, 1e-12); /* 60 50 30 10 4 */
     assert_false(val_pass(&r));
-    free(r.groups);
-    free(r.classes);
+    stats_free(&r);
 }
 
 /* Classes cut across sources: the rows of one device, runtime and kernel
@@ -130,11 +144,7 @@ static void test_classes(void **state)
     };
     const char *cls[] = {"H100 fsdp eager", "H100 fsdp eager", "A100 fsdp eager", "H100 fsdp eager"};
     for (int i = 0; i < 4; i++) snprintf(rows[i].cls, sizeof rows[i].cls, "%s", cls[i]);
-    val_report r;
-    memset(&r, 0, sizeof r);
-    r.rows = rows;
-    r.nrows = 4;
-    assert_int_equal(val_stats(&r, NULL), SS_OK);
+    val_report r = stats_of(rows, 4);
     assert_int_equal(r.ngroups, 3);
     assert_int_equal(r.nclasses, 2);
     /* sorted: A100 first, though its row came third */
@@ -151,7 +161,7 @@ static void test_classes(void **state)
     assert_non_null(j);
     assert_non_null(strstr(j, "\"class\":\t\"H100 fsdp eager\""));
     free(j);
-    val_fini(&(val_report){.groups = r.groups, .classes = r.classes, .seqs = r.seqs});
+    stats_free(&r);
 }
 
 /* A signed median far from zero fails on its own, though |error| is small
@@ -161,11 +171,7 @@ static void test_signed_threshold(void **state)
     (void)state;
     val_row rows[] = {row("a", true, 6, false, 0, false, 0), row("b", true, 7, false, 0, false, 0),
                       row("c", true, 6, false, 0, false, 0)};
-    val_report r;
-    memset(&r, 0, sizeof r);
-    r.rows = rows;
-    r.nrows = 3;
-    assert_int_equal(val_stats(&r, NULL), SS_OK);
+    val_report r = stats_of(rows, 3);
     assert_float_equal(r.all.step.med_abs, 6.0, 1e-12);
     assert_float_equal(r.all.step.med_signed, 6.0, 1e-12);
     assert_false(val_pass(&r));
@@ -173,9 +179,7 @@ static void test_signed_threshold(void **state)
     assert_non_null(j);
     assert_non_null(strstr(j, "\"pass\":\tfalse"));
     free(j);
-    free(r.groups);
-    free(r.classes);
-    free(r.seqs);
+    stats_free(&r);
 }
 
 /* The split by sequence, on rows made from two known lines: measured time
@@ -202,11 +206,7 @@ static void test_seq_split(void **state)
     val_row rows[] = {seq_row("k", 1024, true), seq_row("two", 512, true), seq_row("k", 4096, true),
                       seq_row("k", 8192, false), seq_row("two", 2048, true), seq_row("k", 16384, true),
                       seq_row("k", 1024, true)};
-    val_report r;
-    memset(&r, 0, sizeof r);
-    r.rows = rows;
-    r.nrows = 7;
-    assert_int_equal(val_stats(&r, NULL), SS_OK);
+    val_report r = stats_of(rows, 7);
     assert_int_equal(r.nseqs, 1);
     const val_seq *q = &r.seqs[0];
     assert_string_equal(q->label, "k");
@@ -221,7 +221,7 @@ static void test_seq_split(void **state)
     assert_non_null(j);
     assert_non_null(strstr(j, "\"context_error_pct\":\t-50"));
     free(j);
-    val_fini(&(val_report){.groups = r.groups, .classes = r.classes, .seqs = r.seqs});
+    stats_free(&r);
 }
 
 int main(void)
