@@ -52,8 +52,8 @@ awk -F'\t' '$3 ~ /^send_recv/' "$d/pred" | awk -F'\t' '
   END { exit bad > 0 }' >"$d/steps"
 rc=$?
 cat "$d/steps"
-(exit $rc)
-check "send/recv halves where the model's per-peer channels halve ($(tr '\n' ';' <"$d/steps"))" '[ $? -eq 0 ]'
+# rc, not $?: the name's command substitution would reset $? before check
+check "send/recv halves where the model's per-peer channels halve ($(tr '\n' ';' <"$d/steps"))" '[ $rc -eq 0 ]'
 # regression guards on each series' median |error| (today's, rounded up)
 while IFS=$'\t' read -r rep series bound; do
   med=$(awk -F'|' -v r=" $rep " -v s=" $series " '$2 == r && $4 == s { gsub(/[ %]/, "", $6); print $6 }' "$d/table")
