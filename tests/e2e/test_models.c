@@ -603,8 +603,8 @@ static void test_loss_memory(void **state)
 }
 
 /* Host dispatch: the host issues every kernel a block launches, the
- * device's op_host.us each (launch_us under torch.compile). Llama 3 8B's layer, eager (no recompute),
- * counted kernel by kernel: attention forward RMSNorm's 8, wq/wk/wv 3,
+ * device's op_host.us each (launch_us under torch.compile). Llama 3 8B's
+ * layer, eager (no recompute), counted kernel by kernel: attention forward RMSNorm's 8, wq/wk/wv 3,
  * rotary's 6 (3 per tensor), repeat_kv's 2 copies, SDPA 1, the output's
  * contiguous copy 1, wo 1, the residual add 1 = 23; backward 12 + 3 x 2
  * GEMMs + 6 + 2 + FlashAttention-2's 3 + wo's 2 + 1 + autograd's 2 sums
