@@ -234,6 +234,23 @@ int prog_group_set_copies(prog *p, uint32_t gid, const uint32_t *ranks, uint32_t
     return SS_OK;
 }
 
+/* A rank's first op or tensor: room for as many ops, dependencies, memory
+ * events and tensors as the rank before it holds. The ranks of a layout
+ * run programs of about one length, built one after another, so the arrays
+ * grow once instead of doubling (and copying) their way up on every rank;
+ * capacity never touched costs address space, not pages. */
+static int reserve_like_prev(prog *p, uint32_t rank)
+{
+    rank_prog *rp = &p->ranks[rank];
+    if (!rank || rp->ops.cap || rp->tensors.cap) return SS_OK;
+    const rank_prog *q = &p->ranks[rank - 1];
+    bool ok = ss_grow(&rp->ops.data, &rp->ops.cap, q->ops.len, sizeof(prog_op)) &&
+              ss_grow(&rp->deps.data, &rp->deps.cap, q->deps.len, sizeof(uint32_t)) &&
+              ss_grow(&rp->mems.data, &rp->mems.cap, q->mems.len, sizeof(prog_mem)) &&
+              ss_grow(&rp->tensors.data, &rp->tensors.cap, q->tensors.len, sizeof(prog_tensor));
+    return ok ? SS_OK : SS_E_NOMEM;
+}
+
 int prog_tensor_add(prog *p, uint32_t rank, const char *name, prog_memcat cat,
                     ss_bytes bytes, int live_at_start, uint32_t *tid,
                     ss_err *err)
@@ -242,6 +259,7 @@ int prog_tensor_add(prog *p, uint32_t rank, const char *name, prog_memcat cat,
         return ss_fail(err, SS_E_INTERNAL, NULL, "tensor on rank %u of %u", rank,
                        p->nranks);
     prog_tensor t = {0, (uint8_t)cat, (uint8_t)(live_at_start != 0), bytes};
+    if (reserve_like_prev(p, rank)) return nomem(err);
     if (str_intern(p, name, &t.name)) return nomem(err);
     if (vec_push(&p->ranks[rank].tensors, &t, sizeof t, tid)) return nomem(err);
     return SS_OK;
@@ -289,6 +307,7 @@ int prog_op_add(prog *p, uint32_t rank, const prog_op_spec *s, uint32_t *opid,
     int rc = op_check(p, rank, s, err);
     if (rc) return rc;
     rank_prog *rp = &p->ranks[rank];
+    if (reserve_like_prev(p, rank)) return nomem(err);
     prog_op op = {
         .kind = (uint8_t)s->kind, .stream = (uint8_t)s->stream,
         .phase = (uint8_t)s->phase, .coll = (uint8_t)s->coll,
