@@ -354,10 +354,11 @@ static int mg_check(const spec_scenario *s, const char *where, ss_err *err)
     if (s->kernels != SPEC_KERNELS_FUSED)
         return NOPE("training.kernels %s: Megatron-LM runs fused kernels (Transformer Engine)",
                     spec_kernels_names[s->kernels]);
-    if (s->loss == SPEC_LOSS_EAGER)
-        return NOPE("%s", "training.loss eager: Megatron-LM's loss is its vocab-parallel "
+    if (s->loss == SPEC_LOSS_EAGER || s->loss == SPEC_LOSS_FUSED_LINEAR)
+        return NOPE("training.loss %s: Megatron-LM's loss is its vocab-parallel "
                     "cross-entropy (training.loss vocab_parallel, or fused: "
-                    "--cross-entropy-loss-fusion with Transformer Engine's kernel)");
+                    "--cross-entropy-loss-fusion with Transformer Engine's kernel)",
+                    spec_loss_names[s->loss]);
     if (s->off.params != SPEC_OFF_NONE || s->off.optimizer != SPEC_OFF_NONE)
         return NOPE("%s", "offload: not written as Megatron-LM arguments (its CPU optimizer "
                     "offload is not the one modelled here)");

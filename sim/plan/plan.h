@@ -138,6 +138,10 @@ typedef struct plan {
      * allocated, the logits become their gradient). */
     ss_bytes loss_saved, loss_fwd_tmp, loss_bwd_tmp, loss_grad32;
     bool loss_grad_in_saved, loss_grad_in_logits;
+    /* training.loss fused_linear: the loss's forward wrote the head's input
+     * and weight gradients (kept in loss_saved until the loss's backward
+     * hands them over); its backward makes no gradient of the logits */
+    bool loss_grads_in_fwd;
     /* Layout. Without one: world = n, dense_dp = expert_dp = n. */
     bool layout;              /* spec_model_parallel: sched/mp.c runs it */
     uint32_t world;           /* tp cp pp dp ranks */

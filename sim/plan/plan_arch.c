@@ -736,6 +736,7 @@ static void loss_cost(ab *x, uint64_t e)
     p->loss_saved = p->loss_fwd_tmp = p->loss_bwd_tmp = p->loss_grad32 = 0;
     p->loss_grad_in_saved = impl == SPEC_LOSS_VOCAB_PARALLEL;
     p->loss_grad_in_logits = impl == SPEC_LOSS_FUSED;
+    p->loss_grads_in_fwd = false;
     if (impl == SPEC_LOSS_EAGER) {
         f = up + 16 * e, g = 20 * e, kf = up ? 3 : 2, kb = 3;
         p->loss_saved = 4 * e, p->loss_bwd_tmp = 4 * e;
@@ -748,6 +749,51 @@ static void loss_cost(ab *x, uint64_t e)
     p->loss_bwd_ns = plan_kernels_ns(p, g, kb);
     p->loss_cast_ns = up ? plan_kernels_ns(p, up, 1) : 0;
     p->loss_fwd_kernels = kf, p->loss_bwd_kernels = kb;
+}
+
+/* Liger-Kernel's FusedLinearCrossEntropy (training.loss fused_linear;
+ * src/liger_kernel/ops/fused_linear_cross_entropy.py at v0.8.0,
+ * c4b16d43): the head and the loss over the t tokens in chunks of
+ * next_pow2(ceil(t / ceil(v / h))) rows, so that a chunk's logits are
+ * about the size of the head's input, and all three of the head's GEMMs in
+ * the forward: per chunk the logits, the cross-entropy kernel writing their
+ * gradient in place (the row read twice, written once: 3 c a logit), the
+ * input gradient's rows, and the weight gradient's product, copied to fp32
+ * and added into the weight gradient (the product written, c; .float()
+ * reads c, writes 4; the add reads 4 and c, writes c: 4 c + 8 a weight
+ * element a chunk). The backward only scales the kept gradients, and only
+ * when the loss's gradient is not 1: it is 1 in a step that does not scale
+ * the loss after it, so it costs nothing here. Memory: the input gradient
+ * (t h c), the weight gradient (v h c) and the fp32 per-token losses live
+ * from the forward to the backward; a chunk's logits (the head's output
+ * here) and the weight-gradient product with its fp32 copy (v h (c + 4))
+ * only within a chunk. */
+static void fused_linear_loss(ab *x, plan_block *b)
+{
+    plan *p = x->p;
+    uint64_t h = x->a->hidden, v = x->a->vocab / x->tp, t = x->t, c = x->c;
+    uint64_t inc = (v + h - 1) / h, rows = 1;
+    while (rows < (t + inc - 1) / inc) rows *= 2;
+    if (rows > t) rows = t;
+    uint64_t full = t / rows, rest = t % rows, chunks = full + (rest != 0);
+    plan_lin lc, lr = {0};
+    plan_linear(p, x->hp, 1, rows, h, v, &lc);
+    if (rest) plan_linear(p, x->hp, 1, rest, h, v, &lr);
+    b->out_bytes = rows * v * c;
+    b->fwd_ns = full * (lc.fwd + lc.bwd) + lr.fwd + lr.bwd;
+    b->fwd_flops = 6 * t * h * v;
+    b->fwd_kernels = (uint32_t)(chunks * (lc.fwd_kernels + lc.bwd_kernels));
+    b->bwd_ns = 0, b->bwd_flops = 0, b->bwd_kernels = 0;
+    uint64_t f = 3 * c * t * v + chunks * (4 * c + 8) * v * h + (t * h + v * h) * c;
+    uint32_t kf = (uint32_t)(3 * chunks + 2); /* per chunk the loss, .float(), the add; two zero fills */
+    p->loss_fwd_ns = plan_kernels_ns(p, f, kf);
+    p->loss_bwd_ns = p->loss_cast_ns = 0;
+    p->loss_fwd_kernels = kf, p->loss_bwd_kernels = 0;
+    p->loss_saved = (t * h + v * h) * c + 4 * t;
+    p->loss_fwd_tmp = v * h * (c + 4);
+    p->loss_bwd_tmp = p->loss_grad32 = 0;
+    p->loss_grad_in_saved = p->loss_grad_in_logits = false;
+    p->loss_grads_in_fwd = true;
 }
 
 static void output(ab *x)
@@ -764,7 +810,8 @@ static void output(ab *x)
     if (!b) return;
     b->out_bytes = x->t * a->vocab / x->tp * x->c;
     b->saved_bytes = 0; /* the Linear keeps its input; the loss its own (loss_cost) */
-    loss_cost(x, x->t * a->vocab / x->tp);
+    if (x->p->s->loss == SPEC_LOSS_FUSED_LINEAR) fused_linear_loss(x, b);
+    else loss_cost(x, x->t * a->vocab / x->tp);
     blk_done(x, b);
 }
 

@@ -213,7 +213,11 @@ extern const char *const spec_kernels_names[SPEC_NKERNELS];
  *                   separate passes over the fp32 logits, the softmax kept
  *                   and scaled in place in backward;
  *   fused           one kernel each way (Transformer Engine's or Liger's
- *                   fused cross-entropy, a compiled loss).
+ *                   fused cross-entropy, a compiled loss);
+ *   fused_linear    Liger-Kernel's FusedLinearCrossEntropy: the output
+ *                   head and the loss in chunks of tokens, all three of the
+ *                   head's GEMMs and the gradients in the forward, the
+ *                   logits never whole.
  * AUTO resolves at load: vocab_parallel for fused kernels (Megatron-core's
  * default, cross_entropy_loss_fusion off), eager otherwise (torchtitan's
  * torch.compile covers the transformer blocks, not the loss). */
@@ -221,7 +225,8 @@ extern const char *const spec_kernels_names[SPEC_NKERNELS];
     X(AUTO, "auto")                                                            \
     X(EAGER, "eager")                                                          \
     X(VOCAB_PARALLEL, "vocab_parallel")                                        \
-    X(FUSED, "fused")
+    X(FUSED, "fused")                                                          \
+    X(FUSED_LINEAR, "fused_linear")
 #define SPEC_ENUM2_(id, name) SPEC_LOSS_##id,
 typedef enum { SPEC_LOSS_IMPLS(SPEC_ENUM2_) SPEC_NLOSS } spec_loss;
 #undef SPEC_ENUM2_

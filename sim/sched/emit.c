@@ -347,6 +347,7 @@ uint32_t em_loss_bwd(em *e)
     uint32_t saved = pl->loss_saved ? e->t_saved[at] : EM_NONE;
     if (saved != EM_NONE) e->t_saved[at] = EM_NONE; /* freed here, not by the head's backward */
     if (pl->loss_grad_in_logits) e->t_dact[at] = e->t_act[at];
+    else if (pl->loss_grads_in_fwd) e->t_dact[at] = EM_NONE; /* the forward made the head's */
     else e->t_dact[at] = em_tensor(e, PROG_MEM_ACTIVATION, b->out_bytes, false, "dact.%s", b->name);
     uint32_t tmp = loss_tensor(e, pl->loss_bwd_tmp, "dlogprobs.fp32");
     uint32_t g32 = loss_tensor(e, pl->loss_grad32, "dlogits.fp32");
@@ -356,7 +357,7 @@ uint32_t em_loss_bwd(em *e)
             cross_entropy(pl) ? pl->loss_bwd_ns : plan_mem_ns(pl, b->out_bytes), 0);
     em_mem(e, tmp, PROG_ALLOC_AT_ISSUE);
     em_mem(e, g32, PROG_ALLOC_AT_ISSUE);
-    if (!cast && !pl->loss_grad_in_logits) em_mem(e, e->t_dact[at], PROG_ALLOC_AT_ISSUE);
+    if (!cast && !pl->loss_grad_in_logits) em_mem(e, e->t_dact[at], PROG_ALLOC_AT_ISSUE); /* EM_NONE: none */
     em_mem(e, tmp, PROG_FREE_AT_ISSUE);
     if (late == EM_NONE) em_mem(e, saved, PROG_FREE_AT_ISSUE);
     em_mem(e, e->t_loss, PROG_FREE_AT_ISSUE);

@@ -602,6 +602,69 @@ static void test_loss_memory(void **state)
     assert_int_equal(peak[0] - peak[1], 6 * e);
 }
 
+/* Liger-Kernel's FusedLinearCrossEntropy (training.loss fused_linear),
+ * worked from src/liger_kernel/ops/fused_linear_cross_entropy.py at
+ * v0.8.0 on Llama 3 8B's head, t = 4,096 tokens, h = 4,096, v = 128,256:
+ * inc_factor = ceil(v / h) = 32, a chunk is next_pow2(ceil(t / 32)) = 128
+ * rows, 32 chunks. The head's three GEMMs (6 t h v flops) all run in the
+ * forward and its backward costs nothing; the loss's forward moves 3 c a
+ * logit (the cross-entropy kernel in place), 4 c + 8 a weight element per
+ * chunk (the weight-gradient product, its fp32 copy, the add) and the two
+ * zero fills (t h c, v h c), in 3 x 32 + 2 kernels; the input and weight
+ * gradients and the fp32 per-token losses are kept to the backward, the
+ * product and its fp32 copy (v h (c + 4)) live within a chunk; the head
+ * writes one chunk's logits. On a model whose logits dominate (one layer
+ * 256 wide, the same vocabulary; the ideal allocator) the peak then sits
+ * below fused's, whose bf16 logits are whole, by at least the logits less
+ * what fused_linear holds at once. */
+static void test_fused_linear_loss(void **state)
+{
+    (void)state;
+    const uint64_t t = 4096, h = 4096, v = 128256, c = 2, rows = 128, chunks = 32;
+    spec_scenario s;
+    plan *p = load_plan_with("llama3-8b", ", \"loss\": \"fused_linear\"", &s);
+    assert_int_equal(s.loss, SPEC_LOSS_FUSED_LINEAR);
+    const plan_block *head = plan_find(p, "head");
+    assert_non_null(head);
+    assert_int_equal(head->out_bytes, rows * v * c);
+    assert_int_equal(head->fwd_flops, 6 * t * h * v);
+    assert_int_equal(head->bwd_flops, 0);
+    assert_int_equal(head->bwd_ns, 0);
+    uint64_t f = 3 * c * t * v + chunks * (4 * c + 8) * v * h + (t * h + v * h) * c;
+    assert_int_equal(p->loss_fwd_kernels, 3 * chunks + 2);
+    assert_int_equal(p->loss_fwd_ns, plan_kernels_ns(p, f, 3 * chunks + 2));
+    assert_int_equal(p->loss_bwd_ns, 0);
+    assert_int_equal(p->loss_cast_ns, 0);
+    assert_int_equal(p->loss_saved, (t * h + v * h) * c + 4 * t);
+    assert_int_equal(p->loss_fwd_tmp, v * h * (c + 4));
+    assert_true(p->loss_grads_in_fwd);
+    plan_free(p);
+    spec_scenario_fini(&s);
+
+    const char *sets[] = {
+        "model={\"name\": \"wide-vocab\", \"architecture\": {\"type\": \"transformer\", "
+        "\"layers\": 1, \"hidden\": 256, \"heads\": 2, \"kv_heads\": 2, \"ffn_hidden\": 1024, "
+        "\"activation\": \"swiglu\", \"vocab\": 128256, \"norm\": \"rmsnorm\"}}",
+        "allocator.model=ideal", NULL};
+    const char *impl[] = {", \"loss\": \"fused\"", ", \"loss\": \"fused_linear\""};
+    ss_bytes peak[2];
+    for (int i = 0; i < 2; i++) {
+        run_result r;
+        ss_err err;
+        ss_err_clear(&err);
+        load_sets("llama3-8b", impl[i], sets, 2, &s);
+        if (run_step(&s, NULL, &r, &err)) fail_msg("%s", err.msg);
+        peak[i] = r.sum.ranks[0].mem.peak;
+        print_message("  %s: peak %.3f GiB at %s\n", i ? "fused_linear" : "fused",
+                      peak[i] / 1073741824.0, r.sum.ranks[0].peak_op);
+        run_fini(&r);
+        spec_scenario_fini(&s);
+    }
+    const uint64_t hw = 256, crow = 128; /* the small model's chunk: 4096 / ceil(128256 / 256) */
+    ss_bytes held = (t * hw + v * hw) * c + 4 * t + v * hw * (c + 4) + crow * v * c;
+    assert_true(peak[0] - peak[1] >= t * v * c - held);
+}
+
 /* Host dispatch: the host issues every kernel a block launches, the
  * device's op_host.us each (launch_us under torch.compile). Llama 3 8B's
  * layer, eager (no recompute), counted kernel by kernel: attention forward RMSNorm's 8, wq/wk/wv 3,
@@ -1213,7 +1276,7 @@ int main(void)
         cmocka_unit_test(test_sliding_window_core), cmocka_unit_test(test_a100_attention),
         cmocka_unit_test(test_attention_impls),
         cmocka_unit_test(test_eager_kernels), cmocka_unit_test(test_loss_kernels),
-        cmocka_unit_test(test_loss_memory),
+        cmocka_unit_test(test_loss_memory), cmocka_unit_test(test_fused_linear_loss),
         cmocka_unit_test(test_host_dispatch),
         cmocka_unit_test(test_recompute_every),
         cmocka_unit_test(test_gemm_floor_openxla),
