@@ -1738,12 +1738,19 @@ static int resolve_attention(js_node root, spec_scenario *s, ss_err *err)
 
 /* training.loss "auto": Megatron-core's vocab-parallel cross-entropy with
  * the fused kernel set, PyTorch's eager one otherwise (spec.h). After
- * resolve_kernels. */
-static int resolve_loss(spec_scenario *s)
+ * resolve_kernels. Liger's fused linear cross-entropy takes the whole
+ * output weight on every rank, so a head split over tp cannot run it. */
+static int resolve_loss(js_node root, spec_scenario *s, ss_err *err)
 {
     if (s->loss == SPEC_LOSS_AUTO)
         s->loss = s->kernels == SPEC_KERNELS_FUSED ? SPEC_LOSS_VOCAB_PARALLEL : SPEC_LOSS_EAGER;
-    return SS_OK;
+    if (s->loss != SPEC_LOSS_FUSED_LINEAR || s->par.tp <= 1) return SS_OK;
+    js_node tr, lo;
+    js_get(root, "training", &tr);
+    js_get(tr, "loss", &lo);
+    return js_failf(lo, err, "\"fused_linear\" (Liger-Kernel's fused linear cross-entropy) needs "
+                    "the whole output weight on each rank, and tp is %u: expected "
+                    "\"vocab_parallel\" or \"fused\" with tensor parallelism", s->par.tp);
 }
 
 static int load_root(js_node root, spec_scenario *s, ss_err *err)
@@ -1769,7 +1776,7 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
         (rc = ds_optimizer_impl(root, s, err)) ||
         (rc = layout_check(root, s, err)) || (rc = resolve_kernels(s)) ||
         (rc = resolve_repeat_kv(root, s, err)) ||
-        (rc = resolve_loss(s)) || (rc = resolve_attention(root, s, err)) ||
+        (rc = resolve_loss(root, s, err)) || (rc = resolve_attention(root, s, err)) ||
         (rc = load_runtime(root, s, err)) ||
         (rc = load_network(root, s, err)) || (rc = load_calibration(root, s, err)) ||
         (rc = load_allocator(root, s, err)) || (rc = load_init(root, s, err)) ||
