@@ -432,11 +432,17 @@ static int ds_blocks(ds *d)
 }
 
 /* Persistent buffers: the ipg buffers (contiguous_gradients) and the
- * gradient partition (stages 2-3 without optimizer offload). */
+ * gradient partition (stages 2-3 without optimizer offload). Stages 1-2
+ * double the ipg buffer under overlap_comm ("double buffers to avoid data
+ * access conflict", stage_1_and_2.py at v0.18.0, 79caae1c); stage 3 keeps
+ * one per communication dtype (stage3.py's IPGBucketZ3 at v0.18.0, its
+ * __ipg_bucket_flat_buffer at v0.12.0): overlap_comm only gives it a
+ * stream of its own. */
 static void ds_buffers(ds *d)
 {
     em *e = d->e;
-    uint32_t nipg = d->c->contiguous_gradients ? (d->c->overlap_comm ? 2 : 1) : 0;
+    bool twice = d->c->overlap_comm && d->c->stage <= 2;
+    uint32_t nipg = d->c->contiguous_gradients ? (twice ? 2 : 1) : 0;
     d->red[0] = d->red[1] = EM_NONE;
     for (uint32_t i = 0; i < nipg; i++)
         em_tensor(e, PROG_MEM_COMM_BUFFER, bucket_cap(d) * ds_grad_elem(d), true,

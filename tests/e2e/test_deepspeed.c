@@ -182,6 +182,39 @@ static void test_zero3_offload_all(void **state)
  * parameters, gradients and reductions, fp32 master and states. "auto"
  * with no precision section reads as bf16 (Hugging Face's --bf16); a
  * section that states fp32 parameters still contradicts DeepSpeed. */
+/* The ipg buffers (contiguous_gradients, reduce_bucket_size B elements of
+ * the gradient dtype): stages 1-2 hold two under overlap_comm and one
+ * without (stage_1_and_2.py at v0.18.0: "double buffers to avoid data
+ * access conflict when overlap_comm is enabled"); stage 3 holds one either
+ * way (stage3.py's IPGBucketZ3 at v0.18.0, __ipg_bucket_flat_buffer at
+ * v0.12.0). So overlap_comm adds exactly one bucket to stage 2's peak and
+ * none to stage 3's. */
+static void test_ipg_buffers(void **state)
+{
+    (void)state;
+    const uint64_t B = 4000000; /* elements, larger than any layer here */
+    const char *stage[] = {"2", "3"};
+    for (int k = 0; k < 2; k++) {
+        ss_bytes peak[2];
+        for (int overlap = 0; overlap < 2; overlap++) {
+            char zero[256];
+            snprintf(zero, sizeof zero,
+                     "\"stage\": %s, \"contiguous_gradients\": true, \"overlap_comm\": %s, "
+                     "\"reduce_bucket_size\": %llu",
+                     stage[k], overlap ? "true" : "false", (unsigned long long)B);
+            spec_scenario s;
+            run_result r;
+            load(&sizes[0], 8, zero, "", &s, &r);
+            peak[overlap] = r.sum.ranks[0].mem.peak;
+            run_fini(&r);
+            spec_scenario_fini(&s);
+        }
+        print_message("  stage %s: peak %llu without overlap_comm, %llu with\n", stage[k],
+                      (unsigned long long)peak[0], (unsigned long long)peak[1]);
+        assert_int_equal(peak[1] - peak[0], k == 0 ? B * 2 : 0);
+    }
+}
+
 static char *summary_of_text(const char *text, ss_err *err)
 {
     char name[1024];
@@ -247,7 +280,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_zero1_matches_formula),
-        cmocka_unit_test(test_zero2),
+        cmocka_unit_test(test_zero2), cmocka_unit_test(test_ipg_buffers),
         cmocka_unit_test(test_zero3_no_offload),
         cmocka_unit_test(test_zero3_offload_optimizer),
         cmocka_unit_test(test_zero3_offload_all),
