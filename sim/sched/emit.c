@@ -357,7 +357,8 @@ uint32_t em_loss_bwd(em *e)
             cross_entropy(pl) ? pl->loss_bwd_ns : plan_mem_ns(pl, b->out_bytes), 0);
     em_mem(e, tmp, PROG_ALLOC_AT_ISSUE);
     em_mem(e, g32, PROG_ALLOC_AT_ISSUE);
-    if (!cast && !pl->loss_grad_in_logits) em_mem(e, e->t_dact[at], PROG_ALLOC_AT_ISSUE); /* EM_NONE: none */
+    /* under fused_linear t_dact is EM_NONE, which em_mem ignores */
+    if (!cast && !pl->loss_grad_in_logits) em_mem(e, e->t_dact[at], PROG_ALLOC_AT_ISSUE);
     em_mem(e, tmp, PROG_FREE_AT_ISSUE);
     if (late == EM_NONE) em_mem(e, saved, PROG_FREE_AT_ISSUE);
     em_mem(e, e->t_loss, PROG_FREE_AT_ISSUE);
