@@ -1201,17 +1201,26 @@ static int load_expect(js_node root, spec_scenario *s, ss_err *err)
 }
 
 /* "measured": {"source", "step_time_s", "peak_allocated_gib",
- * "peak_reserved_gib", "mfu", "note"}; a source and at least one of the
- * step time or a memory figure. Read and kept, never simulated. */
+ * "peak_reserved_gib", "peak_since", "mfu", "note"}; a source and at least
+ * one of the step time or a memory figure. Read and kept, never simulated.
+ * peak_since says what the source's peaks cover: "step" (the peak stats
+ * were reset after the setup, or the setup is below the step) or "start"
+ * (torch.cuda.max_memory_* read with no reset since the process began: the
+ * model's setup counts). */
+static const char *const peak_since_names[] = {"step", "start"};
+
 static int load_measured(js_node root, spec_scenario *s, ss_err *err)
 {
     js_node n, c;
     spec_measured *m = &s->measured;
     if (!js_get(root, "measured", &n)) return SS_OK;
     const char *note;
+    int since = 0;
     int rc = js_want_obj(n, err);
     if (rc || (rc = js_keys_check(n, KEYS("source", "step_time_s", "peak_allocated_gib",
-                                          "peak_reserved_gib", "mfu", "note"), err)) ||
+                                          "peak_reserved_gib", "peak_since", "mfu", "note"),
+                                  err)) ||
+        (rc = js_enum(n, "peak_since", false, 0, peak_since_names, 2, &since, err)) ||
         (rc = js_copy_name(n, "source", true, m->source, err)) ||
         (rc = js_num(n, "step_time_s", false, 0, 1e-9, 1e9, &m->step_s, err)) ||
         (rc = js_num(n, "peak_allocated_gib", false, 0, 1e-9, 1e9, &m->alloc_gib, err)) ||
@@ -1224,6 +1233,12 @@ static int load_measured(js_node root, spec_scenario *s, ss_err *err)
     m->has_alloc = js_get(n, "peak_allocated_gib", &c);
     m->has_reserved = js_get(n, "peak_reserved_gib", &c);
     m->has_mfu = js_get(n, "mfu", &c);
+    m->peak_from_start = since == 1;
+    if (m->peak_from_start && !m->has_alloc && !m->has_reserved) {
+        js_get(n, "peak_since", &c);
+        return js_failf(c, err, "expected a peak_allocated_gib or peak_reserved_gib for "
+                                "\"peak_since\" to qualify");
+    }
     if (!m->has_step && !m->has_alloc && !m->has_reserved)
         return js_failf(n, err, "expected at least one of step_time_s, peak_allocated_gib, "
                                 "peak_reserved_gib");

@@ -360,6 +360,7 @@ ss_bytes sum_usable(const sum_report *r) { return usable_bytes(r); }
 ss_bytes sum_max_peak(const sum_report *r) { return max_of(r, MAX_PEAK); }
 
 ss_bytes sum_max_peak_reserved(const sum_report *r) { return max_of(r, MAX_RESERVED); }
+ss_bytes sum_max_init_peak(const sum_report *r) { return max_of(r, MAX_INIT); }
 
 #define SUM_TIMELINE_POINTS 400
 

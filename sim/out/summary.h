@@ -100,6 +100,7 @@ ss_bytes sum_usable_of(const spec_scenario *s);
 ss_bytes sum_alloc_limit(const spec_scenario *s);
 ss_bytes sum_max_peak(const sum_report *r);
 ss_bytes sum_max_peak_reserved(const sum_report *r);
+ss_bytes sum_max_init_peak(const sum_report *r); /* the model's setup, before the step */
 void sum_text(const sum_report *r, FILE *f);
 /* The pipeline bubble's share of the step, (pp - 1) / (v m + pp - 1) for
  * m micro-batches and v virtual stages; 0 without a pipeline (the

@@ -768,6 +768,9 @@ typedef struct spec_measured {
     char source[SPEC_NAME_MAX]; /* one id per independent source */
     bool has_step, has_alloc, has_reserved, has_mfu;
     double step_s, alloc_gib, reserved_gib, mfu;
+    /* "peak_since": "start": the source read its peaks without resetting
+     * them after the model's setup, so they cover the setup too */
+    bool peak_from_start;
 } spec_measured;
 
 typedef struct spec_scenario {

@@ -15,7 +15,10 @@
  * memory are never mixed: each has its own n and medians. A row contributes
  * one step sample when its source gives a step time and one memory sample
  * per memory figure it gives (peak allocated, peak reserved: the largest
- * over ranks, memory.max_peak_*_bytes of the summary). Memory is in GiB.
+ * over ranks, memory.max_peak_*_bytes of the summary; where the source's
+ * peaks cover the model's setup, measured.peak_since "start", the larger of
+ * that and memory.max_init_peak_bytes, and the row says "setup peak" when
+ * the setup's is the larger). Memory is in GiB.
  *
  * Rows are also grouped by class: the device, the runtime (the sharding
  * strategy) and the kernel set (training.kernels) the scenario runs, as
@@ -68,6 +71,8 @@ typedef struct val_row {
     char cls[VAL_NAME_MAX];    /* "device runtime kernels", e.g. "H100-SXM5-80GB fsdp eager" */
     val_fig step;              /* seconds */
     val_fig alloc, reserved;   /* GiB */
+    bool setup_counts;         /* measured.peak_since "start" and the setup's peak is
+                                  above the step's: the prediction is the setup's */
     val_fig mfu;               /* fractions; no error computed (kept for JSON) */
     /* the prediction's split (summary keys time.compute_s,
      * time.exposed_communication_s, layout.bubble_fraction_analytic) */

@@ -24,6 +24,10 @@
  * stage3_max_reuse_distance elements (the last blocks, whose backward comes first). Gradients are
  * reduce-scattered per bucket into persistent gradient partitions; the step
  * updates the partitions, with no all-gather (the next forward fetches).
+ * Stage 3 copies each gradient into its one ipg buffer on the reduction
+ * stream and drops it there, and reduces a bucket through a flat copy of
+ * it (reduce_scatter_coalesced) that lives until the partitions are copied
+ * out (ds_flattens, ds_bucket_grad).
  *
  * ZeRO++: hpZ (zero_hpz_partition_size) keeps a secondary partition of the
  * bit16 parameters over groups of that many consecutive ranks, so the
@@ -62,6 +66,9 @@ typedef struct ds {
     uint32_t red[2];         /* the reduction that last used each ipg buffer */
     uint32_t cur;            /* the buffer filling now */
     uint64_t fill;           /* elements in it */
+    uint32_t nin;            /* gradients in it */
+    uint64_t first;          /* the first one's elements */
+    uint32_t ready;          /* the backward op that made the gradients arriving */
     uint32_t pend[64], npend; /* gradients waiting in it (freed when it is reduced) */
     uint32_t *reduces;        /* every reduction of the step (the step waits) */
     uint32_t nreduces, capreduces;
@@ -110,29 +117,60 @@ static uint64_t bucket_cap(const ds *d)
     return d->c->reduce_bucket < total ? d->c->reduce_bucket : total;
 }
 
+/* The stream the bucket's work runs on: the reduction stream under
+ * overlap_comm, else the compute stream. */
+static prog_stream ds_reduce_stream(const ds *d)
+{
+    return d->c->overlap_comm ? PROG_REDUCE : PROG_COMPUTE;
+}
+
+/* Does the reduction flatten the bucket into a tensor of its own? Stage 3
+ * reduces through reduce_scatter_coalesced (stage3.py __avg_scatter_grads,
+ * under DeepSpeed's default reduce_scatter: true; the same from v0.12.0 to
+ * v0.19.2): torch.cat of the bucket's rank-interleaved, padded partitions
+ * into a new tensor, reduce-scattered in place, whose views partition_grads
+ * copies out; only a bucket of one tensor divisible by N is reduced where it
+ * lies. ZeRO++'s qgZ all-to-all quantizes instead. Stages 1-2 reduce the ipg
+ * buffer itself and flatten only without contiguous_gradients. */
+static bool ds_flattens(const ds *d)
+{
+    if (!d->s3) return !d->c->contiguous_gradients;
+    return !d->c->quantized_gradients && !(d->nin == 1 && d->first % d->N == 0);
+}
+
 /* Reduce the filling bucket: reduce-scatter (qgZ: int4 all-to-all bytes)
- * on the reduce stream under overlap_comm, else on the compute stream;
- * then the partition slice goes to the gradient partition (or the host). */
+ * on ds_reduce_stream; then the partition slice goes to the gradient
+ * partition (or the host). Stage 3's flat copy lives until then. */
 static void ds_reduce_bucket(ds *d)
 {
     em *e = d->e;
     const plan *pl = d->pl;
     if (!d->fill) return;
-    prog_stream st = d->c->overlap_comm ? PROG_REDUCE : PROG_COMPUTE;
+    prog_stream st = ds_reduce_stream(d);
     uint64_t n = ss_div_ceil(d->fill, d->N) * d->N;
     bool q = d->c->quantized_gradients;
+    ss_bytes nb = n * pl->reduce_elem;
     uint32_t dep = e->last;
-    if (q) dep = ds_kernel(d, st, PROG_PH_BACKWARD, n * pl->reduce_elem, dep, "ds.quantize_grads");
+    uint32_t flat = ds_flattens(d) ? em_tensor(e, PROG_MEM_COMM_BUFFER, nb, false, "ds.bucket_flat")
+                                   : EM_NONE;
+    bool flat_s3 = flat != EM_NONE && d->s3;
+    if (q) dep = ds_kernel(d, st, PROG_PH_BACKWARD, nb, dep, "ds.quantize_grads");
+    if (flat_s3) { /* the cat and the pre-divide: each reads and writes the bucket */
+        em_begin(e, PROG_OP_COMPUTE, st, PROG_PH_BACKWARD, "ds.flatten_bucket");
+        em_cost(e, em_op_host_ns(e), plan_mem_ns(pl, 4 * nb), 0);
+        em_dep(e, dep);
+        em_dep(e, d->ready);
+        em_mem(e, flat, PROG_ALLOC_AT_ISSUE);
+        dep = em_end(e);
+    }
     em_begin(e, PROG_OP_COLL, st, PROG_PH_BACKWARD, "ds.reduce_scatter.bucket");
-    em_coll(e, PROG_COLL_REDUCE_SCATTER, q ? n / 2 : n * pl->reduce_elem);
+    em_coll(e, PROG_COLL_REDUCE_SCATTER, q ? n / 2 : nb);
     em_dep(e, dep);
-    /* Without contiguous_gradients the bucket is flattened for the call. */
-    uint32_t flat = d->c->contiguous_gradients
-                        ? EM_NONE
-                        : em_tensor(e, PROG_MEM_COMM_BUFFER, n * pl->reduce_elem, false,
-                                    "ds.bucket_flat");
-    em_mem(e, flat, PROG_ALLOC_AT_ISSUE);
-    em_mem(e, flat, PROG_FREE_AT_END);
+    em_dep(e, d->ready); /* e->last may be a host op (the hooks) */
+    if (!flat_s3) { /* stages 1-2 flatten for the call alone */
+        em_mem(e, flat, PROG_ALLOC_AT_ISSUE);
+        em_mem(e, flat, PROG_FREE_AT_END);
+    }
     for (uint32_t i = 0; i < d->npend; i++) em_mem(e, d->pend[i], PROG_FREE_AT_END);
     uint32_t op = em_end(e);
     if (q)
@@ -142,36 +180,56 @@ static void ds_reduce_bucket(ds *d)
     if (d->off_opt) {
         bool nvme = d->pl->s->off.optimizer == SPEC_OFF_NVME;
         uint32_t d2h = em_host_copy(d->e, PROG_PH_BACKWARD, n / d->N * 4, nvme, op, EM_NONE,
-                                    EM_NONE, "ds.grads_to_host");
+                                    flat_s3 ? flat : EM_NONE, "ds.grads_to_host");
         ds_note_reduce(d, d2h);
     } else if (d->t_gpart != EM_NONE) {
-        op = ds_kernel(d, st, PROG_PH_BACKWARD, 2 * slice, op, "ds.copy_grads_in_partition");
+        em_begin(e, PROG_OP_COMPUTE, st, PROG_PH_BACKWARD, "ds.copy_grads_in_partition");
+        em_cost(e, em_op_host_ns(e), plan_mem_ns(pl, 2 * slice), 0);
+        em_dep(e, op);
+        if (flat_s3) em_mem(e, flat, PROG_FREE_AT_END);
+        op = em_end(e);
+    } else if (flat_s3) {
+        em_marker_begin(e, st, PROG_PH_BACKWARD, "ds.free_bucket_flat");
+        em_dep(e, op);
+        em_mem(e, flat, PROG_FREE_AT_END);
+        op = em_end(e);
     }
     d->red[d->cur] = op;
     ds_note_reduce(d, op);
     d->npend = d->fill = 0;
-    if (d->c->overlap_comm) d->cur ^= 1;
+    d->nin = 0;
+    if (d->c->overlap_comm && !d->s3) d->cur ^= 1;
 }
 
-/* A gradient enters the bucket: copied into the ipg buffer (after that
- * buffer's previous reduction), the bucket reduced when it is full. */
+/* A gradient enters the bucket. With contiguous_gradients one that fits is
+ * copied into the ipg buffer and freed (autograd's tensor is replaced by
+ * the buffer's view): stages 1-2 copy on the compute stream, after the
+ * reduction that last used that buffer; stage 3 on ds_reduce_stream, after
+ * the reductions before it (its one buffer is ordered by the stream), and
+ * the gradient lives until the copy has run there (record_stream). One that
+ * does not fit (more elements than the bucket) or is not copied waits for
+ * its reduction. Stage 1 keeps its gradients whole. */
 static void ds_bucket_grad(ds *d, uint32_t param, bool keep)
 {
     em *e = d->e;
     const plan *pl = d->pl;
     uint64_t n = pl->params[param].numel;
     if (d->fill + n > bucket_cap(d) && d->fill) ds_reduce_bucket(d);
-    if (d->c->contiguous_gradients) {
-        em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "ds.copy_to_ipg.p%u", param);
+    bool copied = d->c->contiguous_gradients && d->fill + n <= bucket_cap(d);
+    uint32_t grad = keep ? EM_NONE : d->t_grad[param];
+    if (copied) {
+        em_begin(e, PROG_OP_COMPUTE, d->s3 ? ds_reduce_stream(d) : PROG_COMPUTE, PROG_PH_BACKWARD,
+                 "ds.copy_to_ipg.p%u", param);
         em_cost(e, em_op_host_ns(e), plan_mem_ns(pl, 2 * n * ds_grad_elem(d)), 0);
-        em_dep(e, d->red[d->cur]);
+        em_dep(e, d->s3 ? d->ready : d->red[d->cur]);
+        em_mem(e, grad, PROG_FREE_AT_END);
         em_end(e);
-    }
-    if (!keep && d->t_grad[param] != EM_NONE) {
+    } else if (grad != EM_NONE) {
         if (d->npend == SS_ARRAY_LEN(d->pend)) ds_reduce_bucket(d);
-        d->pend[d->npend++] = d->t_grad[param];
-        d->t_grad[param] = EM_NONE;
+        d->pend[d->npend++] = grad;
     }
+    if (grad != EM_NONE) d->t_grad[param] = EM_NONE;
+    if (!d->nin++) d->first = n;
     d->fill += n;
     if (d->fill >= bucket_cap(d)) ds_reduce_bucket(d);
 }
@@ -283,7 +341,7 @@ static void ds_backward(ds *d, uint32_t m)
             d->t_grad[b->param0 + k] =
                 em_tensor(d->e, PROG_MEM_GRAD, pl->params[b->param0 + k].numel * ds_grad_elem(d),
                           false, "ds.grad.p%u", b->param0 + k);
-        em_bwd_block(d->e, i, dep, &d->t_grad[b->param0], fresh ? b->nparam : 0);
+        d->ready = em_bwd_block(d->e, i, dep, &d->t_grad[b->param0], fresh ? b->nparam : 0);
         if (d->s3) ds_release(d, i, PROG_PH_BACKWARD);
         if (hooks && (d->c->stage >= 2 || boundary)) {
             if (pl->s->hook_ns) em_host(d->e, PROG_PH_BACKWARD, pl->s->hook_ns, "ds.grad_hooks");
@@ -469,7 +527,7 @@ static int ds_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)
     const spec_scenario *s = pl->s;
     ds d = {.e = &e, .pl = pl, .c = &s->ds, .N = pl->n, .s3 = s->ds.stage == 3,
             .off_opt = s->off.optimizer != SPEC_OFF_NONE, .off_par = s->off.params != SPEC_OFF_NONE,
-            .g_hpz = 1 + rank / (s->ds.hpz ? s->ds.hpz : 1)};
+            .g_hpz = 1 + rank / (s->ds.hpz ? s->ds.hpz : 1), .ready = EM_NONE};
     int rc = em_init(&e, pl, p, rank, err);
     if (rc) return rc;
     em_tensors params = {0}, optim = {0};

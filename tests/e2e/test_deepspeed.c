@@ -36,6 +36,7 @@
 #include "../../sim/io/scenario.h"
 #include "../../sim/run/run.h"
 #include "../../sim/out/summary.h"
+#include "../../sim/plan/prog.h"
 
 typedef struct size_case {
     uint64_t h, layers;
@@ -195,7 +196,7 @@ static void test_ipg_buffers(void **state)
     const uint64_t B = 4000000; /* elements, larger than any layer here */
     const char *stage[] = {"2", "3"};
     for (int k = 0; k < 2; k++) {
-        ss_bytes peak[2];
+        ss_bytes start[2]; /* the persistent buffers are live when the step starts */
         for (int overlap = 0; overlap < 2; overlap++) {
             char zero[256];
             snprintf(zero, sizeof zero,
@@ -205,13 +206,85 @@ static void test_ipg_buffers(void **state)
             spec_scenario s;
             run_result r;
             load(&sizes[0], 8, zero, "", &s, &r);
-            peak[overlap] = r.sum.ranks[0].mem.peak;
+            start[overlap] = r.sum.ranks[0].mem.start;
             run_fini(&r);
             spec_scenario_fini(&s);
         }
-        print_message("  stage %s: peak %llu without overlap_comm, %llu with\n", stage[k],
-                      (unsigned long long)peak[0], (unsigned long long)peak[1]);
-        assert_int_equal(peak[1] - peak[0], k == 0 ? B * 2 : 0);
+        print_message("  stage %s: %llu bytes at the step's start without overlap_comm, %llu "
+                      "with\n", stage[k], (unsigned long long)start[0],
+                      (unsigned long long)start[1]);
+        assert_int_equal(start[1] - start[0], k == 0 ? B * 2 : 0);
+    }
+}
+
+/* The op of rank 0 that applies `act` to tensor t, or NULL. */
+static const prog_op *op_with(const prog *p, uint32_t t, prog_memact act)
+{
+    const prog_op *ops = prog_ops(p, 0);
+    const prog_mem *mems = prog_mems(p, 0);
+    for (uint32_t i = 0; i < prog_nops(p, 0); i++)
+        for (uint32_t k = 0; k < ops[i].nmem; k++)
+            if (mems[ops[i].mem0 + k].tensor == t && mems[ops[i].mem0 + k].act == act)
+                return &ops[i];
+    return NULL;
+}
+
+static bool starts_with(const char *s, const char *prefix)
+{
+    return !strncmp(s, prefix, strlen(prefix));
+}
+
+/* Stage 3 reduces a bucket through reduce_scatter_coalesced (stage3.py
+ * __avg_scatter_grads, DeepSpeed's default reduce_scatter: true, v0.12.0 to
+ * v0.19.2): torch.cat makes a flat copy of the bucket, reduce-scattered in
+ * place, whose views partition_grads copies into the gradient partition;
+ * a bucket of one tensor divisible by the ranks is reduced where it lies
+ * (deepspeed/runtime/comm/coalesced_collectives.py). And each gradient that
+ * fits the bucket is copied into the ipg buffer on the reduction stream and
+ * dropped there (__add_grad_to_ipg_bucket: param.grad.data becomes the
+ * buffer's view after record_stream). Layers of 1,048,576 elements: a
+ * bucket of 2,500,000 holds two of them, one of 1,048,576 exactly one. */
+static void test_zero3_bucket_flat(void **state)
+{
+    (void)state;
+    const uint64_t L = sizes[0].h * sizes[0].h;
+    for (int two = 0; two < 2; two++) {
+        char zero[256];
+        snprintf(zero, sizeof zero,
+                 "\"stage\": 3, \"overlap_comm\": true, \"reduce_bucket_size\": %llu, "
+                 "\"stage3_param_persistence_threshold\": 0",
+                 (unsigned long long)(two ? 2500000 : L));
+        spec_scenario s;
+        run_result r;
+        load(&sizes[0], 8, zero, "", &s, &r);
+        const prog_tensor *ts = prog_tensors(r.p, 0);
+        uint32_t flats = 0, grads = 0;
+        for (uint32_t t = 0; t < prog_ntensors(r.p, 0); t++) {
+            const char *name = prog_str_get(r.p, ts[t].name);
+            const prog_op *a = op_with(r.p, t, PROG_ALLOC_AT_ISSUE);
+            const prog_op *f = op_with(r.p, t, PROG_FREE_AT_END);
+            if (!strcmp(name, "ds.bucket_flat")) {
+                flats++;
+                assert_int_equal(ts[t].bytes, 2 * L * 2); /* two layers in bf16 */
+                assert_non_null(a);
+                assert_non_null(f);
+                assert_string_equal(prog_str_get(r.p, a->name), "ds.flatten_bucket");
+                assert_string_equal(prog_str_get(r.p, f->name), "ds.copy_grads_in_partition");
+                assert_int_equal(a->stream, PROG_REDUCE);
+                assert_int_equal(f->stream, PROG_REDUCE);
+            } else if (starts_with(name, "ds.grad.p")) {
+                grads++;
+                assert_non_null(f);
+                assert_true(starts_with(prog_str_get(r.p, f->name), "ds.copy_to_ipg."));
+                assert_int_equal(f->stream, PROG_REDUCE);
+            }
+        }
+        print_message("  bucket of %s: %u flat copies, %u gradients dropped at their copy\n",
+                      two ? "two layers" : "one layer", flats, grads);
+        assert_int_equal(flats, two ? sizes[0].layers / 2 : 0);
+        assert_int_equal(grads, sizes[0].layers);
+        run_fini(&r);
+        spec_scenario_fini(&s);
     }
 }
 
@@ -281,6 +354,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_zero1_matches_formula),
         cmocka_unit_test(test_zero2), cmocka_unit_test(test_ipg_buffers),
+        cmocka_unit_test(test_zero3_bucket_flat),
         cmocka_unit_test(test_zero3_no_offload),
         cmocka_unit_test(test_zero3_offload_optimizer),
         cmocka_unit_test(test_zero3_offload_all),

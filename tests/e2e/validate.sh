@@ -147,6 +147,29 @@ PY
 check "errors and medians equal those recomputed from run --json ($(tail -3 "$d/py.txt"))" \
     '[ "$(cat "$d/py.txt")" = ok ]'
 
+# measured.peak_since "start" (ml-engineering's benchmark.py never resets the
+# peak stats): the prediction is the larger of the step's peak and the
+# model's setup (memory.max_init_peak_bytes). At 8k tokens the setup (the
+# whole bf16 model moved to the device before ZeRO-3 partitions it) is the
+# larger and the row says "setup peak"; at 32k the step's is.
+mle=(ml-engineering-llama3.1-8b-ds-zero3-offload-ac-liger-8k-8xh200
+     ml-engineering-llama3.1-8b-ds-zero3-offload-ac-liger-32k-8xh200)
+for n in "${mle[@]}"; do "$bin" run "$p/$n.json" --quiet --json "$d/$n.sum.json"; done
+"$bin" validate "$p/${mle[0]}.json" "$p/${mle[1]}.json" --json "$d/vs-setup.json" >"$d/vs-setup.txt"
+check "peak_since start: the larger of the setup's and the step's peak, the setup's row marked" "python3 -c \"
+import json, sys
+v = {r['scenario']: r for r in json.load(open('$d/vs-setup.json'))['rows']}
+ok = True
+for n, setup in (('${mle[0]}', True), ('${mle[1]}', False)):
+    m = json.load(open('$d/' + n + '.sum.json'))['memory']
+    want = max(m['max_init_peak_bytes'], m['max_peak_reserved_bytes']) / 2**30
+    ok = ok and abs(v[n]['peak_reserved']['predicted_gib'] - want) < 1e-9
+    ok = ok and (m['max_init_peak_bytes'] > m['max_peak_reserved_bytes']) == setup
+    ok = ok and v[n].get('setup_peak', False) == setup
+    line = [l for l in open('$d/vs-setup.txt') if l.startswith(n + ' ')][0]
+    ok = ok and line.rstrip().endswith('setup peak') == setup
+sys.exit(0 if ok else 1)\""
+
 # --fit: each value's medians are those of validate --set KEY=VALUE over the
 # same files, and the fitted value is the one with the least median |error|
 fitv="topology.device.gemm_efficiency"
