@@ -175,10 +175,12 @@ static int tt_layout_check(const spec_scenario *s, const char *where, ss_err *er
         return NOPE("%s", "tp_comm_overlap (async TP) without compiled kernels: torchtitan "
                     "raises \"Async TP requires 'model' in --compile.components and "
                     "--compile.enable\"");
-    if (s->kernels == SPEC_KERNELS_FUSED)
-        return NOPE("%s", "training.kernels fused (Transformer Engine, Apex): torchtitan runs "
-                    "eager modules or torch.compile's kernels (training.kernels eager or "
-                    "compiled)");
+    if (s->kernels == SPEC_KERNELS_FUSED || s->kernels == SPEC_KERNELS_LIGER)
+        return NOPE("training.kernels %s (%s): torchtitan runs eager modules or torch.compile's "
+                    "kernels (training.kernels eager or compiled)",
+                    spec_kernels_names[s->kernels],
+                    s->kernels == SPEC_KERNELS_LIGER ? "Liger-Kernel"
+                                                     : "Transformer Engine, Apex");
     if (s->loss != SPEC_LOSS_EAGER)
         return NOPE("training.loss %s: torchtitan's loss is PyTorch's cross_entropy on the "
                     "logits cast to fp32 (training.loss eager)", spec_loss_names[s->loss]);

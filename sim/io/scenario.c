@@ -1694,12 +1694,23 @@ static int load_refs(js_node root, spec_scenario *s, ss_err *err)
 
 /* training.kernels "auto": the fused kernels of Megatron-core, and of
  * Megatron-DeepSpeed (DeepSpeed inside a tp or pp layout); PyTorch eager
- * modules for every other runtime (spec.h, SPEC_KERNEL_SETS). */
-static int resolve_kernels(spec_scenario *s)
+ * modules for every other runtime (spec.h, SPEC_KERNEL_SETS). Liger-Kernel
+ * patches Hugging Face's modules, which Megatron-core does not run. */
+static int resolve_kernels(js_node root, spec_scenario *s, ss_err *err)
 {
-    if (s->kernels != SPEC_KERNELS_AUTO) return SS_OK;
     bool megatron = s->shard.strategy == SPEC_MEGATRON ||
                     (s->shard.strategy == SPEC_DEEPSPEED && (s->par.tp > 1 || s->par.pp > 1));
+    if (s->kernels == SPEC_KERNELS_LIGER && megatron) {
+        js_node tr, k;
+        js_get(root, "training", &tr);
+        js_get(tr, "kernels", &k);
+        return js_failf(k, err, "\"liger\" with %s: Liger-Kernel patches Hugging Face's "
+                        "modules, and this layout runs Megatron-core's; expected \"fused\" or "
+                        "\"auto\"", s->shard.strategy == SPEC_MEGATRON
+                                          ? "strategy megatron"
+                                          : "DeepSpeed in a tp or pp layout (Megatron-DeepSpeed)");
+    }
+    if (s->kernels != SPEC_KERNELS_AUTO) return SS_OK;
     s->kernels = megatron ? SPEC_KERNELS_FUSED : SPEC_KERNELS_EAGER;
     return SS_OK;
 }
@@ -1752,13 +1763,19 @@ static int resolve_attention(js_node root, spec_scenario *s, ss_err *err)
 }
 
 /* training.loss "auto": Megatron-core's vocab-parallel cross-entropy with
- * the fused kernel set, PyTorch's eager one otherwise (spec.h). After
+ * the fused kernel set, Liger's fused linear cross-entropy with Liger's
+ * (AutoLigerKernelForCausalLM's default; its plain cross-entropy kernel
+ * when tp splits the head), PyTorch's eager one otherwise
+ * (spec.h). After
  * resolve_kernels. Liger's fused linear cross-entropy takes the whole
  * output weight on every rank, so a head split over tp cannot run it. */
 static int resolve_loss(js_node root, spec_scenario *s, ss_err *err)
 {
     if (s->loss == SPEC_LOSS_AUTO)
-        s->loss = s->kernels == SPEC_KERNELS_FUSED ? SPEC_LOSS_VOCAB_PARALLEL : SPEC_LOSS_EAGER;
+        s->loss = s->kernels == SPEC_KERNELS_FUSED   ? SPEC_LOSS_VOCAB_PARALLEL
+                  : s->kernels != SPEC_KERNELS_LIGER ? SPEC_LOSS_EAGER
+                  : s->par.tp > 1                    ? SPEC_LOSS_FUSED /* Liger's cross-entropy */
+                                                     : SPEC_LOSS_FUSED_LINEAR;
     if (s->loss != SPEC_LOSS_FUSED_LINEAR || s->par.tp <= 1) return SS_OK;
     js_node tr, lo;
     js_get(root, "training", &tr);
@@ -1789,7 +1806,7 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
         (rc = load_fsdp2(root, s, err)) || (rc = load_megatron(root, s, err)) ||
         (rc = offload_activations_check(root, s, err)) || (rc = load_offload(root, s, err)) ||
         (rc = ds_optimizer_impl(root, s, err)) ||
-        (rc = layout_check(root, s, err)) || (rc = resolve_kernels(s)) ||
+        (rc = layout_check(root, s, err)) || (rc = resolve_kernels(root, s, err)) ||
         (rc = resolve_repeat_kv(root, s, err)) ||
         (rc = resolve_loss(root, s, err)) || (rc = resolve_attention(root, s, err)) ||
         (rc = load_runtime(root, s, err)) ||

@@ -38,6 +38,10 @@ typedef struct plan_block {
     ss_bytes out_bytes;      /* activation leaving */
     ss_bytes saved_bytes;    /* kept for backward besides the input */
     ss_bytes recompute_bytes; /* re-materialized during backward (recompute) */
+    ss_bytes bwd_tmp_bytes;  /* a gradient its backward makes inside it, beside its
+                                input's and its weights' */
+    uint32_t bwd_tmp_n;      /* how many such live at once at its worst moment,
+                                over what it has freed by then */
     uint64_t fwd_flops, bwd_flops;
     ss_ns fwd_ns, bwd_ns;    /* device time */
     /* Kernels each way, each one the host issues (the device's launch_us

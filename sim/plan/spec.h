@@ -189,14 +189,20 @@ extern const char *const spec_recompute_names[SPEC_NRECOMP];
  *             SwiGLU as silu then mul;
  *   fused     one fused kernel each (Megatron-core, Transformer Engine,
  *             Apex, Megatron-DeepSpeed);
- *   compiled  torch.compile's fused kernels: costed as fused.
+ *   compiled  torch.compile's fused kernels: costed as fused;
+ *   liger     Liger-Kernel's Triton kernels in Hugging Face models
+ *             (RMSNorm, RoPE, SwiGLU; AutoLigerKernelForCausalLM): costed as
+ *             fused, but its SwiGLU backward writes its gradients over the
+ *             inputs it saved (ops/swiglu.py), so the MLP's backward makes
+ *             one intermediate gradient, not two.
  * AUTO resolves at load: fused for strategy megatron and for deepspeed
  * inside a tp or pp layout (Megatron-DeepSpeed), eager otherwise. */
 #define SPEC_KERNEL_SETS(X)                                                    \
     X(AUTO, "auto")                                                            \
     X(EAGER, "eager")                                                          \
     X(FUSED, "fused")                                                          \
-    X(COMPILED, "compiled")
+    X(COMPILED, "compiled")                                                    \
+    X(LIGER, "liger")
 #define SPEC_ENUM2_(id, name) SPEC_KERNELS_##id,
 typedef enum { SPEC_KERNEL_SETS(SPEC_ENUM2_) SPEC_NKERNELS } spec_kernels;
 #undef SPEC_ENUM2_

@@ -583,6 +583,75 @@ static ss_bytes wide_vocab_peak(const char *impl, const char *label, char *op, s
     return peak;
 }
 
+/* The gradients inside an MLP's backward (plan_arch.c mlp_bwd_tmp), on
+ * Llama 3 8B's MLP at t = 4,096 tokens, f = 14,336, c = 2: its down
+ * projection's input gradient (t f c) while that projection's saved input
+ * is held, then SwiGLU's two input gradients: two of t f c live at once in
+ * eager PyTorch (the mul's two gradients, LlamaMLP's act(gate) * up), under
+ * torch.compile and in Megatron-core (swiglu_back's concatenation), one
+ * under Liger-Kernel, whose SwiGLU backward writes over its saved inputs
+ * (ops/swiglu.py at v0.8.0). GPT-3's GELU makes one. On a model whose MLP
+ * dominates (one layer 256 wide with an MLP of 65,536, a 1,024-entry
+ * vocabulary, full recomputation, the ideal allocator) the peak sits in
+ * the MLP's backward and Liger's is lower by exactly one t f c. */
+static ss_bytes wide_mlp_peak(const char *kernels, char *op, size_t nop)
+{
+    char extra[128];
+    snprintf(extra, sizeof extra, ", \"kernels\": \"%s\", \"loss\": \"fused\", "
+             "\"recompute\": \"full\"", kernels);
+    const char *sets[] = {
+        "model={\"name\": \"wide-mlp\", \"architecture\": {\"type\": \"transformer\", "
+        "\"layers\": 1, \"hidden\": 256, \"heads\": 2, \"kv_heads\": 2, \"ffn_hidden\": 65536, "
+        "\"activation\": \"swiglu\", \"vocab\": 1024, \"norm\": \"rmsnorm\"}}",
+        "allocator.model=ideal", NULL};
+    spec_scenario s;
+    run_result r;
+    ss_err err;
+    ss_err_clear(&err);
+    load_sets("llama3-8b", extra, sets, 2, &s);
+    if (run_step(&s, NULL, &r, &err)) fail_msg("%s", err.msg);
+    ss_bytes peak = r.sum.ranks[0].mem.peak;
+    print_message("  %s: peak %.3f GiB at %s\n", kernels, peak / 1073741824.0,
+                  r.sum.ranks[0].peak_op);
+    snprintf(op, nop, "%s", r.sum.ranks[0].peak_op);
+    run_fini(&r);
+    spec_scenario_fini(&s);
+    return peak;
+}
+
+static void test_mlp_backward_gradients(void **state)
+{
+    (void)state;
+    const uint64_t t = 4096, f = 14336, c = 2;
+    const char *sets[] = {"eager", "fused", "compiled", "liger"};
+    for (int k = 0; k < 4; k++) {
+        char extra[64];
+        snprintf(extra, sizeof extra, ", \"kernels\": \"%s\"", sets[k]);
+        spec_scenario s;
+        plan *p = load_plan_with("llama3-8b", extra, &s);
+        const plan_block *b = plan_find(p, "layers.0.mlp");
+        assert_non_null(b);
+        assert_int_equal(b->bwd_tmp_bytes, t * f * c);
+        assert_int_equal(b->bwd_tmp_n, k == 3 ? 1 : 2);
+        plan_free(p);
+        spec_scenario_fini(&s);
+    }
+    spec_scenario s;
+    plan *p = load_plan("gpt3-175b", &s);
+    const plan_block *b = plan_find(p, "layers.0.mlp");
+    assert_non_null(b);
+    assert_int_equal(b->bwd_tmp_bytes, t * (4 * 12288) * c);
+    assert_int_equal(b->bwd_tmp_n, 1);
+    plan_free(p);
+    spec_scenario_fini(&s);
+    char op[160];
+    ss_bytes fused = wide_mlp_peak("fused", op, sizeof op);
+    assert_string_equal(op, "bwd.layers.0.mlp");
+    ss_bytes liger = wide_mlp_peak("liger", op, sizeof op);
+    assert_string_equal(op, "bwd.layers.0.mlp");
+    assert_int_equal(fused - liger, t * 65536 * c);
+}
+
 /* The tensors each loss holds, on a model whose logits dominate its
  * memory (one layer 256 wide, Llama 3's 128,256-entry vocabulary, 4,096
  * tokens: e = 525 M logits, 1 GiB at bf16) under the ideal allocator (the
@@ -1269,6 +1338,7 @@ int main(void)
         cmocka_unit_test(test_attention_impls),
         cmocka_unit_test(test_eager_kernels), cmocka_unit_test(test_loss_kernels),
         cmocka_unit_test(test_loss_memory), cmocka_unit_test(test_fused_linear_loss),
+        cmocka_unit_test(test_mlp_backward_gradients),
         cmocka_unit_test(test_host_dispatch),
         cmocka_unit_test(test_recompute_every),
         cmocka_unit_test(test_gemm_floor_openxla),
