@@ -127,7 +127,8 @@ static int ds_zero(js_node cfg, spec_scenario *s, ss_err *err)
                                              "stage3_gather_fp16_weights_on_model_save",
                                              "round_robin_gradients", "elastic_checkpoint",
                                              "load_from_fp32_weights", "ignore_unused_parameters",
-                                             "memory_efficient_linear"), err)) ||
+                                             "memory_efficient_linear",
+                                             "use_multi_rank_bucket_allreduce"), err)) ||
         (rc = js_u64(z, "stage", true, 0, 0, 3, &stage, err)))
         return rc;
     if (stage == 0) {
@@ -139,6 +140,8 @@ static int ds_zero(js_node cfg, spec_scenario *s, ss_err *err)
     uint64_t h = s->model.is_arch ? s->model.arch.hidden : 0;
     if ((rc = ds_flag(z, "overlap_comm", stage == 3, &d->overlap_comm, err)) ||
         (rc = ds_flag(z, "contiguous_gradients", true, &d->contiguous_gradients, err)) ||
+        (rc = ds_flag(z, "use_multi_rank_bucket_allreduce", true, &d->multi_rank_allreduce,
+                      err)) ||
         (rc = js_bool(z, "reduce_scatter", false, true, &rs, err)) ||
         (rc = js_bool(z, "allgather_partitions", false, true, &agp, err)) ||
         (rc = ds_count(z, "reduce_bucket_size", DS_BUCKET, h * h, &d->reduce_bucket, err)) ||

@@ -626,6 +626,7 @@ typedef struct spec_deepspeed {
     uint32_t stage;                 /* 1, 2 or 3 */
     bool overlap_comm;              /* reductions on their own stream */
     bool contiguous_gradients;      /* reduced gradients copied into one buffer */
+    bool multi_rank_allreduce;      /* use_multi_rank_bucket_allreduce (stages 1-2) */
     uint64_t reduce_bucket;         /* reduce_bucket_size */
     uint64_t allgather_bucket;      /* allgather_bucket_size (stages 1-2) */
     uint64_t prefetch_bucket;       /* stage3_prefetch_bucket_size */

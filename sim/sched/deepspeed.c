@@ -69,6 +69,7 @@ typedef struct ds {
     uint32_t nin;            /* gradients in it */
     uint64_t first;          /* the first one's elements */
     uint32_t ready;          /* the backward op that made the gradients arriving */
+    uint32_t last_red;       /* the last reduction's last op */
     uint32_t pend[64], npend; /* gradients waiting in it (freed when it is reduced) */
     uint32_t *reduces;        /* every reduction of the step (the step waits) */
     uint32_t nreduces, capreduces;
@@ -124,38 +125,100 @@ static prog_stream ds_reduce_stream(const ds *d)
     return d->c->overlap_comm ? PROG_REDUCE : PROG_COMPUTE;
 }
 
-/* Does the reduction flatten the bucket into a tensor of its own? Stage 3
- * reduces through reduce_scatter_coalesced (stage3.py __avg_scatter_grads,
- * under DeepSpeed's default reduce_scatter: true; the same from v0.12.0 to
+/* Do stages 1-2 all-reduce the bucket? stage_1_and_2.py: with
+ * contiguous_gradients, average_tensor under use_multi_rank_bucket_allreduce
+ * (DeepSpeed's default from v0.13.0, PR #4695) hands the bucket's slices to
+ * allreduce_and_scatter, which all-reduces a flattened copy of them and
+ * copies each rank's own slices back; without it, one dist.reduce per
+ * rank's slice (costed as one reduce-scatter). Without
+ * contiguous_gradients, buffered_reduce_fallback all-reduces a flattened
+ * copy on the compute stream. */
+static bool ds_all_reduces(const ds *d)
+{
+    return !d->s3 && (!d->c->contiguous_gradients || d->c->multi_rank_allreduce);
+}
+
+/* Does the reduction flatten the bucket into a tensor of its own? Stages
+ * 1-2 when they all-reduce (ds_all_reduces). Stage 3 reduces through
+ * reduce_scatter_coalesced (stage3.py __avg_scatter_grads, under
+ * DeepSpeed's default reduce_scatter: true; the same from v0.12.0 to
  * v0.19.2): torch.cat of the bucket's rank-interleaved, padded partitions
  * into a new tensor, reduce-scattered in place, whose views partition_grads
- * copies out; only a bucket of one tensor divisible by N is reduced where it
- * lies. ZeRO++'s qgZ all-to-all quantizes instead. Stages 1-2 reduce the ipg
- * buffer itself and flatten only without contiguous_gradients. */
+ * copies out; only a bucket of one tensor divisible by N is reduced where
+ * it lies. ZeRO++'s qgZ all-to-all quantizes instead. */
 static bool ds_flattens(const ds *d)
 {
-    if (!d->s3) return !d->c->contiguous_gradients;
+    if (!d->s3) return ds_all_reduces(d);
     return !d->c->quantized_gradients && !(d->nin == 1 && d->first % d->N == 0);
 }
 
-/* Reduce the filling bucket: reduce-scatter (qgZ: int4 all-to-all bytes)
- * on ds_reduce_stream; then the partition slice goes to the gradient
- * partition (or the host). Stage 3's flat copy lives until then. */
+/* Stages 1-2's average_tensor makes the compute stream wait for the
+ * reduction stream (current_stream().wait_stream) before it reduces the
+ * next bucket: the compute stream waits there for the reductions before. */
+static void ds_wait_reductions(ds *d)
+{
+    if (d->s3 || !d->c->overlap_comm || !d->c->contiguous_gradients || d->last_red == EM_NONE)
+        return;
+    em_marker_begin(d->e, PROG_COMPUTE, PROG_PH_BACKWARD, "ds.wait_reduction_stream");
+    em_dep(d->e, d->last_red);
+    em_end(d->e);
+}
+
+/* After the collective: the rank's partition slice goes to the host
+ * (offload), to the gradient partition (stages 2-3), or stays where it is
+ * (stage 1). The flat copy was made on the stream that uses it, so the
+ * allocator may hand it out again once the host drops it (stream order
+ * keeps it safe): it is freed when the last op reading it is issued.
+ * Returns the reduction's last device op. */
+static uint32_t ds_after_reduce(ds *d, prog_stream st, uint32_t op, uint64_t n, uint32_t flat)
+{
+    em *e = d->e;
+    const plan *pl = d->pl;
+    if (d->off_opt) {
+        bool nvme = pl->s->off.optimizer == SPEC_OFF_NVME;
+        uint32_t d2h = em_host_copy(e, PROG_PH_BACKWARD, n / d->N * 4, nvme, op, EM_NONE, EM_NONE,
+                                    "ds.grads_to_host");
+        ds_note_reduce(d, d2h);
+        if (flat != EM_NONE) {
+            em_marker_begin(e, st, PROG_PH_BACKWARD, "ds.drop_bucket_flat");
+            em_dep(e, d2h);
+            em_mem(e, flat, PROG_FREE_AT_ISSUE);
+            em_end(e);
+        }
+        return op;
+    }
+    if (d->t_gpart != EM_NONE) {
+        em_begin(e, PROG_OP_COMPUTE, st, PROG_PH_BACKWARD, "ds.copy_grads_in_partition");
+        em_cost(e, em_op_host_ns(e), plan_mem_ns(pl, 2 * (n / d->N) * pl->grad_elem), 0);
+    } else {
+        if (flat == EM_NONE) return op;
+        em_marker_begin(e, st, PROG_PH_BACKWARD, "ds.drop_bucket_flat");
+    }
+    em_dep(e, op);
+    em_mem(e, flat, PROG_FREE_AT_ISSUE);
+    return em_end(e);
+}
+
+/* Reduce the filling bucket on ds_reduce_stream (stages 1-2 without
+ * contiguous_gradients: the compute stream): flatten it where the runtime
+ * does (the cat and the pre-divide each read and write it), then
+ * all-reduce (ds_all_reduces) or reduce-scatter it (qgZ: int4 all-to-all
+ * bytes), then ds_after_reduce. */
 static void ds_reduce_bucket(ds *d)
 {
     em *e = d->e;
     const plan *pl = d->pl;
     if (!d->fill) return;
-    prog_stream st = ds_reduce_stream(d);
+    bool ar = ds_all_reduces(d), q = d->c->quantized_gradients;
+    prog_stream st = !d->s3 && !d->c->contiguous_gradients ? PROG_COMPUTE : ds_reduce_stream(d);
     uint64_t n = ss_div_ceil(d->fill, d->N) * d->N;
-    bool q = d->c->quantized_gradients;
-    ss_bytes nb = n * pl->reduce_elem;
+    ss_bytes nb = (ar ? d->fill : n) * pl->reduce_elem;
+    ds_wait_reductions(d);
     uint32_t dep = e->last;
     uint32_t flat = ds_flattens(d) ? em_tensor(e, PROG_MEM_COMM_BUFFER, nb, false, "ds.bucket_flat")
                                    : EM_NONE;
-    bool flat_s3 = flat != EM_NONE && d->s3;
     if (q) dep = ds_kernel(d, st, PROG_PH_BACKWARD, nb, dep, "ds.quantize_grads");
-    if (flat_s3) { /* the cat and the pre-divide: each reads and writes the bucket */
+    if (flat != EM_NONE) {
         em_begin(e, PROG_OP_COMPUTE, st, PROG_PH_BACKWARD, "ds.flatten_bucket");
         em_cost(e, em_op_host_ns(e), plan_mem_ns(pl, 4 * nb), 0);
         em_dep(e, dep);
@@ -163,38 +226,18 @@ static void ds_reduce_bucket(ds *d)
         em_mem(e, flat, PROG_ALLOC_AT_ISSUE);
         dep = em_end(e);
     }
-    em_begin(e, PROG_OP_COLL, st, PROG_PH_BACKWARD, "ds.reduce_scatter.bucket");
-    em_coll(e, PROG_COLL_REDUCE_SCATTER, q ? n / 2 : nb);
+    em_begin(e, PROG_OP_COLL, st, PROG_PH_BACKWARD, ar ? "ds.all_reduce.bucket"
+                                                       : "ds.reduce_scatter.bucket");
+    em_coll(e, ar ? PROG_COLL_ALL_REDUCE : PROG_COLL_REDUCE_SCATTER, q ? n / 2 : nb);
     em_dep(e, dep);
     em_dep(e, d->ready); /* e->last may be a host op (the hooks) */
-    if (!flat_s3) { /* stages 1-2 flatten for the call alone */
-        em_mem(e, flat, PROG_ALLOC_AT_ISSUE);
-        em_mem(e, flat, PROG_FREE_AT_END);
-    }
     for (uint32_t i = 0; i < d->npend; i++) em_mem(e, d->pend[i], PROG_FREE_AT_END);
     uint32_t op = em_end(e);
     if (q)
         op = ds_kernel(d, st, PROG_PH_BACKWARD, n / d->N * pl->reduce_elem, op,
                        "ds.dequantize_grads");
-    ss_bytes slice = n / d->N * pl->grad_elem;
-    if (d->off_opt) {
-        bool nvme = d->pl->s->off.optimizer == SPEC_OFF_NVME;
-        uint32_t d2h = em_host_copy(d->e, PROG_PH_BACKWARD, n / d->N * 4, nvme, op, EM_NONE,
-                                    flat_s3 ? flat : EM_NONE, "ds.grads_to_host");
-        ds_note_reduce(d, d2h);
-    } else if (d->t_gpart != EM_NONE) {
-        em_begin(e, PROG_OP_COMPUTE, st, PROG_PH_BACKWARD, "ds.copy_grads_in_partition");
-        em_cost(e, em_op_host_ns(e), plan_mem_ns(pl, 2 * slice), 0);
-        em_dep(e, op);
-        if (flat_s3) em_mem(e, flat, PROG_FREE_AT_END);
-        op = em_end(e);
-    } else if (flat_s3) {
-        em_marker_begin(e, st, PROG_PH_BACKWARD, "ds.free_bucket_flat");
-        em_dep(e, op);
-        em_mem(e, flat, PROG_FREE_AT_END);
-        op = em_end(e);
-    }
-    d->red[d->cur] = op;
+    op = ds_after_reduce(d, st, op, n, flat);
+    d->red[d->cur] = d->last_red = op;
     ds_note_reduce(d, op);
     d->npend = d->fill = 0;
     d->nin = 0;
@@ -527,7 +570,7 @@ static int ds_emit_rank(const plan *pl, prog *p, uint32_t rank, ss_err *err)
     const spec_scenario *s = pl->s;
     ds d = {.e = &e, .pl = pl, .c = &s->ds, .N = pl->n, .s3 = s->ds.stage == 3,
             .off_opt = s->off.optimizer != SPEC_OFF_NONE, .off_par = s->off.params != SPEC_OFF_NONE,
-            .g_hpz = 1 + rank / (s->ds.hpz ? s->ds.hpz : 1), .ready = EM_NONE};
+            .g_hpz = 1 + rank / (s->ds.hpz ? s->ds.hpz : 1), .ready = EM_NONE, .last_red = EM_NONE};
     int rc = em_init(&e, pl, p, rank, err);
     if (rc) return rc;
     em_tensors params = {0}, optim = {0};

@@ -33,6 +33,7 @@
 typedef struct dsl {
     mp_bucket *b;
     uint32_t nb;
+    uint32_t last; /* the last reduction, EM_NONE before the first */
 } dsl;
 
 static const spec_deepspeed *cfg(const mp *m) { return &m->pl->s->ds; }
@@ -59,6 +60,7 @@ static void dsl_setup(mp *m)
         em_nomem(m->e);
         return;
     }
+    d->last = EM_NONE;
     m->rt_state = d;
     mp_buckets(m, cfg(m)->reduce_bucket, false, &d->b, &d->nb);
     if (cfg(m)->stage < 2) return;
@@ -68,14 +70,29 @@ static void dsl_setup(mp *m)
 }
 
 /* Bucket b reduced after `after`: on its own stream under overlap_comm,
- * else with the compute stream waiting for it. Stages 2-3 then free the
- * gradients of its units. */
+ * else with the compute stream waiting for it. Stages 1-2 all-reduce it
+ * under use_multi_rank_bucket_allreduce, and so does the pipeline engine's
+ * BF16_Optimizer (ZeRO "stage 0" with bf16: _bf16_reduce_grads'
+ * buffered_allreduce_fallback, deepspeed/runtime/pipe/engine.py at v0.7.0),
+ * and under overlap_comm the compute stream first waits for the reductions
+ * before (average_tensor's wait_stream; deepspeed.c ds_all_reduces and
+ * ds_wait_reductions say why). Stages 2-3 then free the gradients of its
+ * units. */
 static void reduce(mp *m, const mp_bucket *b, uint32_t after)
 {
+    dsl *d = m->rt_state;
+    const spec_deepspeed *c = cfg(m);
+    bool ar = c->stage < 3 && c->multi_rank_allreduce;
+    if (c->stage < 3 && c->overlap_comm && d->last != EM_NONE) {
+        em_marker_begin(m->e, PROG_COMPUTE, PROG_PH_BACKWARD, "ds.wait_reduction_stream");
+        em_dep(m->e, d->last);
+        em_end(m->e);
+    }
     uint32_t before = prog_nops(m->e->p, m->e->rank);
-    mp_reduce_bucket(m, b, true, after, "ds");
+    mp_reduce_bucket(m, b, !ar, after, "ds");
     uint32_t now = prog_nops(m->e->p, m->e->rank);
     uint32_t red = now > before ? now - 1 : after; /* one rank: nothing reduced */
+    if (now > before) d->last = red;
     if (!cfg(m)->overlap_comm && now > before) {
         em_marker_begin(m->e, PROG_COMPUTE, PROG_PH_BACKWARD, "ds.wait_bucket");
         em_dep(m->e, red);

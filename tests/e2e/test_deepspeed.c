@@ -264,6 +264,7 @@ static void test_zero3_bucket_flat(void **state)
             const prog_op *a = op_with(r.p, t, PROG_ALLOC_AT_ISSUE);
             const prog_op *f = op_with(r.p, t, PROG_FREE_AT_END);
             if (!strcmp(name, "ds.bucket_flat")) {
+                f = op_with(r.p, t, PROG_FREE_AT_ISSUE); /* dropped by the host, same stream */
                 flats++;
                 assert_int_equal(ts[t].bytes, 2 * L * 2); /* two layers in bf16 */
                 assert_non_null(a);
@@ -283,6 +284,55 @@ static void test_zero3_bucket_flat(void **state)
                       two ? "two layers" : "one layer", flats, grads);
         assert_int_equal(flats, two ? sizes[0].layers / 2 : 0);
         assert_int_equal(grads, sizes[0].layers);
+        run_fini(&r);
+        spec_scenario_fini(&s);
+    }
+}
+
+/* Stages 1-2 reduce a bucket through average_tensor (stage_1_and_2.py at
+ * v0.19.2): under use_multi_rank_bucket_allreduce, DeepSpeed's default
+ * since v0.13.0, allreduce_and_scatter all-reduces a flattened copy of the
+ * bucket's elements (no padding); without it one dist.reduce per rank's
+ * slice, costed as one reduce-scatter of the padded bucket. And with
+ * overlap_comm it makes the compute stream wait for the reduction stream
+ * before each bucket after the first (current_stream().wait_stream). Eight
+ * layers of 1,048,576 elements, buckets of two: four reductions of
+ * 2,097,152 bf16 elements, three waits. */
+static void test_zero12_bucket_allreduce(void **state)
+{
+    (void)state;
+    const uint64_t L = sizes[0].h * sizes[0].h;
+    for (int multi = 0; multi < 2; multi++) {
+        char zero[256];
+        snprintf(zero, sizeof zero,
+                 "\"stage\": 2, \"overlap_comm\": true, \"reduce_bucket_size\": 2500000, "
+                 "\"use_multi_rank_bucket_allreduce\": %s", multi ? "true" : "false");
+        spec_scenario s;
+        run_result r;
+        load(&sizes[0], 8, zero, "", &s, &r);
+        const prog_op *ops = prog_ops(r.p, 0);
+        uint32_t colls = 0, waits = 0, flats = 0;
+        for (uint32_t i = 0; i < prog_nops(r.p, 0); i++) {
+            const char *name = prog_str_get(r.p, ops[i].name);
+            if (starts_with(name, "ds.all_reduce.bucket") ||
+                starts_with(name, "ds.reduce_scatter.bucket")) {
+                colls++;
+                assert_int_equal(ops[i].coll, multi ? PROG_COLL_ALL_REDUCE
+                                                    : PROG_COLL_REDUCE_SCATTER);
+                assert_int_equal(ops[i].bytes, 2 * L * 2);
+                assert_int_equal(ops[i].stream, PROG_REDUCE);
+            }
+            if (!strcmp(name, "ds.wait_reduction_stream")) {
+                waits++;
+                assert_int_equal(ops[i].stream, PROG_COMPUTE);
+            }
+            if (!strcmp(name, "ds.flatten_bucket")) flats++;
+        }
+        print_message("  use_multi_rank_bucket_allreduce %s: %u reductions, %u flat copies, %u "
+                      "waits\n", multi ? "true" : "false", colls, flats, waits);
+        assert_int_equal(colls, sizes[0].layers / 2);
+        assert_int_equal(flats, multi ? sizes[0].layers / 2 : 0);
+        assert_int_equal(waits, sizes[0].layers / 2 - 1);
         run_fini(&r);
         spec_scenario_fini(&s);
     }
@@ -354,7 +404,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_zero1_matches_formula),
         cmocka_unit_test(test_zero2), cmocka_unit_test(test_ipg_buffers),
-        cmocka_unit_test(test_zero3_bucket_flat),
+        cmocka_unit_test(test_zero3_bucket_flat), cmocka_unit_test(test_zero12_bucket_allreduce),
         cmocka_unit_test(test_zero3_no_offload),
         cmocka_unit_test(test_zero3_offload_optimizer),
         cmocka_unit_test(test_zero3_offload_all),

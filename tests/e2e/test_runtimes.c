@@ -217,12 +217,13 @@ static void check_cell(const axis *a, rt r)
         assert_int_equal(n[RS], units), assert_int_equal(by[RS], 4 * all);
         assert_int_equal(n[AR], 0);
         break;
-    case R_DS1: /* one ipg bucket per part (5e8 elements hold the stage), once per step */
-    case R_DS2: /* in every micro-batch */
-        assert_int_equal(n[RS], (r == R_DS2 ? M : 1) * parts);
-        assert_int_equal(by[RS], (r == R_DS2 ? M : 1) * 4 * all);
+    case R_DS1: /* one ipg bucket per part (5e8 elements hold the stage), once per step, */
+    case R_DS2: /* in every micro-batch; all-reduced (use_multi_rank_bucket_allreduce,
+                 * DeepSpeed's default from v0.13.0: stage_1_and_2.py allreduce_and_scatter) */
+        assert_int_equal(n[AR], (r == R_DS2 ? M : 1) * parts);
+        assert_int_equal(by[AR], (r == R_DS2 ? M : 1) * 4 * all);
         assert_int_equal(n[AG], parts), assert_int_equal(by[AG], 2 * all);
-        assert_int_equal(n[AR], 0);
+        assert_int_equal(n[RS], 0);
         break;
     case R_DS3: /* gathered per unit like ZeRO-3; reduced every micro-batch */
         assert_int_equal(n[AG], 2 * M * units), assert_int_equal(by[AG], 2 * M * 2 * all);
