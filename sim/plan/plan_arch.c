@@ -560,8 +560,8 @@ static void attention(ab *x, unsigned l)
     blk_done(x, b);
 }
 
-/* The gradients an MLP's backward holds inside it, on m tokens of width f
- * (autograd frees a node's saved tensors once the node has run). The down
+/* The gradients an MLP's backward holds inside it, on n = tokens x width
+ * elements (autograd frees a node's saved tensors once the node has run). The down
  * projection's input gradient dm comes first, while its saved input is
  * still held: f. Gated, the activation's backward then makes the two input
  * gradients while dm lives and the down projection's input is gone: 2f in
@@ -572,11 +572,11 @@ static void attention(ab *x, unsigned l)
  * megatron/core/fusions/fused_bias_swiglu.py); Liger-Kernel's SwiGLU writes
  * them over its saved inputs (ops/swiglu.py swiglu_backward at v0.8.0):
  * f. Plain activations make one input gradient as the output's goes: f. */
-static void mlp_bwd_tmp(const ab *x, plan_block *b, uint64_t m, uint64_t f)
+static void mlp_bwd_tmp(const ab *x, plan_block *b, uint64_t n)
 {
     bool gated = spec_act_mats(x->a->act) == 3;
     bool in_place = x->p->s->kernels == SPEC_KERNELS_LIGER;
-    b->bwd_tmp_bytes = m * f * x->c;
+    b->bwd_tmp_bytes = n * x->c;
     b->bwd_tmp_n = gated && !in_place ? 2 : 1;
 }
 
@@ -612,7 +612,7 @@ static void mlp(ab *x, unsigned l)
      * Transformer Engine's fp8), the activation's input in 16 bits */
     uint64_t inter = spec_act_mats(a->act), f = a->ffn_hidden / x->tp;
     keep(x, b, sp_input(x, b, a->hidden) + x->t * ((inter - 1) * f * x->c + f * x->lc));
-    mlp_bwd_tmp(x, b, x->t, f);
+    mlp_bwd_tmp(x, b, x->t * f);
     op_sac(x, b, 0, 0, 0);
     blk_done(x, b);
 }
@@ -717,6 +717,11 @@ static void moe(ab *x, unsigned l)
     }
     if (x->etp > 1) b->etp_bytes = sent * x->etp * h * x->c;
     if (!a->shared_experts) b->tp_bytes = 0; /* routed tokens stay split over tp */
+    /* The experts' backward, as an MLP's (mlp_bwd_tmp): grouped GEMMs run
+     * every routed token at once, per-expert ones one expert's; the shared
+     * experts are MLPs of their own, run one after another. */
+    uint64_t rows = grouped ? routed : per, shared = a->shared_experts ? t * fs : 0;
+    mlp_bwd_tmp(x, b, rows * fl > shared ? rows * fl : shared);
     blk_done(x, b);
 }
 

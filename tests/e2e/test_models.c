@@ -590,7 +590,8 @@ static ss_bytes wide_vocab_peak(const char *impl, const char *label, char *op, s
  * eager PyTorch (the mul's two gradients, LlamaMLP's act(gate) * up), under
  * torch.compile and in Megatron-core (swiglu_back's concatenation), one
  * under Liger-Kernel, whose SwiGLU backward writes over its saved inputs
- * (ops/swiglu.py at v0.8.0). GPT-3's GELU makes one. On a model whose MLP
+ * (ops/swiglu.py at v0.8.0). GPT-3's GELU makes one. Mixtral's experts
+ * the same over the routed tokens one node holds. On a model whose MLP
  * dominates (one layer 256 wide with an MLP of 65,536, a 1,024-entry
  * vocabulary, full recomputation, the ideal allocator) the peak sits in
  * the MLP's backward and Liger's is lower by exactly one t f c. */
@@ -644,6 +645,18 @@ static void test_mlp_backward_gradients(void **state)
     assert_int_equal(b->bwd_tmp_n, 1);
     plan_free(p);
     spec_scenario_fini(&s);
+    /* Mixtral's experts (8, top 2, 14,336 wide) under grouped GEMMs: every
+     * routed token at once, t x 2 rows (capacity factor 1, no imbalance);
+     * one expert's share, t x 2 / 8, with a GEMM per expert. */
+    for (int grouped = 0; grouped < 2; grouped++) {
+        p = load_plan_with("mixtral-8x7b", grouped ? "" : ", \"moe_gemm\": \"per_expert\"", &s);
+        b = plan_find(p, "layers.0.moe");
+        assert_non_null(b);
+        assert_int_equal(b->bwd_tmp_bytes, (grouped ? t * 2 : t * 2 / 8) * f * c);
+        assert_int_equal(b->bwd_tmp_n, 2);
+        plan_free(p);
+        spec_scenario_fini(&s);
+    }
     char op[160];
     ss_bytes fused = wide_mlp_peak("fused", op, sizeof op);
     assert_string_equal(op, "bwd.layers.0.mlp");
