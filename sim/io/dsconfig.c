@@ -156,11 +156,12 @@ static int ds_zero(js_node cfg, spec_scenario *s, ss_err *err)
         (rc = ds_offload(z, "offload_optimizer", false, s, err)) ||
         (rc = ds_offload(z, "offload_param", true, s, err)) || (rc = ds_zeropp(z, s, err)))
         return rc;
-    if (!rs || !agp) {
+    d->reduce_scatter = rs;
+    if (!agp) {
         js_node k;
-        js_get(z, rs ? "allgather_partitions" : "reduce_scatter", &k);
-        return js_failf(k, err, "false is not modelled (shardsim reduce-scatters gradients and "
-                                "all-gathers partitions, DeepSpeed's defaults)");
+        js_get(z, "allgather_partitions", &k);
+        return js_failf(k, err, "false is not modelled (shardsim all-gathers the updated "
+                                "partitions, DeepSpeed's default)");
     }
     if (!d->reduce_bucket || !d->allgather_bucket) {
         js_node k;

@@ -480,6 +480,7 @@ static void json_deepspeed(cJSON *root, const sum_report *r)
     cJSON_AddBoolToObject(o, "overlap_comm", d->overlap_comm);
     cJSON_AddBoolToObject(o, "contiguous_gradients", d->contiguous_gradients);
     cJSON_AddBoolToObject(o, "use_multi_rank_bucket_allreduce", d->multi_rank_allreduce);
+    cJSON_AddBoolToObject(o, "reduce_scatter", d->reduce_scatter);
     add_u64(o, "reduce_bucket_size", d->reduce_bucket);
     add_u64(o, "allgather_bucket_size", d->allgather_bucket);
     add_u64(o, "stage3_prefetch_bucket_size", d->prefetch_bucket);

@@ -627,6 +627,7 @@ typedef struct spec_deepspeed {
     bool overlap_comm;              /* reductions on their own stream */
     bool contiguous_gradients;      /* reduced gradients copied into one buffer */
     bool multi_rank_allreduce;      /* use_multi_rank_bucket_allreduce (stages 1-2) */
+    bool reduce_scatter;            /* reduce_scatter: false all-reduces each bucket */
     uint64_t reduce_bucket;         /* reduce_bucket_size */
     uint64_t allgather_bucket;      /* allgather_bucket_size (stages 1-2) */
     uint64_t prefetch_bucket;       /* stage3_prefetch_bucket_size */

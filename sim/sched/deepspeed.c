@@ -125,21 +125,28 @@ static prog_stream ds_reduce_stream(const ds *d)
     return d->c->overlap_comm ? PROG_REDUCE : PROG_COMPUTE;
 }
 
-/* Do stages 1-2 all-reduce the bucket? stage_1_and_2.py: with
- * contiguous_gradients, average_tensor under use_multi_rank_bucket_allreduce
- * (DeepSpeed's default from v0.13.0, PR #4695) hands the bucket's slices to
+/* Is the bucket all-reduced? stage_1_and_2.py: with contiguous_gradients,
+ * average_tensor under use_multi_rank_bucket_allreduce (DeepSpeed's default
+ * from v0.13.0, PR #4695) hands the bucket's slices to
  * allreduce_and_scatter, which all-reduces a flattened copy of them and
  * copies each rank's own slices back; without it, one dist.reduce per
- * rank's slice (costed as one reduce-scatter). Without
- * contiguous_gradients, buffered_reduce_fallback all-reduces a flattened
- * copy on the compute stream. */
+ * rank's slice (costed as one reduce-scatter); under reduce_scatter: false,
+ * gradient_reduction_w_predivide all-reduces the bucket where it lies.
+ * Without contiguous_gradients, buffered_reduce_fallback all-reduces a
+ * flattened copy on the compute stream. stage3.py all-reduces the ipg
+ * buffer where it lies under reduce_scatter: false with
+ * contiguous_gradients (__avg_scatter_contiguous_grads) and
+ * reduce-scatters otherwise. */
 static bool ds_all_reduces(const ds *d)
 {
-    return !d->s3 && (!d->c->contiguous_gradients || d->c->multi_rank_allreduce);
+    bool contiguous = d->c->contiguous_gradients, rs = d->c->reduce_scatter;
+    if (d->s3) return contiguous && !rs;
+    return !contiguous || !rs || d->c->multi_rank_allreduce;
 }
 
 /* Does the reduction flatten the bucket into a tensor of its own? Stages
- * 1-2 when they all-reduce (ds_all_reduces). Stage 3 reduces through
+ * 1-2 when they all-reduce (ds_all_reduces), but for reduce_scatter: false
+ * on the contiguous buffer. Stage 3 reduces through
  * reduce_scatter_coalesced (stage3.py __avg_scatter_grads, under
  * DeepSpeed's default reduce_scatter: true; the same from v0.12.0 to
  * v0.19.2): torch.cat of the bucket's rank-interleaved, padded partitions
@@ -148,8 +155,9 @@ static bool ds_all_reduces(const ds *d)
  * it lies. ZeRO++'s qgZ all-to-all quantizes instead. */
 static bool ds_flattens(const ds *d)
 {
-    if (!d->s3) return ds_all_reduces(d);
-    return !d->c->quantized_gradients && !(d->nin == 1 && d->first % d->N == 0);
+    bool in_place = d->c->contiguous_gradients && !d->c->reduce_scatter;
+    if (!d->s3) return ds_all_reduces(d) && !in_place;
+    return !in_place && !d->c->quantized_gradients && !(d->nin == 1 && d->first % d->N == 0);
 }
 
 /* Stages 1-2's average_tensor makes the compute stream wait for the

@@ -82,7 +82,7 @@ static void reduce(mp *m, const mp_bucket *b, uint32_t after)
 {
     dsl *d = m->rt_state;
     const spec_deepspeed *c = cfg(m);
-    bool ar = c->stage < 3 && c->multi_rank_allreduce;
+    bool ar = !c->reduce_scatter || (c->stage < 3 && c->multi_rank_allreduce);
     if (c->stage < 3 && c->overlap_comm && d->last != EM_NONE) {
         em_marker_begin(m->e, PROG_COMPUTE, PROG_PH_BACKWARD, "ds.wait_reduction_stream");
         em_dep(m->e, d->last);

@@ -293,20 +293,24 @@ static void test_zero3_bucket_flat(void **state)
  * v0.19.2): under use_multi_rank_bucket_allreduce, DeepSpeed's default
  * since v0.13.0, allreduce_and_scatter all-reduces a flattened copy of the
  * bucket's elements (no padding); without it one dist.reduce per rank's
- * slice, costed as one reduce-scatter of the padded bucket. And with
- * overlap_comm it makes the compute stream wait for the reduction stream
- * before each bucket after the first (current_stream().wait_stream). Eight
- * layers of 1,048,576 elements, buckets of two: four reductions of
- * 2,097,152 bf16 elements, three waits. */
+ * slice, costed as one reduce-scatter of the padded bucket; under
+ * reduce_scatter: false gradient_reduction_w_predivide all-reduces the
+ * buffer where it lies (no copy). And with overlap_comm it makes the
+ * compute stream wait for the reduction stream before each bucket after
+ * the first (current_stream().wait_stream). Eight layers of 1,048,576
+ * elements, buckets of two: four reductions of 2,097,152 bf16 elements,
+ * three waits. */
 static void test_zero12_bucket_allreduce(void **state)
 {
     (void)state;
     const uint64_t L = sizes[0].h * sizes[0].h;
-    for (int multi = 0; multi < 2; multi++) {
+    for (int k = 0; k < 3; k++) {
+        bool multi = k == 1, rs = k < 2, ar = !rs || multi;
         char zero[256];
         snprintf(zero, sizeof zero,
                  "\"stage\": 2, \"overlap_comm\": true, \"reduce_bucket_size\": 2500000, "
-                 "\"use_multi_rank_bucket_allreduce\": %s", multi ? "true" : "false");
+                 "\"use_multi_rank_bucket_allreduce\": %s, \"reduce_scatter\": %s",
+                 multi ? "true" : "false", rs ? "true" : "false");
         spec_scenario s;
         run_result r;
         load(&sizes[0], 8, zero, "", &s, &r);
@@ -317,8 +321,8 @@ static void test_zero12_bucket_allreduce(void **state)
             if (starts_with(name, "ds.all_reduce.bucket") ||
                 starts_with(name, "ds.reduce_scatter.bucket")) {
                 colls++;
-                assert_int_equal(ops[i].coll, multi ? PROG_COLL_ALL_REDUCE
-                                                    : PROG_COLL_REDUCE_SCATTER);
+                assert_int_equal(ops[i].coll, ar ? PROG_COLL_ALL_REDUCE
+                                                 : PROG_COLL_REDUCE_SCATTER);
                 assert_int_equal(ops[i].bytes, 2 * L * 2);
                 assert_int_equal(ops[i].stream, PROG_REDUCE);
             }
@@ -328,8 +332,9 @@ static void test_zero12_bucket_allreduce(void **state)
             }
             if (!strcmp(name, "ds.flatten_bucket")) flats++;
         }
-        print_message("  use_multi_rank_bucket_allreduce %s: %u reductions, %u flat copies, %u "
-                      "waits\n", multi ? "true" : "false", colls, flats, waits);
+        print_message("  use_multi_rank_bucket_allreduce %s, reduce_scatter %s: %u reductions, "
+                      "%u flat copies, %u waits\n", multi ? "true" : "false",
+                      rs ? "true" : "false", colls, flats, waits);
         assert_int_equal(colls, sizes[0].layers / 2);
         assert_int_equal(flats, multi ? sizes[0].layers / 2 : 0);
         assert_int_equal(waits, sizes[0].layers / 2 - 1);
