@@ -72,13 +72,19 @@ static const runtime runtimes[] = {
     {"fsdp2", "{\"strategy\": \"fsdp2\"}", 1.5, 1.0},
     {"fsdp2 reshard_after_forward false",
      "{\"strategy\": \"fsdp2\", \"reshard_after_forward\": false}", 1.0, 0.75},
-    /* ZeRO-3 with no reuse: both all-gathers; ZeRO-2: a reduce-scatter and
-     * the step's all-gather of the bit16 parameters. */
+    /* ZeRO-3 with no reuse: both all-gathers; ZeRO-2 as the ZeRO paper
+     * counts it (use_multi_rank_bucket_allreduce false: a reduce per rank's
+     * slice, costed as a reduce-scatter) and the step's all-gather of the
+     * bit16 parameters; ZeRO-2 as DeepSpeed runs it by default since
+     * v0.13.0: an all-reduce of each bucket (stage_1_and_2.py
+     * allreduce_and_scatter), and the all-gather. */
     {"deepspeed zero3", "{\"strategy\": \"deepspeed\", \"bf16\": {\"enabled\": \"auto\"}, \"zero_optimization\": {\"stage\": 3, "
                         "\"stage3_max_reuse_distance\": 0, \"stage3_param_persistence_threshold\": 0}}",
      1.5, 1.0},
-    {"deepspeed zero2", "{\"strategy\": \"deepspeed\", \"bf16\": {\"enabled\": \"auto\"}, \"zero_optimization\": {\"stage\": 2}}", 1.0,
-     0.75},
+    {"deepspeed zero2 (ZeRO paper)", "{\"strategy\": \"deepspeed\", \"bf16\": {\"enabled\": \"auto\"}, \"zero_optimization\": {\"stage\": 2, "
+                                     "\"use_multi_rank_bucket_allreduce\": false}}", 1.0, 0.75},
+    {"deepspeed zero2", "{\"strategy\": \"deepspeed\", \"bf16\": {\"enabled\": \"auto\"}, \"zero_optimization\": {\"stage\": 2}}", 1.5,
+     1.25},
 };
 
 static void test_seed000_table(void **state)
@@ -112,23 +118,31 @@ static void test_seed000_table(void **state)
 
 /* DeepSpeed's counts: stage 1 reduces once per step (after the last
  * micro-batch), stage 2 in every micro-batch's hooks (DeepSpeed has no
- * no_sync); buckets of one layer give one reduce-scatter per layer; the
- * step all-gathers P in allgather_bucket_size pieces. */
+ * no_sync); buckets of one layer give one reduction per layer, an
+ * all-reduce under use_multi_rank_bucket_allreduce (the default) and a
+ * reduce-scatter without; the step all-gathers P in allgather_bucket_size
+ * pieces. */
 static void test_deepspeed_counts(void **state)
 {
     (void)state;
     char sh[512];
-    for (uint32_t stage = 1; stage <= 2; stage++) {
+    for (uint32_t k = 0; k < 4; k++) {
+        uint32_t stage = 1 + k % 2;
+        bool multi = k < 2;
         snprintf(sh, sizeof sh,
                  "{\"strategy\": \"deepspeed\", \"zero_optimization\": {\"stage\": %u, "
-                 "\"reduce_bucket_size\": %llu, \"allgather_bucket_size\": %llu}}",
-                 stage, H * H, P / 4);
+                 "\"reduce_bucket_size\": %llu, \"allgather_bucket_size\": %llu, "
+                 "\"use_multi_rank_bucket_allreduce\": %s}}",
+                 stage, H * H, P / 4, multi ? "true" : "false");
         spec_scenario s;
         run_result r;
         load(DS_FP32, sh, 3, &s, &r);
         uint64_t syncs = stage == 1 ? 1 : 3;
-        assert_int_equal(r.sum.coll[PROG_COLL_REDUCE_SCATTER].count, LAYERS * syncs);
-        assert_int_equal(r.sum.coll[PROG_COLL_REDUCE_SCATTER].bytes, P * 4 * syncs);
+        prog_coll red = multi ? PROG_COLL_ALL_REDUCE : PROG_COLL_REDUCE_SCATTER;
+        prog_coll other = multi ? PROG_COLL_REDUCE_SCATTER : PROG_COLL_ALL_REDUCE;
+        assert_int_equal(r.sum.coll[red].count, LAYERS * syncs);
+        assert_int_equal(r.sum.coll[red].bytes, P * 4 * syncs);
+        assert_int_equal(r.sum.coll[other].count, 0);
         assert_int_equal(r.sum.coll[PROG_COLL_ALL_GATHER].count, 4);
         assert_int_equal(r.sum.coll[PROG_COLL_ALL_GATHER].bytes, P * 4);
         run_fini(&r);
