@@ -6,11 +6,12 @@
  * holds the master weights and optimizer states. Gradients go through the
  * independent-partition gradient buckets (ipg, reduce_bucket_size elements,
  * two under overlap_comm so one fills while the other reduces): each bucket
- * is reduce-scattered into the ranks' partitions. Stage 1 keeps the whole
- * gradients and reduces once per step, after the last micro-batch's
- * backward; stage 2 reduces in the gradient hooks of every micro-batch
- * (DeepSpeed has no no_sync) into a bit16 gradient partition, freeing each
- * gradient once its bucket is reduced. The step casts the partition's
+ * is reduced into the ranks' partitions, all-reduced by default
+ * (ds_all_reduces). Stage 1 keeps the whole gradients and reduces once per
+ * step, after the last micro-batch's backward; stage 2 reduces in the
+ * gradient hooks of every micro-batch (DeepSpeed has no no_sync) into a
+ * bit16 gradient partition, each gradient freed once it is copied into the
+ * bucket (ds_bucket_grad). The step casts the partition's
  * gradient to fp32, steps, copies the fp32 master into the bit16 partition
  * and all-gathers the parameters in allgather_bucket_size pieces.
  *
