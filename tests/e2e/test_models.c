@@ -562,18 +562,18 @@ static void test_loss_kernels(void **state)
  * layer 256 wide, Llama 3's 128,256-entry vocabulary, 4,096 tokens) under
  * the ideal allocator (the sum of live requests), with the training keys
  * `impl`; prints it and the op it falls on, which `op` receives. */
-static ss_bytes wide_vocab_peak(const char *impl, const char *label, char *op, size_t nop)
+/* The peak of a one-layer model (a --set of "model"), with `extra`
+ * training keys, under the ideal allocator (the sum of live requests);
+ * the op at the peak in op. */
+static ss_bytes one_layer_peak(const char *model, const char *extra, const char *label, char *op,
+                               size_t nop)
 {
-    const char *sets[] = {
-        "model={\"name\": \"wide-vocab\", \"architecture\": {\"type\": \"transformer\", "
-        "\"layers\": 1, \"hidden\": 256, \"heads\": 2, \"kv_heads\": 2, \"ffn_hidden\": 1024, "
-        "\"activation\": \"swiglu\", \"vocab\": 128256, \"norm\": \"rmsnorm\"}}",
-        "allocator.model=ideal", NULL};
+    const char *sets[] = {model, "allocator.model=ideal", NULL};
     spec_scenario s;
     run_result r;
     ss_err err;
     ss_err_clear(&err);
-    load_sets("llama3-8b", impl, sets, 2, &s);
+    load_sets("llama3-8b", extra, sets, 2, &s);
     if (run_step(&s, NULL, &r, &err)) fail_msg("%s", err.msg);
     ss_bytes peak = r.sum.ranks[0].mem.peak;
     print_message("  %s: peak %.3f GiB at %s\n", label, peak / 1073741824.0, r.sum.ranks[0].peak_op);
@@ -581,6 +581,15 @@ static ss_bytes wide_vocab_peak(const char *impl, const char *label, char *op, s
     run_fini(&r);
     spec_scenario_fini(&s);
     return peak;
+}
+
+static ss_bytes wide_vocab_peak(const char *impl, const char *label, char *op, size_t nop)
+{
+    return one_layer_peak(
+        "model={\"name\": \"wide-vocab\", \"architecture\": {\"type\": \"transformer\", "
+        "\"layers\": 1, \"hidden\": 256, \"heads\": 2, \"kv_heads\": 2, \"ffn_hidden\": 1024, "
+        "\"activation\": \"swiglu\", \"vocab\": 128256, \"norm\": \"rmsnorm\"}}",
+        impl, label, op, nop);
 }
 
 /* The gradients inside an MLP's backward (plan_arch.c mlp_bwd_tmp), on
@@ -600,24 +609,11 @@ static ss_bytes wide_mlp_peak(const char *kernels, char *op, size_t nop)
     char extra[128];
     snprintf(extra, sizeof extra, ", \"kernels\": \"%s\", \"loss\": \"fused\", "
              "\"recompute\": \"full\"", kernels);
-    const char *sets[] = {
+    return one_layer_peak(
         "model={\"name\": \"wide-mlp\", \"architecture\": {\"type\": \"transformer\", "
         "\"layers\": 1, \"hidden\": 256, \"heads\": 2, \"kv_heads\": 2, \"ffn_hidden\": 65536, "
         "\"activation\": \"swiglu\", \"vocab\": 1024, \"norm\": \"rmsnorm\"}}",
-        "allocator.model=ideal", NULL};
-    spec_scenario s;
-    run_result r;
-    ss_err err;
-    ss_err_clear(&err);
-    load_sets("llama3-8b", extra, sets, 2, &s);
-    if (run_step(&s, NULL, &r, &err)) fail_msg("%s", err.msg);
-    ss_bytes peak = r.sum.ranks[0].mem.peak;
-    print_message("  %s: peak %.3f GiB at %s\n", kernels, peak / 1073741824.0,
-                  r.sum.ranks[0].peak_op);
-    snprintf(op, nop, "%s", r.sum.ranks[0].peak_op);
-    run_fini(&r);
-    spec_scenario_fini(&s);
-    return peak;
+        extra, kernels, op, nop);
 }
 
 static void test_mlp_backward_gradients(void **state)
