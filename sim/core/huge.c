@@ -19,7 +19,7 @@ void ss_huge_init(void)
     const char *v = getenv("SHARDSIM_HUGE_PAGES");
     advise = v && strcmp(v, "1") == 0;
 #if defined(M_MMAP_THRESHOLD) && defined(__GLIBC__)
-    (void)mallopt(M_MMAP_THRESHOLD, (int)SS_HUGE_MIN);
+    (void)mallopt(M_MMAP_THRESHOLD, (int)(advise ? SS_HUGE_MIN : SS_MMAP_MIN));
 #endif
 }
 

@@ -19,10 +19,15 @@
  *
  * ss_huge_init, once at the start of a program (the CLI's and the bench's
  * main, before any thread), reads the environment and has the C library
- * map every block of SS_HUGE_MIN bytes or more on its own (glibc's
- * M_MMAP_THRESHOLD, fixed instead of adaptive), so that such a block is
- * fresh, untouched memory the advice can reach, and growing it moves pages
- * (mremap) instead of copying them. Without ss_huge_init no advice is
+ * map every block of SS_HUGE_MIN bytes or more on its own when the advice
+ * is on (glibc's M_MMAP_THRESHOLD, fixed instead of adaptive), so that such
+ * a block is fresh, untouched memory the advice can reach; with the advice
+ * off, blocks of SS_MMAP_MIN or more: growing them still moves pages
+ * (mremap) instead of copying, and the many short-lived arrays of a few
+ * MiB (a rank's memory events, replayed one rank after another) come back
+ * from the heap already faulted in instead of as fresh pages each time (a
+ * 4 MiB threshold made the 405B layout's summary 2-5x slower on a machine
+ * whose faults are dear; DECISIONS 199). Without ss_huge_init no advice is
  * given. */
 #ifndef SS_HUGE_H
 #define SS_HUGE_H
@@ -30,6 +35,7 @@
 #include <stddef.h>
 
 #define SS_HUGE_MIN ((size_t)4 << 20)
+#define SS_MMAP_MIN ((size_t)32 << 20)
 
 void ss_huge_init(void);
 void ss_prefer_huge(void *p, size_t bytes);

@@ -322,9 +322,12 @@ static void op_sac(ab *x, plan_block *b, uint64_t keep, ss_ns kept_ns, uint64_t 
  * recomputation drops the probabilities and re-runs this forward in
  * backward (Korthikanti et al., "Reducing Activation Recomputation in
  * Large Transformer Models", 2022: the s^2 terms are what it recomputes).
+ * Its backward holds dP (*dscores bytes), the softmax's backward writing
+ * dS over it (Megatron's scaled_masked_softmax bwd_cuda returns its
+ * output_grads), and with dropout the dropped dP beside it first.
  * Returns the forward time. */
 static ss_ns unfused_core(ab *x, plan_block *b, double g, double core, double scores,
-                          uint64_t *probs)
+                          uint64_t *probs, uint64_t *dscores)
 {
     double flops = 2.0 * core, c = (double)x->c;
     /* Attention dropout (training.attention_dropout > 0) is its own kernel
@@ -354,6 +357,7 @@ static ss_ns unfused_core(ab *x, plan_block *b, double g, double core, double sc
     /* two batched GEMMs and the softmax; four and its backward; dropout's one each way */
     b->fwd_kernels += drop > 0 ? 4 : 3, b->bwd_kernels += drop > 0 ? 6 : 5;
     *probs = (uint64_t)(scores * c + (drop > 0 ? scores * (c + 1.0) : 0.0));
+    *dscores = (uint64_t)(scores * c * (drop > 0 ? 2.0 : 1.0));
     return fwd;
 }
 
@@ -451,6 +455,31 @@ static uint64_t sp_input(ab *x, plan_block *b, uint64_t h)
     return x->t * h * e;
 }
 
+/* The gradients an attention block's backward holds inside it at the
+ * core's backward, in bytes: the output projection's input gradient (the
+ * core's dO) and the core's dQ, dK and dV, with what the kernel adds:
+ * FlashAttention-2 (mha_bwd, csrc/flash_attn/flash_api.cpp at 765fbd92;
+ * PyTorch's SDPA flash backend runs it) an fp32 dQ accumulator and, for
+ * grouped KV heads, dK and dV at every query head before they are summed;
+ * FlashAttention-3 (hopper/flash_api.cpp at 0e79d711) the fp32 dQ
+ * accumulator and, grouped, fp32 dK and dV accumulators; the unfused
+ * composite its score gradients (`dscores`, unfused_core). cuDNN's and
+ * Triton's workspaces are not
+ * published: dO, dQ, dK and dV alone. q, kv and o are elements of the
+ * queries, keys with values, and output; qe the queries' elements at the
+ * query heads' K and V width (grouped KV expanded). */
+static uint64_t attn_bwd_tmp(const ab *x, uint64_t q, uint64_t kv, uint64_t o, uint64_t qe,
+                             bool grouped, uint64_t dscores)
+{
+    uint64_t c = x->c, n = (o + q + kv) * c;
+    switch (x->p->s->attn_impl) {
+    case SPEC_ATTN_FLASH: return n + 4 * q + (grouped ? qe * c : 0);
+    case SPEC_ATTN_FLASH3: return n + 4 * q + (grouped ? 4 * kv : 0);
+    case SPEC_ATTN_UNFUSED: return n + dscores;
+    default: return n;
+    }
+}
+
 /* Saved tensors of attention besides the input (bytes), and the core's
  * output, which selective recomputation drops. */
 static void attention(ab *x, unsigned l)
@@ -463,7 +492,8 @@ static void attention(ab *x, unsigned l)
     norm(x, b, h);
     /* rope_heads x rope_dim: the query and key features rotary embedding
      * touches (MLA: one key head of qk_rope_dim shared by all queries). */
-    uint64_t dqk, dv, kv_saved, kv_cp = 0, rope_heads, rope_dim, qk_saved = 0;
+    uint64_t dqk, dv, kv_saved, kv_cp = 0, rope_heads, rope_dim, qk_saved = 0, kv_core;
+    bool grouped = false;
     if (a->kv_lora_rank) { /* MLA: down projections whole on every TP rank */
         dqk = a->qk_nope_dim + a->qk_rope_dim, dv = a->v_head_dim;
         linear(x, b, h, a->q_lora_rank, t);
@@ -473,7 +503,7 @@ static void attention(ab *x, unsigned l)
         norm(x, b, a->kv_lora_rank);
         linear_col(x, b, a->kv_lora_rank, a->heads * (a->qk_nope_dim + dv), t);
         kv_saved = t * (a->q_lora_rank + a->kv_lora_rank + a->qk_rope_dim + heads * (dqk + dv));
-        kv_cp = t * heads * (dqk + dv);
+        kv_cp = kv_core = t * heads * (dqk + dv);
         rope_heads = heads + 1, rope_dim = a->qk_rope_dim;
     } else {
         dqk = dv = a->head_dim;
@@ -484,7 +514,8 @@ static void attention(ab *x, unsigned l)
         linear(x, b, h, kvh * dv, t);
         qkv_bias(x, b, a->heads / x->tp * dqk + kvh * (dqk + dv));
         qk_saved = qk_norm(x, b, t * (heads + kvh) * dqk);
-        kv_saved = kv_cp = t * kvh * (dqk + dv);
+        kv_saved = kv_cp = kv_core = t * kvh * (dqk + dv);
+        grouped = kvh < heads;
         /* training.repeat_kv: K and V repeated to every query head before
          * SDPA, whose inputs PyTorch's context_parallel exchanges */
         if (x->torch_cp && x->p->s->repeat_kv) kv_cp = t * heads * (dqk + dv);
@@ -513,10 +544,11 @@ static void attention(ab *x, unsigned l)
         if (2 * w < rate_seq) rate_seq = 2 * w;
     }
     uint64_t in = t * h / sp * x->c, out = t * heads * dv * x->c, lse = t * heads * 4;
-    uint64_t probs = 0;
+    uint64_t probs = 0, dscores = 0;
     ss_ns core_ns;
     if (x->p->s->attn_impl == SPEC_ATTN_UNFUSED) {
-        core_ns = unfused_core(x, b, g, core, (double)bs * heads * q * (double)s, &probs);
+        core_ns = unfused_core(x, b, g, core, (double)bs * heads * q * (double)s, &probs,
+                               &dscores);
         lse = 0;
     } else {
         core_ns = ss_ns_from_s(core / plan_attn_rate(x->p, rate_seq, g, false));
@@ -549,6 +581,9 @@ static void attention(ab *x, unsigned l)
     keep(x, b, in_kept + (t * heads * dqk + kv_saved + qk_saved) * x->c + out + out_fp8 + lse +
                    probs);
     b->recompute_bytes = out + probs;
+    b->bwd_tmp_bytes = attn_bwd_tmp(x, t * heads * dqk, kv_core, t * heads * dv,
+                                    t * heads * (dqk + dv), grouped, dscores);
+    b->bwd_tmp_n = 1;
     /* selective_op keeps the layer's input and the attention output with
      * its logsumexp; the kernel's own time is not re-run. */
     op_sac(x, b, in + out + lse, core_ns, (uint64_t)core);

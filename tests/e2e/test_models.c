@@ -653,6 +653,27 @@ static void test_mlp_backward_gradients(void **state)
         plan_free(p);
         spec_scenario_fini(&s);
     }
+    /* Llama 3 8B's attention backward (plan_arch.c attn_bwd_tmp), per token:
+     * dO and dQ 4,096 elements each, dK with dV 2,048, in bf16; then
+     * FlashAttention-2's fp32 dQ accumulator and, K and V grouped 4 to a
+     * query head, dK and dV expanded to the 32 query heads (8,192 bf16);
+     * FlashAttention-3's fp32 dQ accumulator and fp32 dK, dV accumulators
+     * (2,048 fp32). mha_bwd in csrc/flash_attn/flash_api.cpp at 765fbd92 and
+     * hopper/flash_api.cpp at 0e79d711. */
+    const char *impl[] = {"flash", "flash3"};
+    const uint64_t per_token[] = {(4096 + 4096 + 2048) * c + 4 * 4096 + 8192 * c,
+                                  (4096 + 4096 + 2048) * c + 4 * 4096 + 4 * 2048};
+    for (int k = 0; k < 2; k++) {
+        char extra[64];
+        snprintf(extra, sizeof extra, ", \"attention\": \"%s\"", impl[k]);
+        p = load_plan_with("llama3-8b", extra, &s);
+        b = plan_find(p, "layers.0.attn");
+        assert_non_null(b);
+        assert_int_equal(b->bwd_tmp_bytes, t * per_token[k]);
+        assert_int_equal(b->bwd_tmp_n, 1);
+        plan_free(p);
+        spec_scenario_fini(&s);
+    }
     char op[160];
     ss_bytes fused = wide_mlp_peak("fused", op, sizeof op);
     assert_string_equal(op, "bwd.layers.0.mlp");
