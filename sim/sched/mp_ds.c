@@ -76,8 +76,10 @@ static void dsl_setup(mp *m)
  * buffered_allreduce_fallback, deepspeed/runtime/pipe/engine.py at v0.7.0),
  * and under overlap_comm the compute stream first waits for the reductions
  * before (average_tensor's wait_stream; deepspeed.c ds_all_reduces and
- * ds_wait_reductions say why). Stages 2-3 then free the gradients of its
- * units. */
+ * ds_wait_reductions say why). An all-reduce and stage 3's
+ * reduce_scatter_coalesced run on a flattened copy of the bucket (a cat and
+ * a pre-divide), dropped once the reduction is issued (deepspeed.c
+ * ds_flattens). Stages 2-3 then free the gradients of its units. */
 static void reduce(mp *m, const mp_bucket *b, uint32_t after)
 {
     dsl *d = m->rt_state;
@@ -88,11 +90,30 @@ static void reduce(mp *m, const mp_bucket *b, uint32_t after)
         em_dep(m->e, d->last);
         em_end(m->e);
     }
+    /* the copy is made on the stream the runtime reduces on: the reduction
+     * stream under overlap_comm, else the compute stream */
+    prog_stream st = c->overlap_comm ? PROG_REDUCE : PROG_COMPUTE;
+    uint32_t flat = EM_NONE;
+    if (ar || c->stage == 3) {
+        ss_bytes bytes = (b->n[0] + b->n[1]) * m->pl->reduce_elem;
+        flat = em_tensor(m->e, PROG_MEM_COMM_BUFFER, bytes, false, "ds.bucket_flat");
+        em_begin(m->e, PROG_OP_COMPUTE, st, PROG_PH_BACKWARD, "ds.flatten_bucket");
+        em_cost(m->e, em_op_host_ns(m->e), plan_mem_ns(m->pl, 4 * bytes), 0);
+        em_dep(m->e, after);
+        em_mem(m->e, flat, PROG_ALLOC_AT_ISSUE);
+        after = em_end(m->e);
+    }
     uint32_t before = prog_nops(m->e->p, m->e->rank);
     mp_reduce_bucket(m, b, !ar, after, "ds");
     uint32_t now = prog_nops(m->e->p, m->e->rank);
     uint32_t red = now > before ? now - 1 : after; /* one rank: nothing reduced */
     if (now > before) d->last = red;
+    if (flat != EM_NONE) {
+        em_marker_begin(m->e, st, PROG_PH_BACKWARD, "ds.drop_bucket_flat");
+        em_dep(m->e, red);
+        em_mem(m->e, flat, PROG_FREE_AT_ISSUE);
+        em_end(m->e);
+    }
     if (!cfg(m)->overlap_comm && now > before) {
         em_marker_begin(m->e, PROG_COMPUTE, PROG_PH_BACKWARD, "ds.wait_bucket");
         em_dep(m->e, red);
