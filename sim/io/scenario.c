@@ -1765,8 +1765,7 @@ static int resolve_attention(js_node root, spec_scenario *s, ss_err *err)
 /* training.loss "auto": Megatron-core's vocab-parallel cross-entropy with
  * the fused kernel set, Liger's fused linear cross-entropy with Liger's
  * (AutoLigerKernelForCausalLM's default; its plain cross-entropy kernel
- * when tp splits the head), PyTorch's eager one otherwise
- * (spec.h). After
+ * when tp splits the head), PyTorch's eager one otherwise (spec.h). After
  * resolve_kernels. Liger's fused linear cross-entropy takes the whole
  * output weight on every rank, so a head split over tp cannot run it. */
 static int resolve_loss(js_node root, spec_scenario *s, ss_err *err)

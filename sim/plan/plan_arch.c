@@ -464,8 +464,8 @@ static uint64_t sp_input(ab *x, plan_block *b, uint64_t h)
  * FlashAttention-3 (hopper/flash_api.cpp at 0e79d711) the fp32 dQ
  * accumulator and, grouped, fp32 dK and dV accumulators; the unfused
  * composite its score gradients (`dscores`, unfused_core). cuDNN's and
- * Triton's workspaces are not
- * published: dO, dQ, dK and dV alone. q, kv and o are elements of the
+ * Triton's workspaces are not published: dO, dQ, dK and dV alone. q, kv
+ * and o are elements of the
  * queries, keys with values, and output; qe the queries' elements at the
  * query heads' K and V width (grouped KV expanded). */
 static uint64_t attn_bwd_tmp(const ab *x, uint64_t q, uint64_t kv, uint64_t o, uint64_t qe,

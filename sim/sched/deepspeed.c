@@ -7,7 +7,7 @@
  * independent-partition gradient buckets (ipg, reduce_bucket_size elements,
  * two under overlap_comm so one fills while the other reduces): each bucket
  * is reduced into the ranks' partitions, all-reduced by default
- * (ds_all_reduces). Stage 1 keeps the whole gradients and reduces once per
+ * (ds_reduction_of). Stage 1 keeps the whole gradients and reduces once per
  * step, after the last micro-batch's backward; stage 2 reduces in the
  * gradient hooks of every micro-batch (DeepSpeed has no no_sync) into a
  * bit16 gradient partition, each gradient freed once it is copied into the
@@ -126,48 +126,48 @@ static prog_stream ds_reduce_stream(const ds *d)
     return d->c->overlap_comm ? PROG_REDUCE : PROG_COMPUTE;
 }
 
-/* Is the bucket all-reduced? stage_1_and_2.py: with contiguous_gradients,
- * average_tensor under use_multi_rank_bucket_allreduce (DeepSpeed's default
- * from v0.13.0, PR #4695) hands the bucket's slices to
- * allreduce_and_scatter, which all-reduces a flattened copy of them and
- * copies each rank's own slices back; without it, one dist.reduce per
- * rank's slice (costed as one reduce-scatter); under reduce_scatter: false,
+/* Stages 1-2 (stage_1_and_2.py), with contiguous_gradients: average_tensor
+ * under use_multi_rank_bucket_allreduce (DeepSpeed's default from v0.13.0,
+ * PR #4695) hands the bucket's slices to allreduce_and_scatter, which
+ * all-reduces a flattened copy of them and copies each rank's own slices
+ * back; without it, one dist.reduce per rank's slice (costed as one
+ * reduce-scatter); under reduce_scatter: false,
  * gradient_reduction_w_predivide all-reduces the bucket where it lies.
+ * average_tensor also makes the compute stream wait for the reduction
+ * stream (current_stream().wait_stream) before it reduces: under
+ * overlap_comm the compute stream waits there for the reductions before.
  * Without contiguous_gradients, buffered_reduce_fallback all-reduces a
- * flattened copy on the compute stream. stage3.py all-reduces the ipg
- * buffer where it lies under reduce_scatter: false with
- * contiguous_gradients (__avg_scatter_contiguous_grads) and
- * reduce-scatters otherwise. */
-static bool ds_all_reduces(const ds *d)
+ * flattened copy on the compute stream.
+ * Stage 3 (stage3.py) all-reduces its one ipg buffer where it lies under
+ * reduce_scatter: false with contiguous_gradients
+ * (__avg_scatter_contiguous_grads); otherwise __avg_scatter_grads goes
+ * through reduce_scatter_coalesced (the same from v0.12.0 to v0.19.2):
+ * torch.cat of the bucket's rank-interleaved, padded partitions into a new
+ * tensor, reduce-scattered in place, whose views partition_grads copies
+ * out. */
+ds_reduction ds_reduction_of(const spec_deepspeed *c)
 {
-    bool contiguous = d->c->contiguous_gradients, rs = d->c->reduce_scatter;
-    if (d->s3) return contiguous && !rs;
-    return !contiguous || !rs || d->c->multi_rank_allreduce;
+    bool s3 = c->stage == 3, contiguous = c->contiguous_gradients;
+    bool in_place = contiguous && !c->reduce_scatter;
+    bool ar = s3 ? in_place : !contiguous || !c->reduce_scatter || c->multi_rank_allreduce;
+    return (ds_reduction){.all_reduce = ar,
+                          .flat = s3 ? !in_place : ar && !in_place,
+                          .waits = !s3 && contiguous && c->overlap_comm};
 }
 
-/* Does the reduction flatten the bucket into a tensor of its own? Stages
- * 1-2 when they all-reduce (ds_all_reduces), but for reduce_scatter: false
- * on the contiguous buffer. Stage 3 reduces through
- * reduce_scatter_coalesced (stage3.py __avg_scatter_grads, under
- * DeepSpeed's default reduce_scatter: true; the same from v0.12.0 to
- * v0.19.2): torch.cat of the bucket's rank-interleaved, padded partitions
- * into a new tensor, reduce-scattered in place, whose views partition_grads
- * copies out; only a bucket of one tensor divisible by N is reduced where
- * it lies. ZeRO++'s qgZ all-to-all quantizes instead. */
+/* Does this bucket's reduction flatten it (ds_reduction_of)? Not stage 3's
+ * bucket of one tensor divisible by N (reduce_scatter_coalesced reduces it
+ * where it lies), nor ZeRO++'s qgZ, whose all-to-all quantizes instead. */
 static bool ds_flattens(const ds *d)
 {
-    bool in_place = d->c->contiguous_gradients && !d->c->reduce_scatter;
-    if (!d->s3) return ds_all_reduces(d) && !in_place;
-    return !in_place && !d->c->quantized_gradients && !(d->nin == 1 && d->first % d->N == 0);
+    if (!ds_reduction_of(d->c).flat) return false;
+    return !d->s3 || (!d->c->quantized_gradients && !(d->nin == 1 && d->first % d->N == 0));
 }
 
-/* Stages 1-2's average_tensor makes the compute stream wait for the
- * reduction stream (current_stream().wait_stream) before it reduces the
- * next bucket: the compute stream waits there for the reductions before. */
+/* The compute stream waits for the reductions before (ds_reduction_of). */
 static void ds_wait_reductions(ds *d)
 {
-    if (d->s3 || !d->c->overlap_comm || !d->c->contiguous_gradients || d->last_red == EM_NONE)
-        return;
+    if (!ds_reduction_of(d->c).waits || d->last_red == EM_NONE) return;
     em_marker_begin(d->e, PROG_COMPUTE, PROG_PH_BACKWARD, "ds.wait_reduction_stream");
     em_dep(d->e, d->last_red);
     em_end(d->e);
@@ -211,14 +211,14 @@ static uint32_t ds_after_reduce(ds *d, prog_stream st, uint32_t op, uint64_t n, 
 /* Reduce the filling bucket on ds_reduce_stream (stages 1-2 without
  * contiguous_gradients: the compute stream): flatten it where the runtime
  * does (the cat and the pre-divide each read and write it), then
- * all-reduce (ds_all_reduces) or reduce-scatter it (qgZ: int4 all-to-all
+ * all-reduce or reduce-scatter it (ds_reduction_of; qgZ: int4 all-to-all
  * bytes), then ds_after_reduce. */
 static void ds_reduce_bucket(ds *d)
 {
     em *e = d->e;
     const plan *pl = d->pl;
     if (!d->fill) return;
-    bool ar = ds_all_reduces(d), q = d->c->quantized_gradients;
+    bool ar = ds_reduction_of(d->c).all_reduce, q = d->c->quantized_gradients;
     prog_stream st = !d->s3 && !d->c->contiguous_gradients ? PROG_COMPUTE : ds_reduce_stream(d);
     uint64_t n = ss_div_ceil(d->fill, d->N) * d->N;
     ss_bytes nb = (ar ? d->fill : n) * pl->reduce_elem;

@@ -416,8 +416,8 @@ uint32_t em_bwd_block(em *e, uint32_t i, uint32_t dep, const uint32_t *grads,
                                                   : EM_NONE;
     /* The gradients inside the block: live during it, gone when it ends
      * (allocated at issue with its other tensors, so its peak counts them). */
-    uint32_t tmp[2] = {EM_NONE, EM_NONE};
-    for (uint32_t k = 0; k < b->bwd_tmp_n && k < 2 && b->bwd_tmp_bytes; k++)
+    uint32_t tmp[2] = {EM_NONE, EM_NONE}; /* plan_block.bwd_tmp_n is at most 2 */
+    for (uint32_t k = 0; k < b->bwd_tmp_n && k < SS_ARRAY_LEN(tmp) && b->bwd_tmp_bytes; k++)
         tmp[k] = em_tensor(e, PROG_MEM_ACTIVATION, b->bwd_tmp_bytes, false, "bwd_tmp.%u.%s", k,
                            b->name);
     em_begin(e, PROG_OP_COMPUTE, PROG_COMPUTE, PROG_PH_BACKWARD, "bwd.%s", b->name);
@@ -428,8 +428,8 @@ uint32_t em_bwd_block(em *e, uint32_t i, uint32_t dep, const uint32_t *grads,
     for (uint32_t g = 0; g < ngrads; g++) em_mem(e, grads[g], PROG_ALLOC_AT_ISSUE);
     em_mem(e, recomp, PROG_ALLOC_AT_ISSUE);
     em_mem(e, recomp, PROG_FREE_AT_ISSUE);
-    for (uint32_t k = 0; k < 2; k++) em_mem(e, tmp[k], PROG_ALLOC_AT_ISSUE);
-    for (uint32_t k = 0; k < 2; k++) em_mem(e, tmp[k], PROG_FREE_AT_ISSUE);
+    for (uint32_t k = 0; k < SS_ARRAY_LEN(tmp); k++) em_mem(e, tmp[k], PROG_ALLOC_AT_ISSUE);
+    for (uint32_t k = 0; k < SS_ARRAY_LEN(tmp); k++) em_mem(e, tmp[k], PROG_FREE_AT_ISSUE);
     if (full) rematerialize(e, i);
     em_mem(e, e->t_saved[at], PROG_FREE_AT_ISSUE);
     em_mem(e, e->t_dact[at], PROG_FREE_AT_ISSUE);

@@ -70,22 +70,21 @@ static void dsl_setup(mp *m)
 }
 
 /* Bucket b reduced after `after`: on its own stream under overlap_comm,
- * else with the compute stream waiting for it. Stages 1-2 all-reduce it
- * under use_multi_rank_bucket_allreduce, and so does the pipeline engine's
- * BF16_Optimizer (ZeRO "stage 0" with bf16: _bf16_reduce_grads'
- * buffered_allreduce_fallback, deepspeed/runtime/pipe/engine.py at v0.7.0),
- * and under overlap_comm the compute stream first waits for the reductions
- * before (average_tensor's wait_stream; deepspeed.c ds_all_reduces and
- * ds_wait_reductions say why). An all-reduce and stage 3's
- * reduce_scatter_coalesced run on a flattened copy of the bucket (a cat and
- * a pre-divide), dropped once the reduction is issued (deepspeed.c
- * ds_flattens). Stages 2-3 then free the gradients of its units. */
+ * else with the compute stream waiting for it; all-reduced or
+ * reduce-scattered, through a flattened copy (a cat and a pre-divide,
+ * dropped once the reduction is issued), the compute stream first waiting
+ * for the reductions before, as ds_reduction_of says. The pipeline
+ * engine's BF16_Optimizer (ZeRO "stage 0" with bf16, modelled as stage 1)
+ * all-reduces a flattened copy as stage 1 does by default
+ * (_bf16_reduce_grads' buffered_allreduce_fallback,
+ * deepspeed/runtime/pipe/engine.py at v0.7.0). Stages 2-3 then free the
+ * gradients of its units. */
 static void reduce(mp *m, const mp_bucket *b, uint32_t after)
 {
     dsl *d = m->rt_state;
     const spec_deepspeed *c = cfg(m);
-    bool ar = !c->reduce_scatter || (c->stage < 3 && c->multi_rank_allreduce);
-    if (c->stage < 3 && c->overlap_comm && d->last != EM_NONE) {
+    ds_reduction how = ds_reduction_of(c);
+    if (how.waits && d->last != EM_NONE) {
         em_marker_begin(m->e, PROG_COMPUTE, PROG_PH_BACKWARD, "ds.wait_reduction_stream");
         em_dep(m->e, d->last);
         em_end(m->e);
@@ -94,7 +93,7 @@ static void reduce(mp *m, const mp_bucket *b, uint32_t after)
      * stream under overlap_comm, else the compute stream */
     prog_stream st = c->overlap_comm ? PROG_REDUCE : PROG_COMPUTE;
     uint32_t flat = EM_NONE;
-    if (ar || c->stage == 3) {
+    if (how.flat) {
         ss_bytes bytes = (b->n[0] + b->n[1]) * m->pl->reduce_elem;
         flat = em_tensor(m->e, PROG_MEM_COMM_BUFFER, bytes, false, "ds.bucket_flat");
         em_begin(m->e, PROG_OP_COMPUTE, st, PROG_PH_BACKWARD, "ds.flatten_bucket");
@@ -104,7 +103,7 @@ static void reduce(mp *m, const mp_bucket *b, uint32_t after)
         after = em_end(m->e);
     }
     uint32_t before = prog_nops(m->e->p, m->e->rank);
-    mp_reduce_bucket(m, b, !ar, after, "ds");
+    mp_reduce_bucket(m, b, !how.all_reduce, after, "ds");
     uint32_t now = prog_nops(m->e->p, m->e->rank);
     uint32_t red = now > before ? now - 1 : after; /* one rank: nothing reduced */
     if (now > before) d->last = red;

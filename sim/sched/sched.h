@@ -73,5 +73,16 @@ int ds_states(const plan *pl, uint32_t rank, st_bytes *out, ss_err *err);
  * made (the partitions so far and one parameter whole), else the model is
  * built whole and then partitioned. */
 int ds_init_peak(const plan *pl, uint32_t rank, ss_bytes *out, ss_err *err);
+/* How its zero_optimization keys reduce a bucket of gradients, for the
+ * DeepSpeed scheduler and DeepSpeed inside layouts (deepspeed.c says where
+ * each rule comes from): all-reduced or reduce-scattered; through a
+ * flattened copy of the bucket (stage 3 takes none for a bucket of one
+ * tensor divisible by the ranks, or under ZeRO++'s quantized reduction,
+ * which only the caller knows); and whether the compute stream waits for
+ * the reductions before each bucket's. */
+typedef struct ds_reduction {
+    bool all_reduce, flat, waits;
+} ds_reduction;
+ds_reduction ds_reduction_of(const spec_deepspeed *c);
 
 #endif
