@@ -181,9 +181,10 @@ static int tt_layout_check(const spec_scenario *s, const char *where, ss_err *er
                     spec_kernels_names[s->kernels],
                     s->kernels == SPEC_KERNELS_LIGER ? "Liger-Kernel"
                                                      : "Transformer Engine, Apex");
-    if (s->loss != SPEC_LOSS_EAGER)
+    if (s->loss != SPEC_LOSS_EAGER && s->loss != SPEC_LOSS_COMPILED)
         return NOPE("training.loss %s: torchtitan's loss is PyTorch's cross_entropy on the "
-                    "logits cast to fp32 (training.loss eager)", spec_loss_names[s->loss]);
+                    "logits cast to fp32, eager or compiled (training.loss eager or compiled)",
+                    spec_loss_names[s->loss]);
     if (s->attn_impl != SPEC_ATTN_FLASH)
         return NOPE("training.attention %s: torchtitan's attention is PyTorch SDPA's flash "
                     "backend (training.attention flash)", spec_attn_impl_names[s->attn_impl]);
@@ -269,6 +270,27 @@ static int tt_float8(const spec_scenario *s, const char *where, cJSON *o, ss_err
     return ok ? SS_OK : ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
 }
 
+/* Appends the string v to the array a. */
+static bool push_str(cJSON *a, const char *v)
+{
+    cJSON *e = cJSON_CreateString(v);
+    if (e && cJSON_AddItemToArray(a, e)) return true;
+    cJSON_Delete(e);
+    return false;
+}
+
+/* [compile]: enable, and which of the model and the loss torch.compile
+ * covers (components; torchtitan's default is both, so the list is always
+ * written). */
+static bool compile_table(const spec_scenario *s, cJSON *co)
+{
+    bool model = s->kernels == SPEC_KERNELS_COMPILED, loss = s->loss == SPEC_LOSS_COMPILED;
+    if (!flag(co, "enable", model || loss)) return false;
+    if (!model && !loss) return true;
+    cJSON *c = cJSON_AddArrayToObject(co, "components");
+    return c && (!model || push_str(c, "model")) && (!loss || push_str(c, "loss"));
+}
+
 static int tt_tables(const spec_scenario *s, const char *where, const char *title, cJSON **out,
                      ss_err *err)
 {
@@ -279,7 +301,7 @@ static int tt_tables(const spec_scenario *s, const char *where, const char *titl
     cJSON *op = cJSON_AddObjectToObject(o, "optimizer"), *co = cJSON_AddObjectToObject(o, "compile");
     bool fsdp = false;
     int rc = o && job && par && tr && ac && op && co && str(job, "description", title) &&
-                     flag(co, "enable", s->kernels == SPEC_KERNELS_COMPILED)
+                     compile_table(s, co)
                  ? SS_OK
                  : ss_fail(err, SS_E_NOMEM, NULL, "out of memory");
     if (!rc) rc = tt_parallelism(s, where, par, &fsdp, err);

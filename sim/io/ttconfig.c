@@ -45,7 +45,8 @@ typedef struct tt_cfg {
     int recompute; /* index in spec_recompute_names */
     uint64_t ac_every; /* full AC on every ac_every-th block (selective_ac_option "N") */
     int opt, impl;
-    bool compile;
+    bool compile;                /* [compile] enable */
+    bool compile_model, compile_loss; /* ... and its components */
     bool float8, fp8_all_gather; /* [model] converters ["float8"], [float8] */
     int fp8_recipe;              /* spec_fp8_recipe */
     const char *name, *flavor;
@@ -291,6 +292,29 @@ static int read_float8(js_node cfg, tt_cfg *c, ss_err *err)
     return SS_OK;
 }
 
+/* [compile] components: what torch.compile covers when enabled, "model"
+ * and "loss" (torchtitan's default: both; config/job_config.py's Compile,
+ * where the section came in at 08b8b244f, 2025-08-20). */
+static int read_components(js_node s, tt_cfg *c, ss_err *err)
+{
+    js_node k;
+    size_t n = 0;
+    bool given = js_get(s, "components", &k);
+    int rc = js_arr(s, "components", false, &k, &n, err);
+    c->compile_model = c->compile_loss = !given;
+    for (size_t i = 0; !rc && i < n; i++) {
+        const char *v;
+        js_node e = js_at(k, i);
+        if ((rc = js_str_val(e, &v, err))) break;
+        if (!strcmp(v, "model")) c->compile_model = true;
+        else if (!strcmp(v, "loss")) c->compile_loss = true;
+        else rc = js_failf(e, err, "compile component \"%s\": expected \"model\" or \"loss\"", v);
+    }
+    c->compile_model = c->compile_model && c->compile;
+    c->compile_loss = c->compile_loss && c->compile;
+    return rc;
+}
+
 /* [model], [compile], [float8], [quantize], [fault_tolerance]. */
 static int read_rest(js_node cfg, tt_cfg *c, ss_err *err)
 {
@@ -318,7 +342,8 @@ static int read_rest(js_node cfg, tt_cfg *c, ss_err *err)
     if ((rc = read_float8(cfg, c, err))) return rc;
     if ((rc = tt_section(cfg, "compile", &s, err)) ||
         (s.j && (rc = js_keys_check(s, JS_KEYS("enable", "components", "backend"), err))) ||
-        (s.j && (rc = js_bool(s, "enable", false, false, &c->compile, err))))
+        (s.j && (rc = js_bool(s, "enable", false, false, &c->compile, err))) ||
+        (s.j && (rc = read_components(s, c, err))))
         return rc;
     /* only converters read this; without one it changes nothing */
     if ((rc = tt_section(cfg, "quantize", &s, err)) ||
@@ -437,7 +462,7 @@ static int world_check(js_node cfg, tt_cfg *c, uint64_t gpus, ss_err *err)
         return tt_fail(cfg, "parallelism", "data_parallel_replicate_degree", err,
                        "DDP (replicate without shard) with tensor, pipeline or context "
                        "parallel: torchtitan raises \"DDP has not supported > 1D parallelism\"");
-    if (c->async_tp && c->tp > 1 && !c->compile)
+    if (c->async_tp && c->tp > 1 && !c->compile_model)
         return tt_fail(cfg, "parallelism", "enable_async_tensor_parallel", err,
                        "torchtitan raises \"Async TP requires 'model' in --compile.components "
                        "and --compile.enable\": set [compile] enable = true");
@@ -559,7 +584,8 @@ static int build(js_node cfg, const tt_cfg *c, uint32_t layers, cJSON *o, ss_err
          cJSON_AddNumberToObject(tr, "seq_len", (double)c->seq_len) &&
          cJSON_AddNumberToObject(tr, "grad_accum", (double)accum) &&
          cJSON_AddStringToObject(tr, "recompute", spec_recompute_names[c->recompute]) &&
-         cJSON_AddStringToObject(tr, "kernels", c->compile ? "compiled" : "eager");
+         cJSON_AddStringToObject(tr, "kernels", c->compile_model ? "compiled" : "eager");
+    if (ok && c->compile_loss) ok = cJSON_AddStringToObject(tr, "loss", "compiled") != NULL;
     if (ok && c->recompute == SPEC_RECOMP_FULL && c->ac_every > 1)
         ok = cJSON_AddNumberToObject(tr, "recompute_every", (double)c->ac_every) != NULL;
     /* torchtitan trains in training.dtype (fp32 unless bfloat16), casts to
@@ -606,9 +632,12 @@ static int build(js_node cfg, const tt_cfg *c, uint32_t layers, cJSON *o, ss_err
         ok = add_note(notes, "no data-parallel sharding (data_parallel_shard_degree 1): %s",
                       dp > 1 ? "torchtitan's DDP over the replicate group"
                              : "one data-parallel rank, no wrapper (simulated as ddp over one rank)");
-    if (ok && c->compile)
+    if (ok && c->compile_model)
         ok = add_note(notes, "[compile] enable = true: torch.compile's fused elementwise kernels "
                       "(training.kernels \"compiled\")");
+    if (ok && c->compile_loss)
+        ok = add_note(notes, "[compile] components with \"loss\" (torchtitan's default): the "
+                      "cross-entropy compiled (training.loss \"compiled\")");
     if (ok && c->float8)
         ok = add_note(notes, "[model] converters [\"float8\"]: torchao's Float8 linears "
                       "(precision.compute \"fp8\", recipe %s), the output head in bf16",

@@ -50,8 +50,9 @@ typedef struct plan_block {
     uint32_t fwd_kernels, bwd_kernels;
     bool dgrad;              /* backward computes the input gradient */
     bool recompute_full;     /* full recompute: its forward re-runs inside its backward */
-    bool recompute_input;    /* full recompute: the input is the layer's previous
-                              * block's output, re-run in backward, not kept */
+    bool recompute_input;    /* full recompute, or selective_op's layer: the input
+                              * is the layer's previous block's output, re-run in
+                              * backward, not kept */
     /* Layouts (plan_layout): costs and bytes above are one rank's share. */
     uint32_t chunk;          /* model chunk: stage chunk % pp, virtual chunk / pp */
     ss_bytes tp_bytes;       /* tp > 1: the activation its TP collectives move */

@@ -43,6 +43,7 @@ typedef struct ab {
      * layer's matmuls are counted in order; the odd-numbered ones keep
      * their outputs, whose forward time and bytes the block sums here. */
     bool op_sac;
+    bool to_residual; /* the GEMMs being added feed the residual add alone */
     bool hp; /* the GEMMs being added stay in 16 bits under fp8 compute (head, router) */
     uint64_t groups; /* the GEMMs being added run as grouped GEMMs of this many (MoE experts) */
     bool eager;        /* training.kernels eager: PyTorch's composite elementwise ops */
@@ -105,6 +106,17 @@ static void param(ab *x, plan_block *b, uint64_t numel, uint64_t rows)
     x->p->total_numel += numel;
 }
 
+/* Whether selective_op keeps a kept matmul's output. Eager PyTorch caches
+ * every output the policy saves, whether backward reads it or not
+ * (torch/utils/checkpoint.py, _CachingTorchDispatchMode); under
+ * torch.compile the partitioner saves only what backward reads, and an
+ * output projection's result feeds the residual add alone, whose backward
+ * reads nothing: not kept, not re-run (its time stays among the kept). */
+static bool op_sac_saves(const ab *x)
+{
+    return !x->to_residual || x->p->s->kernels != SPEC_KERNELS_COMPILED;
+}
+
 /* A weight k x n applied to m tokens: forward m x k x n; backward the input
  * gradient m x n x k and the weight gradient k x m x n. */
 static void gemm(ab *x, plan_block *b, uint64_t m, uint64_t k, uint64_t n)
@@ -116,7 +128,7 @@ static void gemm(ab *x, plan_block *b, uint64_t m, uint64_t k, uint64_t n)
     plan_linear(p, x->hp, x->groups, m, k, n, &lin);
     if (x->op_sac && ++x->mm % 2) {
         x->keep_ns += lin.fwd;
-        x->keep_bytes += m * n * x->c * x->groups;
+        if (op_sac_saves(x)) x->keep_bytes += m * n * x->c * x->groups;
         x->keep_flops += f;
     }
     b->fwd_flops += f;
@@ -486,7 +498,7 @@ static void attention(ab *x, unsigned l)
 {
     const spec_arch *a = x->a;
     uint64_t t = x->t, h = a->hidden, s = x->p->s->seq_len, bs = x->p->s->micro_batch;
-    uint64_t heads = a->heads / x->tp, sp = x->sp;
+    uint64_t heads = a->heads / x->tp;
     plan_block *b = blk(x, "layers.%u", "layers.%u.attn", l);
     x->mm = 0;
     norm(x, b, h);
@@ -521,7 +533,9 @@ static void attention(ab *x, unsigned l)
         if (x->torch_cp && x->p->s->repeat_kv) kv_cp = t * heads * (dqk + dv);
         rope_heads = heads + kvh, rope_dim = a->head_dim;
     }
+    x->to_residual = true;
     linear_row(x, b, a->heads * dv, h, t);
+    x->to_residual = false;
     if (!b) return;
     /* Rotary embedding (read and write); learned absolute positions are
      * added in the embedding instead. */
@@ -543,7 +557,7 @@ static void attention(ab *x, unsigned l)
         core *= (w * (w + 1) / 2 + (sd - w) * w) / (sd * (sd + 1) / 2);
         if (2 * w < rate_seq) rate_seq = 2 * w;
     }
-    uint64_t in = t * h / sp * x->c, out = t * heads * dv * x->c, lse = t * heads * 4;
+    uint64_t out = t * heads * dv * x->c, lse = t * heads * 4;
     uint64_t probs = 0, dscores = 0;
     ss_ns core_ns;
     if (x->p->s->attn_impl == SPEC_ATTN_UNFUSED) {
@@ -584,9 +598,10 @@ static void attention(ab *x, unsigned l)
     b->bwd_tmp_bytes = attn_bwd_tmp(x, t * heads * dqk, kv_core, t * heads * dv,
                                     t * heads * (dqk + dv), grouped, dscores);
     b->bwd_tmp_n = 1;
-    /* selective_op keeps the layer's input and the attention output with
-     * its logsumexp; the kernel's own time is not re-run. */
-    op_sac(x, b, in + out + lse, core_ns, (uint64_t)core);
+    /* selective_op keeps the attention output with its logsumexp (the
+     * layer's input too, which is the previous block's output, held as
+     * that); the kernel's own time is not re-run. */
+    op_sac(x, b, out + lse, core_ns, (uint64_t)core);
     if (x->cp > 1) b->cp_bytes = kv_cp * x->c * x->cp;
     if (x->torch_cp) {
         torch_cp_passes(x, b, t * heads * dqk, t * heads * dv, kv_cp);
@@ -629,7 +644,9 @@ static void mlp_weights(ab *x, plan_block *b, uint64_t f, uint64_t m, bool param
             if (a->bias) param(x, b, rows, rows);
         }
     for (uint64_t i = 0; i + 1 < mats; i++) gemm(x, b, m, h, f);
+    x->to_residual = true;
     gemm(x, b, m, f, h);
+    x->to_residual = false;
 }
 
 static void mlp(ab *x, unsigned l)
@@ -649,6 +666,13 @@ static void mlp(ab *x, unsigned l)
     keep(x, b, sp_input(x, b, a->hidden) + x->t * ((inter - 1) * f * x->c + f * x->lc));
     mlp_bwd_tmp(x, b, x->t * f);
     op_sac(x, b, 0, 0, 0);
+    /* selective_op checkpoints the layer whole: the residual between its
+     * attention and its MLP is an add's output, dropped once the MLP has
+     * read it and recomputed for the MLP's backward */
+    if (x->op_sac) {
+        b->recompute_input = true;
+        b->recompute_bytes += b->in_bytes;
+    }
     blk_done(x, b);
 }
 
@@ -786,12 +810,20 @@ static void moe(ab *x, unsigned l)
  *     way, one kernel each. Memory: none besides the logits, which the
  *     kernel overwrites with their gradient (Transformer Engine's
  *     cross_entropy.py, the kernel Megatron's --cross-entropy-fusion-impl
- *     te runs). */
+ *     te runs).
+ *   compiled (inductor's code for F.cross_entropy(logits.float()) under
+ *     torch.compile): the upcast fused into the kernels, the same passes
+ *     as fused; the partitioner saves the graph's input, the logits (c e;
+ *     the fp32 log-probabilities it can recompute pointwise from them and
+ *     the per-row reductions, which it saves instead), and backward writes
+ *     the gradient, cast down inside the kernel, as a tensor of its own: 2c
+ *     e at the loss's backward. */
 static void loss_cost(ab *x, uint64_t e)
 {
     plan *p = x->p;
     spec_loss impl = p->s->loss;
-    uint64_t c = x->c, up = c < 4 && impl != SPEC_LOSS_FUSED ? (c + 4) * e : 0;
+    bool one_pass = impl == SPEC_LOSS_FUSED || impl == SPEC_LOSS_COMPILED;
+    uint64_t c = x->c, up = c < 4 && !one_pass ? (c + 4) * e : 0;
     uint64_t f = 2 * c * e, g = 2 * c * e;
     uint32_t kf = 1, kb = 1;
     p->loss_saved = p->loss_fwd_tmp = p->loss_bwd_tmp = p->loss_grad32 = 0;
@@ -805,6 +837,8 @@ static void loss_cost(ab *x, uint64_t e)
     } else if (impl == SPEC_LOSS_VOCAB_PARALLEL) {
         f = up + 32 * e, g = 8 * e, kf = up ? 6 : 5, kb = 1;
         p->loss_saved = 4 * e;
+    } else if (impl == SPEC_LOSS_COMPILED) {
+        p->loss_saved = c * e;
     }
     p->loss_fwd_ns = plan_kernels_ns(p, f, kf);
     p->loss_bwd_ns = plan_kernels_ns(p, g, kb);

@@ -219,7 +219,13 @@ extern const char *const spec_kernels_names[SPEC_NKERNELS];
  *                   separate passes over the fp32 logits, the softmax kept
  *                   and scaled in place in backward;
  *   fused           one kernel each way (Transformer Engine's or Liger's
- *                   fused cross-entropy, a compiled loss);
+ *                   fused cross-entropy), the gradient written into the
+ *                   logits;
+ *   compiled        torch.compile's (inductor's) cross-entropy over the
+ *                   logits cast to fp32 (torchtitan from 2025-04): one
+ *                   reduction kernel forward, one pointwise kernel
+ *                   backward; the compiled graph keeps the logits and
+ *                   writes their gradient apart;
  *   fused_linear    Liger-Kernel's FusedLinearCrossEntropy: the output
  *                   head and the loss in chunks of tokens, all three of the
  *                   head's GEMMs and the gradients in the forward, the
@@ -232,7 +238,8 @@ extern const char *const spec_kernels_names[SPEC_NKERNELS];
     X(EAGER, "eager")                                                          \
     X(VOCAB_PARALLEL, "vocab_parallel")                                        \
     X(FUSED, "fused")                                                          \
-    X(FUSED_LINEAR, "fused_linear")
+    X(FUSED_LINEAR, "fused_linear")                                            \
+    X(COMPILED, "compiled")
 #define SPEC_ENUM2_(id, name) SPEC_LOSS_##id,
 typedef enum { SPEC_LOSS_IMPLS(SPEC_ENUM2_) SPEC_NLOSS } spec_loss;
 #undef SPEC_ENUM2_

@@ -1326,8 +1326,12 @@ static void test_recompute_every(void **state)
  * parallelize_llama.py): in each layer the matmuls are counted wq 1, wk 2,
  * wv 3, wo 4, w1 5, w3 6, w2 7 and the even ones recomputed, with every
  * non-matmul op; the SDPA output and its logsumexp are saved. So a layer
- * keeps its input, q, v, the attention output, w1's and w2's outputs, and
- * backward re-runs the norms, wk, wo, w3, rotary, SwiGLU and the adds. */
+ * keeps its input (the previous block's output, held as that, not again),
+ * q, v, the attention output, w1's and w2's outputs, and backward re-runs
+ * the norms, wk, wo, w3, rotary, SwiGLU and the adds, among them the
+ * residual between attention and MLP, which the forward drops. Under
+ * torch.compile the partitioner saves only what backward reads: not w2's
+ * output, which only the residual add reads (DECISIONS 202). */
 static void test_selective_op(void **state)
 {
     (void)state;
@@ -1340,21 +1344,36 @@ static void test_selective_op(void **state)
     const uint64_t t = 4096, h = 4096, f = 14336, c = 2, kv = 1024, heads = 32;
     const plan_block *a0 = plan_find(p0, "layers.3.attn"), *a1 = plan_find(p1, "layers.3.attn");
     const plan_block *m0 = plan_find(p0, "layers.3.mlp"), *m1 = plan_find(p1, "layers.3.mlp");
-    assert_int_equal(a1->saved_bytes, (3 * t * h + t * kv) * c + t * heads * 4);
+    assert_int_equal(a1->saved_bytes, (2 * t * h + t * kv) * c + t * heads * 4);
     assert_int_equal(m1->saved_bytes, (t * f + t * h) * c);
-    /* what is no longer kept comes back during the block's backward */
+    /* what is no longer kept comes back during the block's backward, the
+     * MLP's input (the residual) with it */
     assert_int_equal(a1->saved_bytes + a1->recompute_bytes, a0->saved_bytes);
-    assert_int_equal(m1->saved_bytes + m1->recompute_bytes, m0->saved_bytes);
+    assert_int_equal(m1->saved_bytes + m1->recompute_bytes, m0->saved_bytes + t * h * c);
+    assert_false(a1->recompute_input || a0->recompute_input || m0->recompute_input);
+    assert_true(m1->recompute_input);
     ss_ns norm = plan_mem_ns(p1, 3 * t * h * c), res = plan_mem_ns(p1, 3 * t * h * c);
     assert_int_equal(a1->bwd_ns - a0->bwd_ns, norm + plan_gemm_ns(p1, t, h, kv) +
                                                    plan_gemm_ns(p1, t, h, h) +
                                                    plan_mem_ns(p1, 2 * t * (h + kv) * c) + res);
     assert_int_equal(m1->bwd_ns - m0->bwd_ns,
                      norm + plan_gemm_ns(p1, t, h, f) + plan_mem_ns(p1, 3 * t * f * c) + res);
+    /* compiled: the same kernels' costs as fused, w2's output not kept and
+     * not re-run */
+    spec_scenario s2;
+    load("llama3-8b", ", \"kernels\": \"compiled\", \"recompute\": \"selective_op\"", &s2);
+    plan *p2;
+    assert_int_equal(plan_new(&p2, &s2, NULL), SS_OK);
+    const plan_block *a2 = plan_find(p2, "layers.3.attn"), *m2 = plan_find(p2, "layers.3.mlp");
+    assert_int_equal(a2->saved_bytes, a1->saved_bytes);
+    assert_int_equal(m2->saved_bytes, t * f * c);
+    assert_int_equal(m2->bwd_ns, m1->bwd_ns);
     plan_free(p0);
     plan_free(p1);
+    plan_free(p2);
     spec_scenario_fini(&s0);
     spec_scenario_fini(&s1);
+    spec_scenario_fini(&s2);
 }
 
 int main(void)

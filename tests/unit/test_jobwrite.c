@@ -78,6 +78,29 @@ static void test_torchtitan_text(void **state)
                                  "context_parallel_rotate_method = \"alltoall\"\n"));
     free(text);
     spec_scenario_fini(&s);
+    /* what torch.compile covers: the blocks' kernels and the loss each say
+     * so in [compile] components (torchtitan compiles both by default) */
+    static const struct {
+        const char *kernels, *loss, *want;
+    } compiled[] = {
+        {"compiled", "eager", "\n[compile]\nenable = true\ncomponents = [\"model\"]\n"},
+        {"eager", "compiled", "\n[compile]\nenable = true\ncomponents = [\"loss\"]\n"},
+        {"compiled", "compiled", "\n[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\n"},
+    };
+    for (size_t k = 0; k < sizeof compiled / sizeof *compiled; k++) {
+        char tr[256];
+        snprintf(tr, sizeof tr, "\"kernels\": \"%s\", \"loss\": \"%s\", ", compiled[k].kernels,
+                 compiled[k].loss);
+        /* tt_base with these two keys first in its training object */
+        const char *at = strchr(tt_base, '{') + 1;
+        snprintf(sec, sizeof sec, "%.*s%s%s, \"parallel\": {\"dp\": 8}, "
+                 "\"sharding\": {\"strategy\": \"fsdp2\"}", (int)(at - tt_base), tt_base, tr, at);
+        assert_int_equal(load("llama3-8b.json", sec, &s), SS_OK);
+        assert_int_equal(jobw_torchtitan(&s, "w", "job", &text, &err), SS_OK);
+        assert_non_null(strstr(text, compiled[k].want));
+        free(text);
+        spec_scenario_fini(&s);
+    }
 }
 
 /* Each refusal names the setting (the message fragment) at `where`. */

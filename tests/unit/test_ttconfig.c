@@ -172,10 +172,26 @@ static void test_each_key(void **state)
                " \"float8\": {\"recipe_name\": \"rowwise\", \"enable_fsdp_float8_all_gather\": true}}", 8);
     assert_int_equal(num(o, "training", "recompute_every"), 3);
     assert_string_equal(str(o, "training", "kernels"), "compiled");
+    /* [compile] components default to the model and the loss */
+    assert_string_equal(str(o, "training", "loss"), "compiled");
     assert_string_equal(str(o, "precision", "compute"), "fp8");
     cJSON *f8 = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "precision"), "fp8");
     assert_string_equal(cJSON_GetObjectItem(f8, "recipe")->valuestring, "rowwise");
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(f8, "all_gather")));
+    cJSON_Delete(o);
+    /* components name what is compiled: the model alone keeps the eager
+     * loss (no loss key: auto), the loss alone the eager kernels */
+    o = map_ok("{" NO_AC ", \"compile\": {\"enable\": true, \"components\": [\"model\"]}}", 8);
+    assert_string_equal(str(o, "training", "kernels"), "compiled");
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "training"), "loss"));
+    cJSON_Delete(o);
+    o = map_ok("{" NO_AC ", \"compile\": {\"enable\": true, \"components\": [\"loss\"]}}", 8);
+    assert_string_equal(str(o, "training", "kernels"), "eager");
+    assert_string_equal(str(o, "training", "loss"), "compiled");
+    cJSON_Delete(o);
+    o = map_ok("{" NO_AC ", \"compile\": {\"enable\": false, \"components\": [\"loss\"]}}", 8);
+    assert_string_equal(str(o, "training", "kernels"), "eager");
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "training"), "loss"));
     cJSON_Delete(o);
     o = map_ok("{" NO_AC ", \"parallelism\": {\"data_parallel_replicate_degree\": 4,"
                " \"data_parallel_shard_degree\": 1}}", 4);
@@ -254,6 +270,8 @@ static void test_errors(void **state)
     fails("{\"activation_checkpoint\": {\"mode\": \"memory_budget\"}}", 8,
           "$.activation_checkpoint.mode", "memory_budget AC");
     fails("{" NO_AC ", \"trainning\": {}}", 8, "$.trainning", "unknown torchtitan section [trainning]");
+    fails("{" NO_AC ", \"compile\": {\"enable\": true, \"components\": [\"model\", \"optimizer\"]}}", 8,
+          "$.compile.components[1]", "compile component \"optimizer\": expected \"model\" or \"loss\"");
     fails("{" NO_AC ", \"parallelism\": {\"tensor_parallel\": 2}}", 8, "$.parallelism",
           "tensor_parallel");
     fails("{" NO_AC ", \"parallelism\": {\"data_parallel_shard_degree\": 4}}", 8, "$.parallelism",
