@@ -1594,7 +1594,7 @@ static int load_layout(js_node root, spec_scenario *s, ss_err *err)
         (rc = js_keys_check(tr, KEYS("micro_batch", "seq_len", "recompute", "grad_accum",
                                      "kernels", "recompute_every", "attention", "moe_gemm",
                                      "loss", "attention_dropout", "cpu_offloading_num_layers",
-                                     "cpu_offloading_impl", "repeat_kv"),
+                                     "cpu_offloading_impl", "repeat_kv", "recompute_early_stop"),
                                err)) ||
         (rc = js_u64(tr, "grad_accum", false, 1, 1, 4096, &accum, err)) ||
         (rc = js_u64(tr, "micro_batch", true, 0, 1, 1ull << 32, &mb, err)) ||
@@ -1762,6 +1762,23 @@ static int resolve_attention(js_node root, spec_scenario *s, ss_err *err)
     return SS_OK;
 }
 
+/* training.recompute_early_stop (spec.h): given, or by the runtime: a
+ * PyTorch-native one (DDP, ZeRO-1, FSDP1, FSDP2) with PyTorch's own modules
+ * (eager, compiled, Liger) checkpoints through torch.utils.checkpoint's
+ * non-reentrant path (FSDP's checkpoint_wrapper default, torchtitan's
+ * ptd_checkpoint_wrapper, llm-foundry, fms-fsdp), which stops early;
+ * Megatron-core's and DeepSpeed's checkpoints re-run the whole layer, and so
+ * do Transformer Engine's and Apex's fused modules' stacks. Only full
+ * recomputation reads it. After resolve_kernels. */
+static int resolve_early_stop(js_node root, spec_scenario *s, ss_err *err)
+{
+    js_node tr;
+    js_get(root, "training", &tr);
+    bool native = s->shard.strategy != SPEC_MEGATRON && s->shard.strategy != SPEC_DEEPSPEED;
+    return js_bool(tr, "recompute_early_stop", false, native && s->kernels != SPEC_KERNELS_FUSED,
+                   &s->recompute_early_stop, err);
+}
+
 /* training.loss "auto": Megatron-core's vocab-parallel cross-entropy with
  * the fused kernel set, Liger's fused linear cross-entropy with Liger's
  * (AutoLigerKernelForCausalLM's default; its plain cross-entropy kernel
@@ -1808,6 +1825,7 @@ static int load_root(js_node root, spec_scenario *s, ss_err *err)
         (rc = layout_check(root, s, err)) || (rc = resolve_kernels(root, s, err)) ||
         (rc = resolve_repeat_kv(root, s, err)) ||
         (rc = resolve_loss(root, s, err)) || (rc = resolve_attention(root, s, err)) ||
+        (rc = resolve_early_stop(root, s, err)) ||
         (rc = load_runtime(root, s, err)) ||
         (rc = load_network(root, s, err)) || (rc = load_calibration(root, s, err)) ||
         (rc = load_allocator(root, s, err)) || (rc = load_init(root, s, err)) ||

@@ -48,6 +48,14 @@ typedef struct plan_block {
      * apiece): eager composites launch many, fused ones few. 0 on a side
      * reads as one. */
     uint32_t fwd_kernels, bwd_kernels;
+    /* The forward's tail after the last tensor backward reads (the dense
+     * MLP's down projection and the residual add): what full recomputation
+     * does not re-run when it stops early (spec recompute_early_stop). */
+    ss_ns tail_ns;
+    uint64_t tail_flops;
+    uint32_t tail_kernels;
+    bool recompute_stops;    /* full recompute stops before the tail (and, under
+                              * TP, before the tail's reduction) */
     bool dgrad;              /* backward computes the input gradient */
     bool recompute_full;     /* full recompute: its forward re-runs inside its backward */
     bool recompute_input;    /* full recompute, or selective_op's layer: the input

@@ -55,6 +55,9 @@ typedef struct ab {
     uint32_t mm;
     ss_ns keep_ns;
     uint64_t keep_bytes, keep_flops;
+    ss_ns tail_ns; /* the residual-only GEMMs' forward (plan_block.tail_ns) */
+    uint64_t tail_flops;
+    uint32_t tail_kernels;
 } ab;
 
 static plan_block *blk(ab *x, const char *group, const char *fmt, unsigned l)
@@ -73,6 +76,7 @@ static plan_block *blk(ab *x, const char *group, const char *fmt, unsigned l)
     b->dgrad = true;
     x->keep_ns = 0;
     x->keep_bytes = x->keep_flops = 0;
+    x->tail_ns = 0, x->tail_flops = 0, x->tail_kernels = 0;
     x->eager_saved = 0;
     b->in_bytes = b->out_bytes = x->t * x->a->hidden * x->c / x->sp;
     if (x->tp > 1) b->tp_bytes = b->tp_ag_bytes = x->t * x->a->hidden * x->c;
@@ -131,6 +135,7 @@ static void gemm(ab *x, plan_block *b, uint64_t m, uint64_t k, uint64_t n)
         if (op_sac_saves(x)) x->keep_bytes += m * n * x->c * x->groups;
         x->keep_flops += f;
     }
+    if (x->to_residual) x->tail_ns += lin.fwd, x->tail_flops += f, x->tail_kernels += lin.fwd_kernels;
     b->fwd_flops += f;
     b->bwd_flops += 2 * f;
     b->fwd_ns += lin.fwd;
@@ -649,6 +654,21 @@ static void mlp_weights(ab *x, plan_block *b, uint64_t f, uint64_t m, bool param
     x->to_residual = false;
 }
 
+/* The MLP's forward tail (plan_block.tail_ns): the residual add (add_ns)
+ * and the down projection, whose input is the layer's last tensor backward
+ * reads. An aten GEMM saves its inputs before it runs (autograd's
+ * generated code), so an early-stopping recomputation ends before it; a
+ * custom autograd Function saves after its forward has run: torchao's and
+ * Transformer Engine's fp8 linears run the GEMM, leaving the add. Under
+ * torch.compile the partitioner re-runs only what backward reads: neither. */
+static void mlp_tail(ab *x, plan_block *b, ss_ns add_ns)
+{
+    bool gemm = x->p->s->prec.compute != SPEC_DT_FP8 || x->p->s->kernels == SPEC_KERNELS_COMPILED;
+    b->tail_ns = add_ns + (gemm ? x->tail_ns : 0);
+    b->tail_flops = gemm ? x->tail_flops : 0;
+    b->tail_kernels = 1 + (gemm ? x->tail_kernels : 0);
+}
+
 static void mlp(ab *x, unsigned l)
 {
     const spec_arch *a = x->a;
@@ -657,8 +677,10 @@ static void mlp(ab *x, unsigned l)
     mlp_weights(x, b, a->ffn_hidden / x->tp, x->t, true);
     activation(x, b, x->t, a->ffn_hidden / x->tp);
     eager_fanout(x, b, spec_act_mats(a->act) - 1, x->t * a->hidden); /* gated: w1 and w3 */
+    ss_ns before = b ? b->fwd_ns : 0;
     residual(x, b);
     if (!b) return;
+    mlp_tail(x, b, b->fwd_ns - before);
     /* kept: the up projection's input and outputs and the down projection's
      * input; the projections' inputs as x->lc bytes (their fp8 casts under
      * Transformer Engine's fp8), the activation's input in 16 bits */
@@ -932,9 +954,13 @@ static void apply_recompute(plan *p)
             b->recompute_bytes = b->saved_bytes;
             b->saved_bytes = 0;
             b->recompute_input = i > 0 && strcmp(p->blocks[i - 1].group, b->group) == 0;
-            b->bwd_ns += b->fwd_ns;
-            b->bwd_flops += b->fwd_flops;
-            b->bwd_kernels += b->fwd_kernels;
+            /* an early stop leaves the layer's tail (the last block's) */
+            bool last = i + 1 == p->nblocks || strcmp(p->blocks[i + 1].group, b->group) != 0;
+            bool stop = p->s->recompute_early_stop && last;
+            b->recompute_stops = stop && b->tail_kernels;
+            b->bwd_ns += b->fwd_ns - (stop ? b->tail_ns : 0);
+            b->bwd_flops += b->fwd_flops - (stop ? b->tail_flops : 0);
+            b->bwd_kernels += b->fwd_kernels - (stop ? b->tail_kernels : 0);
         } else if (r == SPEC_RECOMP_SELECTIVE && b->recompute_bytes) {
             b->saved_bytes -= b->recompute_bytes;
         } else if (r == SPEC_RECOMP_SELECTIVE_OP) {

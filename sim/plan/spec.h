@@ -800,6 +800,14 @@ typedef struct spec_scenario {
     uint32_t grad_accum;  /* micro-batches per optimizer step */
     spec_recompute recompute;
     uint32_t recompute_every; /* full: every N-th layer only (1: all) */
+    /* training.recompute_early_stop: full recomputation stops once it has
+     * re-made every tensor backward reads, as PyTorch's non-reentrant
+     * checkpoint does (torch.utils.checkpoint's early stop), so the layer's
+     * last GEMM, whose output only the residual add reads, is not re-run;
+     * a reentrant checkpoint (Megatron's, DeepSpeed's, Hugging Face's
+     * default) re-runs the whole layer. Resolved at load (auto: PyTorch's
+     * own runtimes with its eager, compiled or Liger modules). */
+    bool recompute_early_stop;
     /* training.cpu_offloading_num_layers: Transformer Engine offloads the
      * saved activations of this many transformer layers to the host
      * (strategy megatron; sched/mp_offload.c); 0: none */

@@ -535,7 +535,9 @@ static void fwd_post(mp *m, const blk *k)
 /* Full recomputation re-runs a layer block's forward inside its backward
  * op, and with it the forward's collectives (Megatron's recompute re-enters
  * the TP, CP and MoE token-dispatcher communication): issued before the
- * backward op, in forward order, on the critical path as in forward. */
+ * backward op, in forward order, on the critical path as in forward; one
+ * that stops early (plan_block.recompute_stops) leaves out the last
+ * block's output reduction with its down projection. */
 static uint32_t recompute_colls(mp *m, const plan_block *b, uint32_t dep)
 {
     if (!b->recompute_full) return dep;
@@ -553,7 +555,8 @@ static uint32_t recompute_colls(mp *m, const plan_block *b, uint32_t dep)
                       dep, "recompute.cp.kv", b->name);
     dep = ep_in(m, b, ph, dep, "recompute.ep.dispatch", "recompute.etp.all_gather", true);
     dep = ep_out(m, b, ph, dep, "recompute.etp.reduce_scatter", "recompute.ep.combine", false);
-    if (b->tp_bytes)
+    /* an early stop ends before the output projection and its reduction */
+    if (b->tp_bytes && !b->recompute_stops)
         dep = mp_coll(m, PROG_TP, ph, sp ? PROG_COLL_REDUCE_SCATTER : PROG_COLL_ALL_REDUCE,
                       m->g[G_TP], b->tp_bytes, dep,
                       sp ? "recompute.tp.reduce_scatter" : "recompute.tp.all_reduce", b->name);

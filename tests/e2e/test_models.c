@@ -1322,6 +1322,61 @@ static void test_recompute_every(void **state)
     assert_non_null(strstr(err.where, "$.training.recompute_every"));
 }
 
+/* Full recomputation with PyTorch's non-reentrant checkpoint stops once
+ * every tensor backward reads is back (torch.utils.checkpoint's early
+ * stop): the down projection, whose input is the last such tensor and whose
+ * output only the residual add reads, and the add are not re-run; an aten
+ * GEMM saves its inputs before it runs, so it never starts. By hand on Llama
+ * 3 8B (4096 tokens, eager): the MLP block's backward with the early stop is
+ * the reentrant one less the down projection's GEMM (4096 x 14336 x 4096)
+ * and the add (3 t h c), the attention block's the same; fp8 (torchao's
+ * Float8Linear, a custom autograd Function that saves after its forward)
+ * keeps the GEMM and leaves only the add; torch.compile's partitioner
+ * re-runs neither. The default follows the runtime: on for FSDP, off for
+ * Megatron-core's and DeepSpeed's own checkpoints. */
+static void test_recompute_early_stop(void **state)
+{
+    (void)state;
+    const uint64_t t = 4096, h = 4096, f = 14336, c = 2;
+    spec_scenario s1, s0;
+    plan *p1 = load_plan_with("llama3-8b", ", \"recompute\": \"full\"", &s1);
+    plan *p0 = load_plan_with("llama3-8b", ", \"recompute\": \"full\", \"recompute_early_stop\": false",
+                              &s0);
+    assert_true(s1.recompute_early_stop);
+    assert_false(s0.recompute_early_stop);
+    const plan_block *a1 = plan_find(p1, "layers.5.attn"), *a0 = plan_find(p0, "layers.5.attn");
+    const plan_block *m1 = plan_find(p1, "layers.5.mlp"), *m0 = plan_find(p0, "layers.5.mlp");
+    assert_int_equal(a1->bwd_ns, a0->bwd_ns);
+    ss_ns add = plan_mem_ns(p1, 3 * t * h * c);
+    assert_int_equal(m0->bwd_ns - m1->bwd_ns, plan_gemm_ns(p1, t, f, h) + add);
+    assert_int_equal(m0->bwd_flops - m1->bwd_flops, 2 * t * f * h);
+    assert_true(m1->recompute_stops && !m0->recompute_stops && !a1->recompute_stops);
+    plan_free(p1), plan_free(p0);
+    spec_scenario_fini(&s1), spec_scenario_fini(&s0);
+    /* fp8 eager: the add alone; fp8 compiled: the GEMM too */
+    const char *sets8[] = {"precision.compute=fp8"};
+    const char *sets8c[] = {"precision.compute=fp8", "training.kernels=compiled"};
+    for (int k = 0; k < 2; k++) {
+        const char *const *sets = k ? sets8c : sets8;
+        plan *q1 = load_plan_over("llama3-8b", ", \"recompute\": \"full\"", sets, k + 1u, &s1);
+        plan *q0 = load_plan_over("llama3-8b",
+                                  ", \"recompute\": \"full\", \"recompute_early_stop\": false",
+                                  sets, k + 1u, &s0);
+        const plan_block *n1 = plan_find(q1, "layers.5.mlp"), *n0 = plan_find(q0, "layers.5.mlp");
+        ss_ns res = plan_mem_ns(q1, 3 * t * h * c);
+        if (k) assert_true(n0->bwd_ns - n1->bwd_ns > res);
+        else assert_int_equal(n0->bwd_ns - n1->bwd_ns, res);
+        assert_int_equal(n0->bwd_flops - n1->bwd_flops, k ? 2 * t * f * h : 0);
+        plan_free(q1), plan_free(q0);
+        spec_scenario_fini(&s1), spec_scenario_fini(&s0);
+    }
+    /* Megatron-core's checkpoint re-runs the layer whole by default */
+    const char *mg[] = {"sharding={\"strategy\": \"megatron\"}"};
+    load_sets("llama3-8b", ", \"recompute\": \"full\"", mg, 1, &s1);
+    assert_false(s1.recompute_early_stop);
+    spec_scenario_fini(&s1);
+}
+
 /* torchtitan's op-level SAC (_save_list and _custom_policy in its
  * parallelize_llama.py): in each layer the matmuls are counted wq 1, wk 2,
  * wv 3, wo 4, w1 5, w3 6, w2 7 and the even ones recomputed, with every
@@ -1389,7 +1444,7 @@ int main(void)
         cmocka_unit_test(test_loss_memory), cmocka_unit_test(test_fused_linear_loss),
         cmocka_unit_test(test_mlp_backward_gradients),
         cmocka_unit_test(test_host_dispatch),
-        cmocka_unit_test(test_recompute_every),
+        cmocka_unit_test(test_recompute_every), cmocka_unit_test(test_recompute_early_stop),
         cmocka_unit_test(test_gemm_floor_openxla),
         cmocka_unit_test(test_moe_grouped_gemm),
         cmocka_unit_test(test_activations),
