@@ -12,14 +12,20 @@ typedef struct vec {
     uint32_t len, cap;
 } vec;
 
+/* Appends n items (n >= 0) of `size` bytes; *idx (if given) is the first's. */
+static int vec_push_n(vec *v, const void *items, uint32_t n, size_t size, uint32_t *idx)
+{
+    if (n > UINT32_MAX - v->len) return SS_E_OVERFLOW;
+    if (!ss_grow(&v->data, &v->cap, v->len + n, size)) return SS_E_NOMEM;
+    if (n) memcpy((char *)v->data + (size_t)v->len * size, items, (size_t)n * size);
+    if (idx) *idx = v->len;
+    v->len += n;
+    return SS_OK;
+}
+
 static int vec_push(vec *v, const void *item, size_t size, uint32_t *idx)
 {
-    if (v->len == UINT32_MAX) return SS_E_OVERFLOW;
-    if (!ss_grow(&v->data, &v->cap, v->len + 1, size)) return SS_E_NOMEM;
-    memcpy((char *)v->data + (size_t)v->len * size, item, size);
-    if (idx) *idx = v->len;
-    v->len++;
-    return SS_OK;
+    return vec_push_n(v, item, 1, size, idx);
 }
 
 typedef struct rank_prog {
@@ -317,13 +323,10 @@ int prog_op_add(prog *p, uint32_t rank, const prog_op_spec *s, uint32_t *opid,
         .mem0 = rp->mems.len, .nmem = s->nmem,
     };
     if (str_intern(p, s->name ? s->name : "", &op.name)) return nomem(err);
-    for (uint32_t i = 0; i < s->ndeps; i++)
-        if (vec_push(&rp->deps, &s->deps[i], sizeof s->deps[i], NULL))
-            return nomem(err);
-    for (uint32_t i = 0; i < s->nmem; i++)
-        if (vec_push(&rp->mems, &s->mem[i], sizeof s->mem[i], NULL))
-            return nomem(err);
-    if (vec_push(&rp->ops, &op, sizeof op, opid)) return nomem(err);
+    if (vec_push_n(&rp->deps, s->deps, s->ndeps, sizeof *s->deps, NULL) ||
+        vec_push_n(&rp->mems, s->mem, s->nmem, sizeof *s->mem, NULL) ||
+        vec_push(&rp->ops, &op, sizeof op, opid))
+        return nomem(err);
     return SS_OK;
 }
 
