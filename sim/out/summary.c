@@ -662,8 +662,12 @@ void sum_text(const sum_report *r, FILE *f)
                     spec_pp_names[p->schedule], r->s->grad_accum,
                     100.0 * sum_bubble_fraction(p, r->s->grad_accum));
     }
-    fprintf(f, "  compute busy     %10.3f ms  (%s kernels; slowed %.3f by collectives beside it)\n",
-            secs(r->compute_ns) * 1e3, spec_kernels_names[r->s->kernels],
+    /* full recomputation says whether it stops early (DECISIONS 203) */
+    const char *recomp = r->s->recompute != SPEC_RECOMP_FULL ? ""
+                         : r->s->recompute_early_stop     ? ", full recompute stopping early"
+                                                          : ", full recompute of whole layers";
+    fprintf(f, "  compute busy     %10.3f ms  (%s kernels%s; slowed %.3f by collectives beside it)\n",
+            secs(r->compute_ns) * 1e3, spec_kernels_names[r->s->kernels], recomp,
             secs(r->interference_ns) * 1e3);
     fprintf(f, "  comm busy        %10.3f ms  (overlapped %.3f, exposed %.3f)\n",
             secs(r->comm_ns) * 1e3, secs(r->overlap_ns) * 1e3, secs(r->exposed_comm_ns) * 1e3);
