@@ -79,6 +79,25 @@ double plan_gemm_rate(const plan *p, double g)
     return gemm_rate_dt(p, dt16(p), g);
 }
 
+/* Past a table's last point `b` (a the one before), a causal kernel's rate
+ * as a multiple of b's. The causal kernel falls short of the non-causal
+ * one by the share of the work its diagonal blocks and the triangle's
+ * uneven rows cost, a share that shrinks as the sequence grows; past the
+ * table it keeps shrinking by the ratio it shrank from a to b, per factor
+ * b.seq / a.seq of length (FlashAttention-3's chart on H100: 6.8% at 8k,
+ * 4.9% at 16k, 0.72 a doubling; FlashAttention-2's 0.95; cuDNN's 0.80).
+ * The backward, taken at the forward's causal / non-causal ratio
+ * (machine.c), moves with it. Without the non-causal rates, or where the
+ * shortfall did not shrink, the rate is held. */
+static double beyond(const spec_attn_point *a, const spec_attn_point *b, double seq)
+{
+    if (a->full_flops <= 0 || b->full_flops <= 0) return 1.0;
+    double da = 1.0 - a->fwd_flops / a->full_flops, db = 1.0 - b->fwd_flops / b->full_flops;
+    if (da <= 0 || db <= 0 || db >= da) return 1.0;
+    double steps = log2(seq / b->seq) / log2(b->seq / a->seq);
+    return (1.0 - db * pow(db / da, steps)) / (1.0 - db);
+}
+
 double plan_attn_rate(const plan *p, double seq, double g, bool backward)
 {
     const spec_device *d = &p->s->topo.device;
@@ -97,6 +116,7 @@ double plan_attn_rate(const plan *p, double seq, double g, bool backward)
     double f = p->s->attn_impl == SPEC_ATTN_TRITON ? d->attn_triton_fraction : 1.0;
     double rlo = f * (backward ? lo->bwd_flops : lo->fwd_flops);
     double rhi = f * (backward ? hi->bwd_flops : hi->fwd_flops);
+    if (lo == hi && n > 1 && seq > lo->seq) return rlo * beyond(&a[n - 2], lo, seq);
     if (seq <= lo->seq || lo == hi) return rlo; /* below the table, or beyond its end */
     if (seq >= hi->seq) return rhi;
     double w = log(seq / lo->seq) / log(hi->seq / lo->seq);

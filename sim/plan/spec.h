@@ -302,11 +302,15 @@ typedef struct spec_gemm_cal {
 
 /* Measured rates of the fused attention kernel (FlashAttention) on 16-bit
  * inputs, by sequence length: forward and backward FLOP/s, counted as the
- * kernel's own benchmarks count them. Points in increasing seq; the planner
- * interpolates linearly in log(seq) and holds the end values outside. */
+ * kernel's own benchmarks count them, and the non-causal forward's where
+ * the table gives it (0 otherwise). Points in increasing seq; the planner
+ * interpolates linearly in log(seq), holds the first values below the
+ * table and, past its end, lets the causal kernel's shortfall against the
+ * non-causal one keep shrinking as the table's last doubling shrank it
+ * (plan_attn_rate). */
 #define SPEC_ATTN_MAX 16
 typedef struct spec_attn_point {
-    double seq, fwd_flops, bwd_flops;
+    double seq, fwd_flops, bwd_flops, full_flops;
 } spec_attn_point;
 
 /* One implementation's table (spec_device.attn, attn_cudnn, attn_flash3). */

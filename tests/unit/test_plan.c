@@ -155,15 +155,18 @@ static void test_costs(void **state)
 }
 
 /* The attention table: linear in log(seq) between points, the end values
- * outside, only for 16-bit compute (fp32 falls back to the GEMM curve). */
+ * outside (the last held where the table gives no non-causal rates), only
+ * for 16-bit compute (fp32 falls back to the GEMM curve). Past the end of
+ * a table with non-causal rates, the causal shortfall keeps shrinking at
+ * its last doubling's ratio: worked by hand below. */
 static void test_attention_rate(void **state)
 {
     (void)state;
     spec_scenario s = make(4, SPEC_WRAP_PER_BLOCK);
     spec_device *d = &s.topo.device;
-    d->attn.pt[0] = (spec_attn_point){1024, 100e12, 80e12};
-    d->attn.pt[1] = (spec_attn_point){4096, 300e12, 200e12};
-    d->attn.pt[2] = (spec_attn_point){16384, 340e12, 240e12};
+    d->attn.pt[0] = (spec_attn_point){1024, 100e12, 80e12, 0};
+    d->attn.pt[1] = (spec_attn_point){4096, 300e12, 200e12, 0};
+    d->attn.pt[2] = (spec_attn_point){16384, 340e12, 240e12, 0};
     d->attn.n = 3;
     s.prec.compute = SPEC_DT_BF16;
     d->peak_flops[SPEC_DT_BF16] = 1000e12;
@@ -176,6 +179,18 @@ static void test_attention_rate(void **state)
     assert_float_equal(plan_attn_rate(p, 256, 64, false), 100e12, 1e6);
     assert_float_equal(plan_attn_rate(p, 1 << 20, 64, true), 240e12, 1e6);
     plan_free(p);
+    /* non-causal 400 at 4k and 16k: shortfalls 25% and 15%, a ratio of 0.6
+     * per two doublings (the points' spacing); at 64k (one more such step)
+     * 15% x 0.6 = 9%: the forward 400 x 0.91 = 364, the backward 240 x
+     * 0.91 / 0.85; below and inside the table nothing changes */
+    d->attn.pt[1].full_flops = d->attn.pt[2].full_flops = 400e12;
+    assert_int_equal(plan_new(&p, &s, NULL), SS_OK);
+    assert_float_equal(plan_attn_rate(p, 65536, 64, false), 364e12, 1e6);
+    assert_float_equal(plan_attn_rate(p, 65536, 64, true), 240e12 * 0.91 / 0.85, 1e6);
+    assert_float_equal(plan_attn_rate(p, 16384, 64, false), 340e12, 1e6);
+    assert_float_equal(plan_attn_rate(p, 8192, 64, false), 320e12, 1e6);
+    plan_free(p);
+    d->attn.pt[1].full_flops = d->attn.pt[2].full_flops = 0;
     s.prec.compute = SPEC_DT_FP32;
     assert_int_equal(plan_new(&p, &s, NULL), SS_OK);
     assert_float_equal(plan_attn_rate(p, 2048, 64, false), plan_gemm_rate(p, 64), 1.0);
