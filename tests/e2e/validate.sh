@@ -29,11 +29,16 @@ rc=$?
 check "--strict exits 1 when a threshold fails" '[ $rc -eq 1 ]'
 # The whole published corpus (every scenarios/published row with a
 # measurement): overall median |error| at most 10%, median signed within
-# +-5%, every source at most 20%, for step time and memory alike.
-"$bin" validate -j 2 --strict >"$d/all.txt" 2>&1
-rc=$?
-check "the whole corpus holds every threshold ($(grep -c '^PASS' "$d/all.txt") of 6 pass)" \
-  '[ $rc -eq 0 ] && [ "$(grep -c "^PASS" "$d/all.txt")" -eq 6 ]'
+# +-5%, every source at most 20%, for step time and memory alike. The
+# sanitizer pass (SS_SKIP_PUBLISHED=1, scripts/test.sh) leaves the
+# production-size rows to the plain build's pass, as check.sh and
+# scenarios.sh do: the same 185 rows under ASan took 80 s of its budget.
+if [ "${SS_SKIP_PUBLISHED:-}" != 1 ]; then
+  "$bin" validate -j 2 --strict >"$d/all.txt" 2>&1
+  rc=$?
+  check "the whole corpus holds every threshold ($(grep -c '^PASS' "$d/all.txt") of 6 pass)" \
+    '[ $rc -eq 0 ] && [ "$(grep -c "^PASS" "$d/all.txt")" -eq 6 ]'
+fi
 "$bin" validate "$p/zro-recipe-ddp.json" --strict >/dev/null
 rc=$?
 # zro-recipe-ddp's memory is within 1% (its expect band is 5%): every threshold holds.
