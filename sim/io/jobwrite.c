@@ -546,7 +546,7 @@ static const char *const given[][12] = {
      "etp", "pp", "pipeline_schedule", "virtual_stages"},
     {"parallel", "pipeline_layers"},
     {"training", "micro_batch", "seq_len", "grad_accum", "recompute", "kernels",
-     "recompute_every"},
+     "recompute_every", "loss"},
     {"precision", "param", "compute", "grad", "reduce", "master", "optimizer", "fp8"},
     {"optimizer", "type", "impl"},
     {"sharding", "strategy", "shard_group_size", "reshard_after_forward"},

@@ -86,6 +86,16 @@ a=$("$bin" run "$d/p4.json" | sed -n 's/^  step time *\([0-9.]*\) ms$/\1/p')
 b=$("$bin" run --model models/llama3-8b.json --gpus 8 --torchtitan "$d/p4.toml" | sed -n 's/^  step time *\([0-9.]*\) ms$/\1/p')
 check "... run --torchtitan gives the point's step ($a ms)" '[ -n "$a" ] && [ "$a" = "$b" ]'
 
+# torch.compile over the blocks and the loss (training.kernels and
+# training.loss "compiled"): [compile] components names both, and the
+# search's own read-back (the TOML through the import, the point's step and
+# peak exactly) passes, which a loss given twice would fail.
+sed 's/"recompute": "selective_op"}/"recompute": "selective_op", "kernels": "compiled", "loss": "compiled"}/' \
+    "$d/tt.json" >"$d/ttc.json"
+"$bin" search "$d/ttc.json" "${sp[@]}" --point 0 --write-torchtitan "$d/c.toml" >/dev/null 2>"$d/ec"
+check "compiled blocks and loss: written and read back, components model and loss" \
+    '[ $? -eq 0 ] && grep -qx "components = \[\"model\", \"loss\"\]" "$d/c.toml"'
+
 # Refused: FSDP1 (torchtitan runs FSDP2), recompute selective (no torchtitan
 # AC), a master copy (torchtitan keeps none): exit 2, why, no file.
 "$bin" search "$d/tt.json" "${sp[@]}" --strategy full_shard --write-torchtitan "$d/x.toml" >/dev/null 2>"$d/e1"
