@@ -65,8 +65,7 @@ static int load_attn_point(js_node pt, spec_attn_point *a, ss_err *err)
         return rc;
     a->fwd_flops = fwd * 1e12;
     a->bwd_flops = bwd * 1e12 * fwd / full;
-    js_node k;
-    a->full_flops = js_get(pt, "fwd_full_tflops", &k) ? full * 1e12 : 0;
+    a->full_flops = full * 1e12;
     return SS_OK;
 }
 

@@ -302,8 +302,8 @@ typedef struct spec_gemm_cal {
 
 /* Measured rates of the fused attention kernel (FlashAttention) on 16-bit
  * inputs, by sequence length: forward and backward FLOP/s, counted as the
- * kernel's own benchmarks count them, and the non-causal forward's where
- * the table gives it (0 otherwise). Points in increasing seq; the planner
+ * kernel's own benchmarks count them, and the non-causal forward's (the
+ * causal one where the table gives none: no shortfall to shrink). Points in increasing seq; the planner
  * interpolates linearly in log(seq), holds the first values below the
  * table and, past its end, lets the causal kernel's shortfall against the
  * non-causal one keep shrinking as the table's last doubling shrank it
